@@ -1,0 +1,51 @@
+// File: controller/cmd/flags.h
+//
+// A small command-line parser for subcommands: `--name value`,
+// `--name=value` and boolean `--name`. Each subcommand declares its flags;
+// anything else is a usage error that lists what is accepted.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include "absl/strings/string_view.h"
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace pilotlight::cmd {
+
+struct FlagSpec {
+  std::string name;  // without the leading "--"
+  bool is_bool = false;
+  std::string value_name;  // e.g. "N", "FILE", "DURATION"
+  std::string help;
+};
+
+class ParsedFlags {
+ public:
+  bool Has(absl::string_view name) const;
+  bool Bool(absl::string_view name) const { return Has(name); }
+  std::optional<std::string> String(absl::string_view name) const;
+  // Each parser returns InvalidArgument naming the flag and the value.
+  absl::StatusOr<std::optional<double>> Double(absl::string_view name) const;
+  absl::StatusOr<std::optional<int>> Int(absl::string_view name) const;
+  // Accepts "80ms", "2s", "1.5s" (absl::ParseDuration) or a bare number of
+  // seconds.
+  absl::StatusOr<std::optional<absl::Duration>> Duration(
+      absl::string_view name) const;
+
+ private:
+  friend absl::StatusOr<ParsedFlags> ParseFlags(
+      const std::vector<std::string>&, const std::vector<FlagSpec>&);
+  std::map<std::string, std::string, std::less<>> values_;
+};
+
+absl::StatusOr<ParsedFlags> ParseFlags(const std::vector<std::string>& args,
+                                       const std::vector<FlagSpec>& specs);
+
+// "  --name VALUE   help" lines, aligned.
+std::string FlagsHelp(const std::vector<FlagSpec>& specs);
+
+}  // namespace pilotlight::cmd

@@ -1,0 +1,43 @@
+// The one Pilotlight binary. Wiring only: picks the subcommand and hands it
+// the remaining arguments.
+#include <iostream>
+#include <string>
+#include "absl/strings/string_view.h"
+#include <vector>
+
+#include "controller/cmd/size_command.h"
+
+namespace {
+
+constexpr absl::string_view kUsage =
+    "usage: pilotlight <command> [flags]\n"
+    "\n"
+    "Commands:\n"
+    "  size       which GPU class, how many GPUs and what cost for a model\n"
+    "  version    print the version\n"
+    "\n"
+    "Run 'pilotlight <command> --help' for a command's flags.\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::cerr << kUsage;
+    return pilotlight::cmd::kExitUsage;
+  }
+  const absl::string_view command = argv[1];
+  std::vector<std::string> args(argv + 2, argv + argc);
+  if (command == "size") {
+    return pilotlight::cmd::RunSize(args, std::cout, std::cerr);
+  }
+  if (command == "version" || command == "--version") {
+    std::cout << "pilotlight " << PILOTLIGHT_VERSION << "\n";
+    return pilotlight::cmd::kExitOk;
+  }
+  if (command == "help" || command == "--help" || command == "-h") {
+    std::cout << kUsage;
+    return pilotlight::cmd::kExitOk;
+  }
+  std::cerr << "pilotlight: unknown command \"" << command << "\"\n" << kUsage;
+  return pilotlight::cmd::kExitUsage;
+}

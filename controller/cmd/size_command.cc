@@ -1,0 +1,318 @@
+#include "controller/cmd/size_command.h"
+
+#include <algorithm>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <sstream>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "controller/api/size_report.h"
+#include "controller/cmd/flags.h"
+#include "controller/model/catalog.h"
+#include "controller/model/model_profile.h"
+#include "controller/model/sizing.h"
+#include "controller/model/status_macros.h"
+
+namespace pilotlight::cmd {
+namespace {
+
+using model::Precision;
+
+const std::vector<FlagSpec>& SizeFlags() {
+  static const auto* specs = new std::vector<FlagSpec>{
+      {"model", false, "NAME", "model preset, or \"custom\" (default llama-3.1-8b)"},
+      {"precision", false, "P", "weights: bf16 fp16 fp8 int8 int4 (default bf16)"},
+      {"kv-precision", false, "P", "KV cache: bf16 fp16 fp8 (default: 16-bit)"},
+      {"context", false, "N", "KV room reserved per sequence, tokens (default 8192)"},
+      {"prompt-tokens", false, "N", "typical prompt length (default min(1024, context/2))"},
+      {"output-tokens", false, "N", "typical output length (default min(256, rest of context))"},
+      {"concurrency", false, "N", "concurrent sequences per replica (default 1)"},
+      {"ttft", false, "DURATION", "time-to-first-token SLO (default 2s)"},
+      {"tpot", false, "DURATION", "time-per-output-token SLO (default 80ms)"},
+      {"class", false, "A,B", "only these GPU classes"},
+      {"catalog", false, "FILE", "GPU catalog YAML (default: the built-in one)"},
+      {"json", true, "", "print one JSON object (proto/pilotlight/v1/sizing.proto)"},
+      {"all", true, "", "table: every tensor-parallel degree, not the best per class"},
+      {"params", false, "N", "custom model: total parameters (e.g. 7e9)"},
+      {"active-params", false, "N", "custom MoE model: parameters per token"},
+      {"layers", false, "N", "custom model: transformer layers"},
+      {"hidden", false, "N", "custom model: hidden size"},
+      {"heads", false, "N", "custom model: attention (query) heads"},
+      {"kv-heads", false, "N", "custom model: key/value heads"},
+      {"head-dim", false, "N", "custom model: head dimension (default hidden/heads)"},
+      {"vocab", false, "N", "custom model: vocabulary size"},
+      {"max-context", false, "N", "custom model: maximum context (default 131072)"},
+      {"experts", false, "N", "custom MoE model: experts per layer"},
+      {"experts-per-token", false, "N", "custom MoE model: experts routed per token"},
+      {"mbu", false, "F", "decode memory-bandwidth utilisation (default 0.75)"},
+      {"mfu", false, "F", "prefill FLOPS utilisation (default 0.5)"},
+      {"gpu-memory-utilization", false, "F", "fraction of GPU memory used (default 0.9)"},
+      {"overhead-gib", false, "F", "runtime memory per GPU, GiB (default 2)"},
+      {"max-batch", false, "N", "most sequences a replica batches (default 256)"},
+      {"help", true, "", "show this help"},
+  };
+  return *specs;
+}
+
+std::string SizeUsage() {
+  return absl::StrCat(
+      "usage: pilotlight size [--model NAME] [flags]\n\n"
+      "Sizes one replica of a model on every GPU class of the catalog and\n"
+      "recommends the cheapest that meets the SLO.\n\n"
+      "Flags:\n",
+      FlagsHelp(SizeFlags()),
+      "\nModels: ", model::PresetNames(),
+      "\nExit codes: 0 recommendation found, 2 usage error, 3 nothing meets "
+      "the request, 1 internal error.\n");
+}
+
+// Copies an optional flag into `target` when present.
+template <typename T>
+absl::Status Set(const absl::StatusOr<std::optional<T>>& v, T& target) {
+  if (!v.ok()) {
+    return v.status();
+  }
+  if (v->has_value()) {
+    target = **v;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<model::ModelProfile> CustomModel(const ParsedFlags& f) {
+  model::ModelProfile m;
+  m.name = "custom";
+  m.max_context_tokens = 131072;
+  for (const char* required : {"params", "layers", "hidden", "heads",
+                               "kv-heads", "vocab"}) {
+    if (!f.Has(required)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--model custom needs --", required,
+          " (and --params --layers --hidden --heads --kv-heads --vocab)"));
+    }
+  }
+  PL_RETURN_IF_ERROR(Set(f.Double("params"), m.params));
+  m.active_params = m.params;
+  PL_RETURN_IF_ERROR(Set(f.Double("active-params"), m.active_params));
+  PL_RETURN_IF_ERROR(Set(f.Int("layers"), m.layers));
+  PL_RETURN_IF_ERROR(Set(f.Int("hidden"), m.hidden_size));
+  PL_RETURN_IF_ERROR(Set(f.Int("heads"), m.attention_heads));
+  PL_RETURN_IF_ERROR(Set(f.Int("kv-heads"), m.kv_heads));
+  if (m.attention_heads > 0) {
+    m.head_dim = m.hidden_size / m.attention_heads;
+  }
+  PL_RETURN_IF_ERROR(Set(f.Int("head-dim"), m.head_dim));
+  PL_RETURN_IF_ERROR(Set(f.Int("vocab"), m.vocab_size));
+  PL_RETURN_IF_ERROR(Set(f.Int("max-context"), m.max_context_tokens));
+  PL_RETURN_IF_ERROR(Set(f.Int("experts"), m.experts));
+  PL_RETURN_IF_ERROR(Set(f.Int("experts-per-token"), m.experts_per_token));
+  PL_RETURN_IF_ERROR(model::ValidateProfile(m));
+  return m;
+}
+
+absl::StatusOr<model::SizingRequest> BuildRequest(const ParsedFlags& f) {
+  model::SizingRequest r;
+  const std::string name = f.String("model").value_or("llama-3.1-8b");
+  if (name == "custom") {
+    PL_ASSIGN_OR_RETURN(r.model, CustomModel(f));
+  } else {
+    for (const char* custom_only :
+         {"params", "active-params", "layers", "hidden", "heads", "kv-heads",
+          "head-dim", "vocab", "max-context", "experts", "experts-per-token"}) {
+      if (f.Has(custom_only)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--", custom_only, " describes a custom model; use --model custom"));
+      }
+    }
+    PL_ASSIGN_OR_RETURN(r.model, model::FindPreset(name));
+  }
+  if (std::optional<std::string> p = f.String("precision")) {
+    PL_ASSIGN_OR_RETURN(r.weights, model::ParsePrecision(*p));
+  }
+  r.kv = r.weights == Precision::kFp16 ? Precision::kFp16 : Precision::kBf16;
+  if (std::optional<std::string> p = f.String("kv-precision")) {
+    PL_ASSIGN_OR_RETURN(r.kv, model::ParsePrecision(*p));
+    if (r.kv == Precision::kInt8 || r.kv == Precision::kInt4) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--kv-precision ", *p,
+                       " is not a KV-cache format (use bf16, fp16 or fp8)"));
+    }
+  }
+
+  model::Workload& w = r.workload;
+  w.context_tokens = std::min(8192, r.model.max_context_tokens);
+  PL_RETURN_IF_ERROR(Set(f.Int("context"), w.context_tokens));
+  w.prompt_tokens = std::min(1024, w.context_tokens / 2);
+  PL_RETURN_IF_ERROR(Set(f.Int("prompt-tokens"), w.prompt_tokens));
+  w.output_tokens = std::min(256, w.context_tokens - w.prompt_tokens);
+  PL_RETURN_IF_ERROR(Set(f.Int("output-tokens"), w.output_tokens));
+  PL_RETURN_IF_ERROR(Set(f.Int("concurrency"), w.concurrency));
+  PL_RETURN_IF_ERROR(Set(f.Duration("ttft"), r.slo.ttft));
+  PL_RETURN_IF_ERROR(Set(f.Duration("tpot"), r.slo.tpot));
+
+  model::EngineTuning& t = r.tuning;
+  PL_RETURN_IF_ERROR(Set(f.Double("mbu"), t.memory_bandwidth_utilization));
+  PL_RETURN_IF_ERROR(Set(f.Double("mfu"), t.model_flops_utilization));
+  PL_RETURN_IF_ERROR(
+      Set(f.Double("gpu-memory-utilization"), t.gpu_memory_utilization));
+  PL_RETURN_IF_ERROR(Set(f.Double("overhead-gib"), t.runtime_overhead_gib));
+  PL_RETURN_IF_ERROR(Set(f.Int("max-batch"), t.max_batch));
+
+  if (std::optional<std::string> classes = f.String("class")) {
+    for (absl::string_view c : absl::StrSplit(*classes, ',', absl::SkipEmpty())) {
+      r.gpu_classes.emplace_back(c);
+    }
+  }
+  PL_RETURN_IF_ERROR(model::ValidateSizingRequest(r));
+  return r;
+}
+
+absl::StatusOr<model::Catalog> LoadCatalog(const ParsedFlags& f) {
+  std::optional<std::string> path = f.String("catalog");
+  if (!path) {
+    return model::Catalog::Default();
+  }
+  std::ifstream in(*path);
+  if (!in) {
+    return absl::NotFoundError(
+        absl::StrCat("--catalog ", *path, ": cannot open the file"));
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  return model::Catalog::FromYaml(text.str(), *path);
+}
+
+// For the default table: the row that best represents each class.
+std::vector<const model::SizingOption*> BestPerClass(
+    const model::SizingReport& rep) {
+  auto rank = [](const model::SizingOption& o) {
+    switch (o.verdict) {
+      case model::Verdict::kRecommended:
+        return 0;
+      case model::Verdict::kMeetsSlo:
+        return 1;
+      case model::Verdict::kMissesSlo:
+        return 2;
+      case model::Verdict::kDoesNotFit:
+        return 3;
+      case model::Verdict::kUnsupported:
+        return 4;
+    }
+    return 4;
+  };
+  std::vector<const model::SizingOption*> rows;
+  std::map<std::string, size_t> index;
+  for (const model::SizingOption& o : rep.options) {
+    auto [it, inserted] = index.try_emplace(o.gpu_class, rows.size());
+    if (inserted) {
+      rows.push_back(&o);
+      continue;
+    }
+    const model::SizingOption*& cur = rows[it->second];
+    const int a = rank(o);
+    const int b = rank(*cur);
+    // Within a verdict the first (smallest TP) wins, except that a larger TP
+    // that serves more concurrency beats a smaller one that misses.
+    if (a < b || (a == b && a == 2 && o.max_concurrency > cur->max_concurrency) ||
+        (a == b && a == 3 && o.shortfall_gib < cur->shortfall_gib)) {
+      cur = &o;
+    }
+  }
+  return rows;
+}
+
+void PrintTable(const model::SizingRequest& r, const model::SizingReport& rep,
+                bool all, std::ostream& out) {
+  out << absl::StrFormat(
+      "%s: %s weights, %s KV cache; context %d, prompt %d, output %d tokens; "
+      "%d concurrent; SLO TTFT %s, TPOT %s\n",
+      rep.model_name, model::PrecisionName(r.weights),
+      model::PrecisionName(r.kv), r.workload.context_tokens,
+      r.workload.prompt_tokens, r.workload.output_tokens,
+      r.workload.concurrency, absl::FormatDuration(r.slo.ttft),
+      absl::FormatDuration(r.slo.tpot));
+  out << absl::StrFormat(
+      "weights %.2f GB (%.2f GiB), KV cache %.1f KiB per token\n\n",
+      rep.weights_bytes / 1e9, rep.weights_bytes / model::kGiB,
+      rep.kv_bytes_per_token / 1024.0);
+  out << absl::StrFormat("%-15s %2s %-4s %8s %9s %7s %7s %8s %9s  %s\n",
+                         "CLASS", "TP", "FITS", "MAX-CONC", "TOKENS/S",
+                         "TTFT-S", "TPOT-S", "$/H", "$/1M-TOK", "VERDICT");
+  std::vector<const model::SizingOption*> rows;
+  if (all) {
+    for (const model::SizingOption& o : rep.options) {
+      rows.push_back(&o);
+    }
+  } else {
+    rows = BestPerClass(rep);
+  }
+  for (const model::SizingOption* o : rows) {
+    const std::string verdict =
+        o->reason.empty() ? std::string(model::VerdictName(o->verdict))
+                          : absl::StrCat(model::VerdictName(o->verdict), ": ",
+                                         o->reason);
+    if (o->fits) {
+      out << absl::StrFormat(
+          "%-15s %2d %-4s %8d %9.0f %7.3f %7.3f %8.2f %9.2f  %s\n",
+          o->gpu_class, o->tensor_parallel, "yes", o->max_concurrency,
+          o->decode_tokens_per_s, o->ttft_s, o->tpot_s, o->price_per_hour,
+          o->usd_per_million_tokens, verdict);
+    } else {
+      out << absl::StrFormat("%-15s %2d %-4s %8s %9s %7s %7s %8.2f %9s  %s\n",
+                             o->gpu_class, o->tensor_parallel, "no", "-", "-",
+                             "-", "-", o->price_per_hour, "-", verdict);
+    }
+  }
+  out << "\n" << rep.summary << "\n";
+}
+
+}  // namespace
+
+int RunSize(const std::vector<std::string>& args, std::ostream& out,
+            std::ostream& err) {
+  absl::StatusOr<ParsedFlags> flags = ParseFlags(args, SizeFlags());
+  if (!flags.ok()) {
+    err << "pilotlight size: " << flags.status().message() << "\n"
+        << "run 'pilotlight size --help' for the flags\n";
+    return kExitUsage;
+  }
+  if (flags->Bool("help")) {
+    out << SizeUsage();
+    return kExitOk;
+  }
+  absl::StatusOr<model::SizingRequest> request = BuildRequest(*flags);
+  if (!request.ok()) {
+    err << "pilotlight size: " << request.status().message() << "\n";
+    return kExitUsage;
+  }
+  absl::StatusOr<model::Catalog> catalog = LoadCatalog(*flags);
+  if (!catalog.ok()) {
+    err << "pilotlight size: " << catalog.status().message() << "\n";
+    // The built-in catalog failing to parse is our bug, not the user's.
+    return flags->Has("catalog") ? kExitUsage : kExitInternal;
+  }
+  absl::StatusOr<model::SizingReport> report = model::Size(*request, *catalog);
+  if (!report.ok()) {
+    err << "pilotlight size: " << report.status().message() << "\n";
+    return report.status().code() == absl::StatusCode::kInternal
+               ? kExitInternal
+               : kExitUsage;
+  }
+  if (flags->Bool("json")) {
+    absl::StatusOr<std::string> json = api::ToJson(api::ToProto(*report));
+    if (!json.ok()) {
+      err << "pilotlight size: " << json.status().message() << "\n";
+      return kExitInternal;
+    }
+    out << *json << "\n";
+  } else {
+    PrintTable(*request, *report, flags->Bool("all"), out);
+  }
+  return report->recommended.has_value() ? kExitOk : kExitNoOption;
+}
+
+}  // namespace pilotlight::cmd

@@ -1,0 +1,160 @@
+#include "controller/model/model_profile.h"
+
+#include <array>
+#include <cmath>
+#include <string>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace pilotlight::model {
+namespace {
+
+// Architecture figures are those of each model's Hugging Face config.json
+// (num_hidden_layers, hidden_size, num_attention_heads, num_key_value_heads,
+// head_dim, vocab_size, max_position_embeddings) and parameter counts from
+// the model cards; they were written from memory of those files, not copied
+// from a stored source, and are checked against the hand-derived figures in
+// shared research (prior-art.md section 11: 128 KiB/token for Llama-3.1-8B,
+// 320 KiB/token for Llama-3.1-70B) by tests/model/model_profile_test.cc.
+ModelProfile Dense(std::string name, double params, int layers, int hidden,
+                   int heads, int kv_heads, int head_dim, int vocab, int ctx,
+                   std::string source) {
+  ModelProfile m;
+  m.name = std::move(name);
+  m.params = params;
+  m.active_params = params;
+  m.layers = layers;
+  m.hidden_size = hidden;
+  m.attention_heads = heads;
+  m.kv_heads = kv_heads;
+  m.head_dim = head_dim;
+  m.vocab_size = vocab;
+  m.max_context_tokens = ctx;
+  m.source = std::move(source);
+  return m;
+}
+
+const std::array<ModelProfile, 12>& PresetTable() {
+  static const std::array<ModelProfile, 12>* table = [] {
+    auto* t = new std::array<ModelProfile, 12>{
+        Dense("llama-3.2-1b", 1.236e9, 16, 2048, 32, 8, 64, 128256, 131072,
+              "meta-llama/Llama-3.2-1B config.json (memory)"),
+        Dense("llama-3.2-3b", 3.213e9, 28, 3072, 24, 8, 128, 128256, 131072,
+              "meta-llama/Llama-3.2-3B config.json (memory)"),
+        Dense("llama-3.1-8b", 8.030e9, 32, 4096, 32, 8, 128, 128256, 131072,
+              "meta-llama/Llama-3.1-8B config.json (memory)"),
+        Dense("llama-3.1-70b", 70.554e9, 80, 8192, 64, 8, 128, 128256, 131072,
+              "meta-llama/Llama-3.1-70B config.json (memory)"),
+        Dense("llama-3.1-405b", 405.853e9, 126, 16384, 128, 8, 128, 128256,
+              131072, "meta-llama/Llama-3.1-405B config.json (memory)"),
+        Dense("mistral-7b", 7.248e9, 32, 4096, 32, 8, 128, 32768, 32768,
+              "mistralai/Mistral-7B-v0.3 config.json (memory)"),
+        Dense("mixtral-8x7b", 46.703e9, 32, 4096, 32, 8, 128, 32000, 32768,
+              "mistralai/Mixtral-8x7B-v0.1 config.json; 12.9B active "
+              "(memory)"),
+        Dense("qwen2.5-7b", 7.616e9, 28, 3584, 28, 4, 128, 152064, 32768,
+              "Qwen/Qwen2.5-7B config.json (memory)"),
+        Dense("qwen2.5-32b", 32.764e9, 64, 5120, 40, 8, 128, 152064, 32768,
+              "Qwen/Qwen2.5-32B config.json (memory)"),
+        Dense("qwen2.5-72b", 72.706e9, 80, 8192, 64, 8, 128, 152064, 32768,
+              "Qwen/Qwen2.5-72B config.json (memory)"),
+        Dense("gemma-2-9b", 9.242e9, 42, 3584, 16, 8, 256, 256000, 8192,
+              "google/gemma-2-9b config.json (memory)"),
+        Dense("gemma-2-27b", 27.227e9, 46, 4608, 32, 16, 128, 256000, 8192,
+              "google/gemma-2-27b config.json (memory)"),
+    };
+    ModelProfile& mixtral = (*t)[6];
+    mixtral.active_params = 12.879e9;
+    mixtral.experts = 8;
+    mixtral.experts_per_token = 2;
+    return t;
+  }();
+  return *table;
+}
+
+absl::Status Bad(absl::string_view name, absl::string_view field, double value,
+                 absl::string_view allowed) {
+  return absl::InvalidArgumentError(absl::StrCat("model ", name, ": ", field,
+                                                 " = ", value, " is invalid (",
+                                                 allowed, ")"));
+}
+
+}  // namespace
+
+std::span<const ModelProfile> Presets() { return PresetTable(); }
+
+absl::StatusOr<ModelProfile> FindPreset(absl::string_view name) {
+  const std::string lower = absl::AsciiStrToLower(name);
+  for (const ModelProfile& m : Presets()) {
+    if (m.name == lower) {
+      return m;
+    }
+  }
+  return absl::NotFoundError(absl::StrCat("unknown model \"", name,
+                                          "\" (known: ", PresetNames(),
+                                          ", or \"custom\" with explicit "
+                                          "--params/--layers/... )"));
+}
+
+std::string PresetNames() {
+  return absl::StrJoin(Presets(), ", ",
+                       [](std::string* out, const ModelProfile& m) {
+                         out->append(m.name);
+                       });
+}
+
+absl::Status ValidateProfile(const ModelProfile& m) {
+  const absl::string_view n = m.name.empty() ? "custom" : m.name;
+  if (!std::isfinite(m.params) || m.params <= 0 || m.params > 1e14) {
+    return Bad(n, "params", m.params, "must be > 0 and <= 1e14");
+  }
+  if (!std::isfinite(m.active_params) || m.active_params <= 0 ||
+      m.active_params > m.params) {
+    return Bad(n, "active_params", m.active_params,
+               "must be > 0 and <= params");
+  }
+  struct IntCheck {
+    const char* field;
+    int value;
+    int min;
+    int max;
+  };
+  const IntCheck checks[] = {
+      {"layers", m.layers, 1, 1000},
+      {"hidden_size", m.hidden_size, 1, 1 << 20},
+      {"attention_heads", m.attention_heads, 1, 4096},
+      {"kv_heads", m.kv_heads, 1, 4096},
+      {"head_dim", m.head_dim, 1, 4096},
+      {"vocab_size", m.vocab_size, 1, 10'000'000},
+      {"max_context_tokens", m.max_context_tokens, 1, 100'000'000},
+  };
+  for (const IntCheck& c : checks) {
+    if (c.value < c.min || c.value > c.max) {
+      return Bad(n, c.field, c.value, absl::StrCat(c.min, "..", c.max));
+    }
+  }
+  if (m.kv_heads > m.attention_heads ||
+      m.attention_heads % m.kv_heads != 0) {
+    return Bad(n, "kv_heads", m.kv_heads,
+               absl::StrCat("must divide attention_heads = ",
+                            m.attention_heads));
+  }
+  if (m.experts != 0 || m.experts_per_token != 0) {
+    if (m.experts < 2 || m.experts_per_token < 1 ||
+        m.experts_per_token >= m.experts) {
+      return Bad(n, "experts_per_token", m.experts_per_token,
+                 absl::StrCat("MoE needs experts >= 2 and 1 <= top-k < "
+                              "experts; experts = ",
+                              m.experts));
+    }
+    if (m.active_params >= m.params) {
+      return Bad(n, "active_params", m.active_params,
+                 "an MoE model activates fewer parameters than it has");
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace pilotlight::model

@@ -1,0 +1,50 @@
+// File: controller/model/model_profile.h
+//
+// ModelProfile: the architecture figures of a decoder-only transformer that
+// the sizing model needs, plus presets for common open models. Pure values.
+//
+// Example:
+//   absl::StatusOr<ModelProfile> m = FindPreset("llama-3.1-8b");
+#pragma once
+
+#include <span>
+#include <string>
+#include "absl/strings/string_view.h"
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace pilotlight::model {
+
+struct ModelProfile {
+  std::string name;
+  double params = 0;         // total parameters (all experts for MoE)
+  double active_params = 0;  // parameters used per token (== params if dense)
+  int layers = 0;
+  int hidden_size = 0;
+  int attention_heads = 0;  // query heads
+  int kv_heads = 0;         // key/value heads (GQA/MQA: fewer than query)
+  int head_dim = 0;
+  int vocab_size = 0;
+  int max_context_tokens = 0;
+  int experts = 0;            // MoE experts per layer; 0 = dense
+  int experts_per_token = 0;  // MoE top-k
+  std::string source;
+
+  bool is_moe() const { return experts > 0; }
+};
+
+// The built-in presets, in a stable order.
+std::span<const ModelProfile> Presets();
+
+// A preset by name (case-insensitive). NotFound lists the known names.
+absl::StatusOr<ModelProfile> FindPreset(absl::string_view name);
+
+// "llama-3.2-1b, llama-3.2-3b, ..."
+std::string PresetNames();
+
+// Checks a profile's numbers (all used by the formulas); the error names the
+// field, the value and the allowed range.
+absl::Status ValidateProfile(const ModelProfile& m);
+
+}  // namespace pilotlight::model

@@ -1,0 +1,482 @@
+#include "controller/model/sizing.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace pilotlight::model {
+namespace {
+
+constexpr int kTensorParallelDegrees[] = {1, 2, 4, 8};
+
+absl::Status OutOfRange(absl::string_view field, double value,
+                        absl::string_view allowed) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(field, " = ", value, " is out of range (", allowed, ")"));
+}
+
+std::string Gib(double bytes) { return absl::StrFormat("%.1f", bytes / kGiB); }
+
+}  // namespace
+
+absl::string_view VerdictName(Verdict v) {
+  switch (v) {
+    case Verdict::kRecommended:
+      return "recommended";
+    case Verdict::kMeetsSlo:
+      return "meets SLO";
+    case Verdict::kMissesSlo:
+      return "misses SLO";
+    case Verdict::kDoesNotFit:
+      return "does not fit";
+    case Verdict::kUnsupported:
+      return "unsupported";
+  }
+  return "unsupported";
+}
+
+double WeightBytes(const ModelProfile& m, Precision p) {
+  return m.params * BytesPerElement(p);
+}
+
+double KvBytesPerToken(const ModelProfile& m, Precision kv) {
+  return 2.0 * m.layers * m.kv_heads * m.head_dim * BytesPerElement(kv);
+}
+
+// --- ReplicaModel -----------------------------------------------------------
+
+ReplicaModel::ReplicaModel(const ModelProfile& model, const GpuClass& gpu,
+                           int tp, Precision weights, Precision kv,
+                           const EngineTuning& tuning)
+    : tp_(tp),
+      layers_(model.layers),
+      max_batch_(tuning.max_batch),
+      max_heads_divisible_(model.attention_heads % tp == 0 ? 1 : 0),
+      weight_bytes_(WeightBytes(model, weights)),
+      shared_weight_bytes_(weight_bytes_),
+      expert_bytes_(0),
+      experts_(model.experts),
+      experts_per_token_(model.experts_per_token),
+      active_params_(model.active_params),
+      hidden_(model.hidden_size),
+      attn_flop_coeff_(2.0 * model.layers * model.attention_heads *
+                       model.head_dim),
+      kv_bytes_per_token_gpu_(0),
+      usable_bytes_per_gpu_(gpu.memory_gib * kGiB *
+                                tuning.gpu_memory_utilization -
+                            tuning.runtime_overhead_gib * kGiB),
+      bandwidth_bytes_per_s_(gpu.bandwidth_gbps * 1e9 *
+                             tuning.memory_bandwidth_utilization),
+      flops_per_s_(gpu.ComputeTflops(weights) * 1e12 * tp *
+                   tuning.model_flops_utilization),
+      link_bytes_per_s_(gpu.interconnect_gbps * 1e9),
+      allreduce_latency_s_(absl::ToDoubleSeconds(
+          gpu.interconnect == InterconnectKind::kPcie
+              ? tuning.allreduce_latency_pcie
+              : tuning.allreduce_latency_nvlink)) {
+  if (model.is_moe()) {
+    // total = shared + E x expert, active = shared + k x expert.
+    const double bytes = BytesPerElement(weights);
+    const double expert_params = (model.params - model.active_params) /
+                                 (model.experts - model.experts_per_token);
+    expert_bytes_ = expert_params * bytes;
+    shared_weight_bytes_ =
+        (model.active_params - model.experts_per_token * expert_params) *
+        bytes;
+  }
+  // KV heads are split across TP ranks; with more ranks than heads each rank
+  // keeps a replica of one head (vLLM's behaviour).
+  const int kv_heads_per_gpu = (model.kv_heads + tp - 1) / tp;
+  kv_bytes_per_token_gpu_ = 2.0 * model.layers * kv_heads_per_gpu *
+                            model.head_dim * BytesPerElement(kv);
+}
+
+double ReplicaModel::kv_capacity_tokens() const {
+  return (usable_bytes_per_gpu_ - weight_bytes_per_gpu()) /
+         kv_bytes_per_token_gpu_;
+}
+
+double ReplicaModel::ShortfallBytesPerGpu(int context_tokens) const {
+  const double need =
+      weight_bytes_per_gpu() + context_tokens * kv_bytes_per_token_gpu_;
+  return std::max(0.0, need - usable_bytes_per_gpu_);
+}
+
+int ReplicaModel::KvSequences(int context_tokens) const {
+  const double seqs = std::floor(kv_capacity_tokens() / context_tokens);
+  if (seqs <= 0) {
+    return 0;
+  }
+  return seqs >= 1e9 ? 1'000'000'000 : static_cast<int>(seqs);
+}
+
+double ReplicaModel::WeightBytesRead(double tokens) const {
+  if (experts_ == 0) {
+    return weight_bytes_;
+  }
+  // Each token routes to k of E experts; a batch of n tokens touches
+  // E x (1 - (1 - k/E)^n) distinct experts per layer in expectation.
+  const double e = experts_;
+  const double miss = 1.0 - experts_per_token_ / e;
+  const double touched = e * (1.0 - std::pow(miss, std::max(tokens, 1.0)));
+  return shared_weight_bytes_ + touched * expert_bytes_;
+}
+
+double ReplicaModel::AllReduceSeconds(double tokens) const {
+  if (tp_ == 1) {
+    return 0.0;
+  }
+  // Ring all-reduce of a 16-bit activation tensor of tokens x hidden.
+  const double bytes = tokens * hidden_ * 2.0;
+  return allreduce_latency_s_ +
+         2.0 * (tp_ - 1) / tp_ * bytes / link_bytes_per_s_;
+}
+
+double ReplicaModel::StepSeconds(double decode_batch, double mean_kv_tokens,
+                                 double prefill_tokens,
+                                 double prompt_tokens) const {
+  const double tokens = decode_batch + prefill_tokens;
+  const double bytes = WeightBytesRead(tokens) / tp_ +
+                       decode_batch * mean_kv_tokens * kv_bytes_per_token_gpu_;
+  const double memory_s = bytes / bandwidth_bytes_per_s_;
+  // Linear layers: 2 FLOPs per active parameter per token. Attention: a
+  // decode token attends to its mean_kv_tokens keys (QK^T and AV: 4 x
+  // layers x q_dim FLOPs per key); a prefilled token attends on average to
+  // half its prompt (causal).
+  const double flops =
+      2.0 * active_params_ * tokens +
+      2.0 * attn_flop_coeff_ * mean_kv_tokens * decode_batch +
+      attn_flop_coeff_ * prompt_tokens * prefill_tokens;
+  const double compute_s = flops / flops_per_s_;
+  // Two all-reduces per layer (after attention and after the MLP).
+  return std::max(memory_s, compute_s) +
+         2.0 * layers_ * AllReduceSeconds(tokens);
+}
+
+double ReplicaModel::TtftSeconds(int prompt_tokens) const {
+  // The whole prompt in one step, with nothing decoding beside it.
+  return StepSeconds(0, 0, prompt_tokens, prompt_tokens);
+}
+
+double ReplicaModel::TpotSeconds(int batch, const Workload& w) const {
+  const double mean_kv = std::min<double>(
+      w.prompt_tokens + w.output_tokens / 2.0, w.context_tokens);
+  // Each of the other batch - 1 sequences finishes once every output_tokens
+  // steps and its successor's prompt is prefilled within the running batch.
+  const double prefill_per_step =
+      (batch - 1.0) / w.output_tokens * w.prompt_tokens;
+  return StepSeconds(batch, mean_kv, prefill_per_step, w.prompt_tokens);
+}
+
+int ReplicaModel::MaxConcurrency(const Workload& w, double tpot_slo_s) const {
+  if (!precision_supported() || max_heads_divisible_ == 0) {
+    return 0;
+  }
+  const int cap = std::min(max_batch_, KvSequences(w.context_tokens));
+  if (cap < 1 || TpotSeconds(1, w) > tpot_slo_s) {
+    return 0;
+  }
+  // TPOT is non-decreasing in the batch: binary search the last b that meets.
+  int lo = 1;
+  int hi = cap;
+  while (lo < hi) {
+    const int mid = lo + (hi - lo + 1) / 2;
+    if (TpotSeconds(mid, w) <= tpot_slo_s) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return lo;
+}
+
+// --- Size -------------------------------------------------------------------
+
+absl::Status ValidateSizingRequest(const SizingRequest& r) {
+  if (absl::Status s = ValidateProfile(r.model); !s.ok()) {
+    return s;
+  }
+  const Workload& w = r.workload;
+  if (w.context_tokens < 1 || w.context_tokens > r.model.max_context_tokens) {
+    return OutOfRange("context_tokens", w.context_tokens,
+                      absl::StrCat("1..", r.model.max_context_tokens, ", ",
+                                   r.model.name, "'s maximum context"));
+  }
+  if (w.prompt_tokens < 1 || w.prompt_tokens >= w.context_tokens) {
+    return OutOfRange("prompt_tokens", w.prompt_tokens,
+                      absl::StrCat("1..", w.context_tokens - 1,
+                                   ", below context_tokens"));
+  }
+  if (w.output_tokens < 1 ||
+      w.output_tokens > w.context_tokens - w.prompt_tokens) {
+    return OutOfRange(
+        "output_tokens", w.output_tokens,
+        absl::StrCat("1..", w.context_tokens - w.prompt_tokens,
+                     ", so that prompt + output fit in context_tokens = ",
+                     w.context_tokens));
+  }
+  if (w.concurrency < 1 || w.concurrency > 1'000'000) {
+    return OutOfRange("concurrency", w.concurrency, "1..1000000");
+  }
+  if (r.slo.ttft <= absl::ZeroDuration() || r.slo.ttft > absl::Hours(1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("slo.ttft = ", absl::FormatDuration(r.slo.ttft),
+                     " is out of range (> 0 and <= 1h)"));
+  }
+  if (r.slo.tpot <= absl::ZeroDuration() || r.slo.tpot > absl::Minutes(1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("slo.tpot = ", absl::FormatDuration(r.slo.tpot),
+                     " is out of range (> 0 and <= 1m)"));
+  }
+  const EngineTuning& t = r.tuning;
+  struct Fraction {
+    const char* field;
+    double value;
+  };
+  const Fraction fractions[] = {
+      {"tuning.memory_bandwidth_utilization", t.memory_bandwidth_utilization},
+      {"tuning.model_flops_utilization", t.model_flops_utilization},
+      {"tuning.gpu_memory_utilization", t.gpu_memory_utilization},
+  };
+  for (const Fraction& f : fractions) {
+    if (!std::isfinite(f.value) || f.value <= 0 || f.value > 1) {
+      return OutOfRange(f.field, f.value, "> 0 and <= 1");
+    }
+  }
+  if (!std::isfinite(t.runtime_overhead_gib) || t.runtime_overhead_gib < 0 ||
+      t.runtime_overhead_gib > 1000) {
+    return OutOfRange("tuning.runtime_overhead_gib", t.runtime_overhead_gib,
+                      "0..1000");
+  }
+  if (t.max_batch < 1 || t.max_batch > 1'000'000) {
+    return OutOfRange("tuning.max_batch", t.max_batch, "1..1000000");
+  }
+  if (t.allreduce_latency_nvlink < absl::ZeroDuration() ||
+      t.allreduce_latency_pcie < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("all-reduce latencies must be >= 0");
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+SizingOption Evaluate(const SizingRequest& r, const GpuClass& gpu, int tp) {
+  SizingOption o;
+  o.gpu_class = gpu.name;
+  o.tensor_parallel = tp;
+  o.price_per_hour = tp * gpu.price_on_demand_per_gpu_hour;
+
+  if (!gpu.SupportsWeights(r.weights)) {
+    o.verdict = Verdict::kUnsupported;
+    o.reason =
+        r.weights == Precision::kBf16
+            ? absl::StrCat(gpu.gpu_model, " has no bf16; use fp16 weights")
+            : absl::StrCat(PrecisionName(r.weights), " weights need ",
+                           PrecisionName(r.weights), " tensor cores; ",
+                           gpu.gpu_model, " has none");
+    return o;
+  }
+  if (r.model.attention_heads % tp != 0) {
+    o.verdict = Verdict::kUnsupported;
+    o.reason = absl::StrCat(r.model.attention_heads,
+                            " attention heads do not split over TP ", tp);
+    return o;
+  }
+
+  const ReplicaModel replica(r.model, gpu, tp, r.weights, r.kv, r.tuning);
+  const Workload& w = r.workload;
+  const double shortfall = replica.ShortfallBytesPerGpu(w.context_tokens);
+  if (shortfall > 0) {
+    o.verdict = Verdict::kDoesNotFit;
+    o.shortfall_gib = shortfall / kGiB;
+    const double kv_one = w.context_tokens * replica.kv_bytes_per_token_per_gpu();
+    o.reason = absl::StrCat(
+        "needs ", Gib(replica.weight_bytes_per_gpu() + kv_one),
+        " GiB per GPU (weights ", Gib(replica.weight_bytes_per_gpu()),
+        " + KV for one ", w.context_tokens, "-token sequence ", Gib(kv_one),
+        "), has ", Gib(replica.usable_bytes_per_gpu()), " usable");
+    return o;
+  }
+
+  o.fits = true;
+  o.kv_sequences = replica.KvSequences(w.context_tokens);
+  const double tpot_slo_s = absl::ToDoubleSeconds(r.slo.tpot);
+  const double ttft_slo_s = absl::ToDoubleSeconds(r.slo.ttft);
+  const int cap = std::min(r.tuning.max_batch, o.kv_sequences);
+  const int at = std::min(w.concurrency, cap);
+  o.ttft_s = replica.TtftSeconds(w.prompt_tokens);
+  o.tpot_s = replica.TpotSeconds(at, w);
+  o.max_concurrency = replica.MaxConcurrency(w, tpot_slo_s);
+  if (o.max_concurrency > 0) {
+    o.decode_tokens_per_s =
+        o.max_concurrency / replica.TpotSeconds(o.max_concurrency, w);
+    o.usd_per_million_tokens =
+        o.price_per_hour / (o.decode_tokens_per_s * 3600.0) * 1e6;
+  }
+
+  std::vector<std::string> misses;
+  if (w.concurrency > o.kv_sequences) {
+    misses.push_back(absl::StrCat("KV cache holds ", o.kv_sequences,
+                                  " sequences of ", w.context_tokens,
+                                  " tokens, need ", w.concurrency));
+  } else if (w.concurrency > r.tuning.max_batch) {
+    misses.push_back(absl::StrCat("needs ", w.concurrency,
+                                  " concurrent, the engine batches at most ",
+                                  r.tuning.max_batch));
+  }
+  if (o.tpot_s > tpot_slo_s) {
+    misses.push_back(
+        o.max_concurrency == 0
+            ? absl::StrFormat("TPOT %.3f s > %.3f s even at 1 concurrent",
+                              replica.TpotSeconds(1, w), tpot_slo_s)
+            : absl::StrFormat("TPOT %.3f s > %.3f s at %d concurrent "
+                              "(SLO holds up to %d)",
+                              o.tpot_s, tpot_slo_s, at, o.max_concurrency));
+  } else if (at < w.concurrency && o.max_concurrency < w.concurrency &&
+             o.max_concurrency < cap) {
+    misses.push_back(absl::StrFormat("TPOT SLO holds up to %d concurrent",
+                                     o.max_concurrency));
+  }
+  if (o.ttft_s > ttft_slo_s) {
+    misses.push_back(absl::StrFormat("TTFT %.2f s > %.2f s for a %d-token "
+                                     "prompt",
+                                     o.ttft_s, ttft_slo_s, w.prompt_tokens));
+  }
+  o.meets_slo = misses.empty();
+  o.verdict = o.meets_slo ? Verdict::kMeetsSlo : Verdict::kMissesSlo;
+  o.reason = absl::StrJoin(misses, "; ");
+  return o;
+}
+
+// Orders options that meet the SLO: cheaper first, then fewer GPUs, then more
+// headroom, then cheaper tokens.
+bool Better(const SizingOption& a, const SizingOption& b) {
+  if (a.price_per_hour != b.price_per_hour) {
+    return a.price_per_hour < b.price_per_hour;
+  }
+  if (a.tensor_parallel != b.tensor_parallel) {
+    return a.tensor_parallel < b.tensor_parallel;
+  }
+  if (a.max_concurrency != b.max_concurrency) {
+    return a.max_concurrency > b.max_concurrency;
+  }
+  return a.usd_per_million_tokens < b.usd_per_million_tokens;
+}
+
+std::string Describe(const SizingOption& o) {
+  return absl::StrCat(o.gpu_class, " at TP ", o.tensor_parallel);
+}
+
+std::string Summarize(const SizingRequest& r, const SizingReport& rep) {
+  if (rep.recommended.has_value()) {
+    const SizingOption& o = rep.options[*rep.recommended];
+    return absl::StrFormat(
+        "recommended: %s -- $%.2f/h, holds %d concurrent within TPOT %.3f s "
+        "(%.0f tokens/s, $%.2f per 1M tokens), TTFT %.2f s",
+        Describe(o), o.price_per_hour, o.max_concurrency,
+        absl::ToDoubleSeconds(r.slo.tpot), o.decode_tokens_per_s,
+        o.usd_per_million_tokens, o.ttft_s);
+  }
+  const SizingOption* closest_fit = nullptr;
+  const SizingOption* smallest_gap = nullptr;
+  for (const SizingOption& o : rep.options) {
+    if (o.fits && (closest_fit == nullptr ||
+                   o.max_concurrency > closest_fit->max_concurrency ||
+                   (o.max_concurrency == closest_fit->max_concurrency &&
+                    o.tpot_s < closest_fit->tpot_s))) {
+      closest_fit = &o;
+    }
+    if (o.verdict == Verdict::kDoesNotFit &&
+        (smallest_gap == nullptr ||
+         o.shortfall_gib < smallest_gap->shortfall_gib)) {
+      smallest_gap = &o;
+    }
+  }
+  if (closest_fit != nullptr) {
+    return absl::StrCat("no option meets the SLO; closest: ",
+                        Describe(*closest_fit), " (", closest_fit->reason,
+                        ")");
+  }
+  const std::string what =
+      absl::StrCat(r.model.name, " with ", PrecisionName(r.weights),
+                   " weights and a ", r.workload.context_tokens,
+                   "-token context");
+  if (smallest_gap != nullptr) {
+    return absl::StrFormat(
+        "%s fits nowhere: closest is %s, short by %.1f GiB per GPU; try "
+        "lower-precision weights (fp8, int4), fp8 KV cache or a shorter "
+        "context",
+        what, Describe(*smallest_gap), smallest_gap->shortfall_gib);
+  }
+  return absl::StrCat(what, ": no class in the catalog can run it (",
+                      rep.options.empty() ? "no options"
+                                          : rep.options.front().reason,
+                      ")");
+}
+
+}  // namespace
+
+absl::StatusOr<SizingReport> Size(const SizingRequest& r,
+                                  const Catalog& catalog) {
+  if (absl::Status s = ValidateSizingRequest(r); !s.ok()) {
+    return s;
+  }
+  std::vector<const GpuClass*> classes;
+  if (r.gpu_classes.empty()) {
+    for (const GpuClass& c : catalog.classes()) {
+      classes.push_back(&c);
+    }
+  } else {
+    for (const std::string& name : r.gpu_classes) {
+      absl::StatusOr<const GpuClass*> c = catalog.Get(name);
+      if (!c.ok()) {
+        return c.status();
+      }
+      classes.push_back(*c);
+    }
+  }
+
+  SizingReport rep;
+  rep.model_name = r.model.name;
+  rep.params = r.model.params;
+  rep.weights_bytes = WeightBytes(r.model, r.weights);
+  rep.kv_bytes_per_token = KvBytesPerToken(r.model, r.kv);
+  rep.options.reserve(classes.size() * std::size(kTensorParallelDegrees));
+  for (const GpuClass* c : classes) {
+    for (int tp : kTensorParallelDegrees) {
+      if (tp > c->max_gpus_per_node) {
+        break;
+      }
+      rep.options.push_back(Evaluate(r, *c, tp));
+    }
+  }
+  for (size_t i = 0; i < rep.options.size(); ++i) {
+    const SizingOption& o = rep.options[i];
+    if (o.meets_slo &&
+        (!rep.recommended || Better(o, rep.options[*rep.recommended]))) {
+      rep.recommended = i;
+    }
+  }
+  if (rep.recommended) {
+    SizingOption& best = rep.options[*rep.recommended];
+    best.verdict = Verdict::kRecommended;
+    best.reason = "cheapest replica that meets the SLO";
+    for (SizingOption& o : rep.options) {
+      if (o.verdict == Verdict::kMeetsSlo) {
+        o.reason = absl::StrFormat("costs $%.2f/h vs $%.2f/h for the recommended",
+                                   o.price_per_hour, best.price_per_hour);
+      }
+    }
+  }
+  rep.summary = Summarize(r, rep);
+  return rep;
+}
+
+}  // namespace pilotlight::model

@@ -1,0 +1,207 @@
+// File: controller/model/sizing.h
+//
+// The GPU sizing model: from a model profile, a GPU class, a precision and a
+// tensor-parallel degree to memory fit, decode speed, time to first token,
+// per-replica concurrency at a TPOT SLO, and cost per million tokens. Pure
+// code: no I/O, no clock. docs/sizing.md explains every formula.
+//
+// The formulas (all per replica of `tp` GPUs on one node):
+//   weights     W = params x bytes(weights)
+//   KV / token  K = 2 x layers x kv_heads x head_dim x bytes(kv)
+//   usable      U = memory x gpu_memory_utilization - runtime overhead (per GPU)
+//   fit         W/tp + K_gpu x context <= U          (one full-context sequence)
+//   KV capacity C = (U - W/tp) / K_gpu tokens;  sequences = C / context
+//   step(b, p) = max(bytes_read / (BW x MBU), FLOPs / (tp x FLOPS x MFU))
+//                + 2 x layers x all-reduce(b + p tokens)       (tp > 1)
+//       b decode sequences and p prompt tokens prefilled in the same step
+//       (continuous batching with chunked prefill: a roofline per step);
+//       bytes_read per GPU = weights read (MoE: experts touched)/tp
+//                            + b x mean_kv_tokens x K_gpu
+//       FLOPs = 2 x active x (b + p) + attention terms
+//   TPOT(b)  = step(b, p = (b - 1) / output x prompt): while a sequence
+//              decodes, the others finish and their successors are prefilled
+//   TTFT     = max(prefill FLOPs / (tp FLOPS MFU), W/tp / (BW MBU)) + comm
+//   max concurrency = the largest b <= min(max_batch, sequences) with
+//                     TPOT(b) <= SLO
+//   tokens/s = b_max / TPOT(b_max);  $/1M = price/h / (tokens/s x 3600) x 1e6
+//
+// Example:
+//   SizingRequest req{.model = *FindPreset("llama-3.1-8b")};
+//   absl::StatusOr<SizingReport> r = Size(req, *Catalog::Default());
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "controller/model/catalog.h"
+#include "controller/model/gpu_class.h"
+#include "controller/model/model_profile.h"
+#include "controller/model/precision.h"
+
+namespace pilotlight::model {
+
+inline constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+// The request shape the replica must serve.
+struct Workload {
+  int context_tokens = 8192;  // KV room reserved for every sequence
+  int prompt_tokens = 1024;   // typical prompt (TTFT, prefill interference)
+  int output_tokens = 256;    // typical output (decode KV length, turnover)
+  int concurrency = 1;        // concurrent sequences one replica must hold
+};
+
+struct Slo {
+  absl::Duration ttft = absl::Seconds(2);
+  absl::Duration tpot = absl::Milliseconds(80);
+};
+
+// Efficiency factors of the serving engine (vLLM-like defaults). Each is a
+// measured-looking number, not a law: override them from your own runs.
+struct EngineTuning {
+  // Achieved / peak memory bandwidth in decode. 0.75 matches the published
+  // batch-1 runs in tests/model/testdata (A100 78 %, H100 75 %).
+  double memory_bandwidth_utilization = 0.75;
+  // Achieved / peak tensor FLOPS in prefill.
+  double model_flops_utilization = 0.5;
+  // Fraction of device memory the engine may use (vLLM's default 0.9).
+  double gpu_memory_utilization = 0.90;
+  // Per GPU, inside that fraction: CUDA context, activations, CUDA graphs.
+  double runtime_overhead_gib = 2.0;
+  // Most sequences one replica batches (vLLM's max_num_seqs default).
+  int max_batch = 256;
+  // Fixed cost of one all-reduce, by interconnect (NCCL small-message
+  // latency, order of magnitude).
+  absl::Duration allreduce_latency_nvlink = absl::Microseconds(8);
+  absl::Duration allreduce_latency_pcie = absl::Microseconds(25);
+};
+
+// What one replica (tp GPUs of one class) can do for one model. Built once,
+// queried many times: every method is O(1) except MaxConcurrency (O(log b)).
+class ReplicaModel {
+ public:
+  ReplicaModel(const ModelProfile& model, const GpuClass& gpu, int tp,
+               Precision weights, Precision kv, const EngineTuning& tuning);
+
+  int tensor_parallel() const { return tp_; }
+  bool precision_supported() const { return flops_per_s_ > 0; }
+  // Memory the engine may fill per GPU, after the runtime overhead.
+  double usable_bytes_per_gpu() const { return usable_bytes_per_gpu_; }
+  double weight_bytes_per_gpu() const { return weight_bytes_ / tp_; }
+  double kv_bytes_per_token_per_gpu() const { return kv_bytes_per_token_gpu_; }
+  // KV tokens the replica can hold once weights are loaded (<= 0: no room).
+  double kv_capacity_tokens() const;
+  // Bytes per GPU still missing for one sequence of `context` tokens
+  // (0 when it fits).
+  double ShortfallBytesPerGpu(int context_tokens) const;
+  // Sequences of `context` tokens the KV cache holds.
+  int KvSequences(int context_tokens) const;
+
+  // One decode step for `batch` sequences holding `mean_kv_tokens` each.
+  double DecodeStepSeconds(int batch, double mean_kv_tokens) const {
+    return StepSeconds(batch, mean_kv_tokens, 0, 0);
+  }
+  // One engine step: `decode_batch` decoding sequences plus `prefill_tokens`
+  // prompt tokens (of prompts `prompt_tokens` long) prefilled alongside.
+  double StepSeconds(double decode_batch, double mean_kv_tokens,
+                     double prefill_tokens, double prompt_tokens) const;
+  // Unloaded time to first token for a prompt of `prompt_tokens`.
+  double TtftSeconds(int prompt_tokens) const;
+  // Steady-state time per output token at `batch` concurrent sequences of
+  // the workload's shape, including the prefills of the requests that
+  // replace the other sequences as they finish.
+  double TpotSeconds(int batch, const Workload& w) const;
+  // Largest batch within the KV capacity and max_batch whose TPOT meets
+  // `tpot_slo_s`; 0 when even one sequence misses it or does not fit.
+  int MaxConcurrency(const Workload& w, double tpot_slo_s) const;
+
+ private:
+  double AllReduceSeconds(double tokens) const;
+  double WeightBytesRead(double tokens) const;
+
+  int tp_;
+  int layers_;
+  int max_batch_;
+  int max_heads_divisible_;
+  double weight_bytes_;
+  double shared_weight_bytes_;  // MoE: non-expert part
+  double expert_bytes_;         // MoE: one expert across all layers
+  int experts_;
+  int experts_per_token_;
+  double active_params_;
+  double hidden_;
+  double attn_flop_coeff_;  // attention FLOPs per (prompt token)^2
+  double kv_bytes_per_token_gpu_;
+  double usable_bytes_per_gpu_;
+  double bandwidth_bytes_per_s_;  // per GPU, x MBU
+  double flops_per_s_;            // per replica (tp GPUs), x MFU
+  double link_bytes_per_s_;       // per GPU per direction
+  double allreduce_latency_s_;
+};
+
+struct SizingRequest {
+  ModelProfile model;
+  Precision weights = Precision::kBf16;
+  Precision kv = Precision::kBf16;
+  Workload workload;
+  Slo slo;
+  EngineTuning tuning;
+  // Restrict to these classes (empty: every class in the catalog).
+  std::vector<std::string> gpu_classes;
+};
+
+enum class Verdict {
+  kRecommended,        // cheapest option that meets the SLO
+  kMeetsSlo,           // meets the SLO, but costs more than the recommended
+  kMissesSlo,          // fits in memory, misses a latency or concurrency goal
+  kDoesNotFit,         // weights + one sequence exceed memory
+  kUnsupported,        // precision or TP degree impossible on this class
+};
+
+absl::string_view VerdictName(Verdict v);
+
+// One replica shape: a GPU class at one tensor-parallel degree.
+struct SizingOption {
+  std::string gpu_class;
+  int tensor_parallel = 1;
+  bool fits = false;
+  int max_concurrency = 0;           // at the TPOT SLO
+  int kv_sequences = 0;              // full-context sequences the KV holds
+  double decode_tokens_per_s = 0;    // at max_concurrency; 0 if none
+  double ttft_s = 0;                 // unloaded, at the workload's prompt
+  double tpot_s = 0;                 // at the requested concurrency
+  double price_per_hour = 0;         // on-demand, whole replica
+  double usd_per_million_tokens = 0; // at max_concurrency; 0 if none
+  bool meets_slo = false;
+  double shortfall_gib = 0;          // per GPU, when it does not fit
+  Verdict verdict = Verdict::kUnsupported;
+  std::string reason;                // one line with the numbers
+};
+
+struct SizingReport {
+  std::string model_name;
+  double params = 0;
+  double weights_bytes = 0;
+  double kv_bytes_per_token = 0;
+  std::vector<SizingOption> options;  // catalog order, TP ascending
+  std::optional<size_t> recommended;  // index into options
+  std::string summary;                // the recommendation line
+};
+
+// Weight bytes of the whole model at precision `p`.
+double WeightBytes(const ModelProfile& m, Precision p);
+// KV-cache bytes per token of the whole model: 2 x layers x kv_heads x
+// head_dim x bytes(kv).
+double KvBytesPerToken(const ModelProfile& m, Precision kv);
+
+// Checks the request; errors name the field, its value and the range.
+absl::Status ValidateSizingRequest(const SizingRequest& r);
+
+// Evaluates every class (and TP 1/2/4/8 up to the node size) and picks the
+// cheapest replica shape that serves the workload within the SLO.
+absl::StatusOr<SizingReport> Size(const SizingRequest& r,
+                                  const Catalog& catalog);
+
+}  // namespace pilotlight::model

@@ -1,0 +1,160 @@
+#include "controller/cmd/size_command.h"
+
+#include <cstdio>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace pilotlight::cmd {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct CliRun {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+CliRun Size(const std::vector<std::string>& args) {
+  std::ostringstream out;
+  std::ostringstream err;
+  const int code = RunSize(args, out, err);
+  return {code, out.str(), err.str()};
+}
+
+std::set<std::string> Keys(const nlohmann::json& j) {
+  std::set<std::string> keys;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    keys.insert(it.key());
+  }
+  return keys;
+}
+
+// --json prints one object with exactly the documented keys.
+TEST(SizeCommandTest, JsonHasExactlyTheDocumentedKeys) {
+  const CliRun r = Size({"--model", "llama-3.1-70b", "--concurrency", "16", "--json"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(Keys(j),
+            (std::set<std::string>{"model", "options", "recommendation"}));
+  EXPECT_EQ(Keys(j["model"]),
+            (std::set<std::string>{"name", "params", "weights_bytes",
+                                   "kv_bytes_per_token"}));
+  EXPECT_EQ(j["model"]["name"], "llama-3.1-70b");
+  EXPECT_DOUBLE_EQ(j["model"]["kv_bytes_per_token"].get<double>(), 327680);
+  EXPECT_TRUE(j["model"]["weights_bytes"].is_number());
+  ASSERT_FALSE(j["options"].empty());
+  for (const nlohmann::json& o : j["options"]) {
+    EXPECT_EQ(Keys(o), (std::set<std::string>{
+                           "gpu_class", "tensor_parallel", "fits",
+                           "max_concurrency", "decode_tokens_per_s", "ttft_s",
+                           "tpot_s", "price_per_hour",
+                           "usd_per_million_tokens", "meets_slo", "reason"}));
+  }
+  EXPECT_EQ(Keys(j["recommendation"]),
+            (std::set<std::string>{"gpu_class", "tensor_parallel"}));
+  EXPECT_GE(j["recommendation"]["tensor_parallel"].get<int>(), 1);
+}
+
+// No recommendation: JSON null and exit code 3.
+TEST(SizeCommandTest, NoRecommendationIsNullAndExit3) {
+  const CliRun r = Size({"--model", "llama-3.1-405b", "--class", "a100-80gb",
+                      "--json"});
+  EXPECT_EQ(r.code, kExitNoOption);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(j["recommendation"].is_null());
+  EXPECT_FALSE(j["options"][0]["fits"].get<bool>());
+}
+
+// The table shows one row per class and the recommendation line.
+TEST(SizeCommandTest, TableIsReadable) {
+  const CliRun r = Size({"--model", "llama-3.1-8b", "--concurrency", "32"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("llama-3.1-8b: bf16 weights, bf16 KV cache"));
+  EXPECT_THAT(r.out, HasSubstr("CLASS"));
+  EXPECT_THAT(r.out, HasSubstr("recommended:"));
+  EXPECT_THAT(r.out, HasSubstr("unsupported: T4-16GB has no bf16"));
+  EXPECT_THAT(r.out, HasSubstr("meets SLO: costs $"));
+  const CliRun all = Size({"--model", "llama-3.1-8b", "--all"});
+  EXPECT_GT(std::count(all.out.begin(), all.out.end(), '\n'),
+            std::count(r.out.begin(), r.out.end(), '\n'));
+}
+
+// A custom model from explicit numbers.
+TEST(SizeCommandTest, CustomModel) {
+  const CliRun r = Size({"--model", "custom", "--params", "7e9", "--layers", "32",
+                      "--hidden", "4096", "--heads", "32", "--kv-heads", "8",
+                      "--vocab", "32000", "--json"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["model"]["name"], "custom");
+  EXPECT_DOUBLE_EQ(j["model"]["kv_bytes_per_token"].get<double>(), 131072);
+  const CliRun missing = Size({"--model", "custom", "--params", "7e9"});
+  EXPECT_EQ(missing.code, kExitUsage);
+  EXPECT_THAT(missing.err, HasSubstr("--model custom needs --layers"));
+}
+
+// A user catalog file replaces the built-in one; a broken one is a usage
+// error naming the file.
+TEST(SizeCommandTest, CatalogFile) {
+  const std::string path = ::testing::TempDir() + "/catalog.yaml";
+  {
+    std::ofstream f(path);
+    f << "kind: GPUCatalog\nclasses:\n- name: mine\n"
+         "  gpu: {model: M, memoryGiB: 80, bandwidthGBps: 2000, fp16TFLOPS: 500}\n"
+         "  interconnect: {kind: NVLink, GBps: 300}\n  hostLinkGBps: 32\n"
+         "  pricePerGPUHour: {onDemand: 2}\n";
+  }
+  const CliRun r = Size({"--catalog", path, "--json"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["recommendation"]["gpu_class"], "mine");
+  {
+    std::ofstream f(path);
+    f << "kind: GPUCatalog\nclasses:\n- name: mine\n  gpu: {model: M}\n";
+  }
+  const CliRun bad = Size({"--catalog", path});
+  EXPECT_EQ(bad.code, kExitUsage);
+  EXPECT_THAT(bad.err, HasSubstr(path));
+  EXPECT_THAT(bad.err, HasSubstr("missing field \"memoryGiB\""));
+  const CliRun missing = Size({"--catalog", "/nonexistent/catalog.yaml"});
+  EXPECT_EQ(missing.code, kExitUsage);
+  EXPECT_THAT(missing.err, HasSubstr("cannot open"));
+  std::remove(path.c_str());
+}
+
+// Usage errors exit 2 with a message naming what was wrong.
+TEST(SizeCommandTest, UsageErrors) {
+  struct Row {
+    std::vector<std::string> args;
+    const char* expect;
+  };
+  const Row rows[] = {
+      {{"--model", "llama-9"}, "unknown model \"llama-9\" (known: llama-3.2-1b"},
+      {{"--class", "v100"}, "unknown GPU class \"v100\" (known: t4"},
+      {{"--tpot", "0"}, "slo.tpot = 0 is out of range"},
+      {{"--context", "-5"}, "context_tokens = -5 is out of range"},
+      {{"--precision", "fp6"}, "unknown precision \"fp6\""},
+      {{"--kv-precision", "int4"}, "is not a KV-cache format"},
+      {{"--layers", "3"}, "--layers describes a custom model"},
+      {{"--bogus"}, "unknown flag --bogus"},
+  };
+  for (const Row& row : rows) {
+    const CliRun r = Size(row.args);
+    EXPECT_EQ(r.code, kExitUsage) << row.expect;
+    EXPECT_THAT(r.err, HasSubstr(row.expect));
+    EXPECT_TRUE(r.out.empty());
+  }
+  const CliRun help = Size({"--help"});
+  EXPECT_EQ(help.code, kExitOk);
+  EXPECT_THAT(help.out, HasSubstr("--kv-precision P"));
+}
+
+}  // namespace
+}  // namespace pilotlight::cmd
