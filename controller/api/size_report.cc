@@ -49,7 +49,8 @@ absl::StatusOr<std::string> ToJson(const pilotlight::v1::SizeReport& report) {
         absl::StrCat("encoding the size report: ", status.ToString()));
   }
   // Proto3 JSON omits an unset message field; scripts expect an explicit null.
-  nlohmann::ordered_json doc = nlohmann::ordered_json::parse(json, nullptr, false);
+  nlohmann::ordered_json doc =
+      nlohmann::ordered_json::parse(json, nullptr, false);
   if (doc.is_discarded()) {
     return absl::InternalError("protobuf produced invalid JSON");
   }

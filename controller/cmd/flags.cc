@@ -93,8 +93,8 @@ absl::StatusOr<ParsedFlags> ParseFlags(const std::vector<std::string>& args,
   for (size_t i = 0; i < args.size(); ++i) {
     absl::string_view arg = args[i];
     if (arg.size() < 3 || arg.substr(0, 2) != "--") {
-      return absl::InvalidArgumentError(
-          absl::StrCat("unexpected argument \"", arg, "\" (flags start with --)"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "unexpected argument \"", arg, "\" (flags start with --)"));
     }
     arg.remove_prefix(2);
     std::string name(arg);
@@ -122,8 +122,8 @@ absl::StatusOr<ParsedFlags> ParseFlags(const std::vector<std::string>& args,
     }
     if (!value) {
       if (i + 1 >= args.size()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--", name, " needs a value (", spec->value_name, ")"));
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--", name, " needs a value (", spec->value_name, ")"));
       }
       value = args[++i];
     }
@@ -142,7 +142,8 @@ std::string FlagsHelp(const std::vector<FlagSpec>& specs) {
   }
   std::string out;
   for (size_t i = 0; i < specs.size(); ++i) {
-    absl::StrAppend(&out, "  ", heads[i], std::string(width + 2 - heads[i].size(), ' '),
+    absl::StrAppend(&out, "  ", heads[i],
+                    std::string(width + 2 - heads[i].size(), ' '),
                     specs[i].help, "\n");
   }
   return out;

@@ -8,10 +8,10 @@
 #include <map>
 #include <optional>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 
 namespace pilotlight::cmd {
@@ -37,8 +37,8 @@ class ParsedFlags {
       absl::string_view name) const;
 
  private:
-  friend absl::StatusOr<ParsedFlags> ParseFlags(
-      const std::vector<std::string>&, const std::vector<FlagSpec>&);
+  friend absl::StatusOr<ParsedFlags> ParseFlags(const std::vector<std::string>&,
+                                                const std::vector<FlagSpec>&);
   std::map<std::string, std::string, std::less<>> values_;
 };
 

@@ -2,9 +2,9 @@
 // the remaining arguments.
 #include <iostream>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "controller/cmd/size_command.h"
 
 namespace {

@@ -25,35 +25,49 @@ using model::Precision;
 
 const std::vector<FlagSpec>& SizeFlags() {
   static const auto* specs = new std::vector<FlagSpec>{
-      {"model", false, "NAME", "model preset, or \"custom\" (default llama-3.1-8b)"},
-      {"precision", false, "P", "weights: bf16 fp16 fp8 int8 int4 (default bf16)"},
+      {"model", false, "NAME",
+       "model preset, or \"custom\" (default llama-3.1-8b)"},
+      {"precision", false, "P",
+       "weights: bf16 fp16 fp8 int8 int4 (default bf16)"},
       {"kv-precision", false, "P", "KV cache: bf16 fp16 fp8 (default: 16-bit)"},
-      {"context", false, "N", "KV room reserved per sequence, tokens (default 8192)"},
-      {"prompt-tokens", false, "N", "typical prompt length (default min(1024, context/2))"},
-      {"output-tokens", false, "N", "typical output length (default min(256, rest of context))"},
-      {"concurrency", false, "N", "concurrent sequences per replica (default 1)"},
+      {"context", false, "N",
+       "KV room reserved per sequence, tokens (default 8192)"},
+      {"prompt-tokens", false, "N",
+       "typical prompt length (default min(1024, context/2))"},
+      {"output-tokens", false, "N",
+       "typical output length (default min(256, rest of context))"},
+      {"concurrency", false, "N",
+       "concurrent sequences per replica (default 1)"},
       {"ttft", false, "DURATION", "time-to-first-token SLO (default 2s)"},
       {"tpot", false, "DURATION", "time-per-output-token SLO (default 80ms)"},
       {"class", false, "A,B", "only these GPU classes"},
-      {"catalog", false, "FILE", "GPU catalog YAML (default: the built-in one)"},
-      {"json", true, "", "print one JSON object (proto/pilotlight/v1/sizing.proto)"},
-      {"all", true, "", "table: every tensor-parallel degree, not the best per class"},
+      {"catalog", false, "FILE",
+       "GPU catalog YAML (default: the built-in one)"},
+      {"json", true, "",
+       "print one JSON object (proto/pilotlight/v1/sizing.proto)"},
+      {"all", true, "",
+       "table: every tensor-parallel degree, not the best per class"},
       {"params", false, "N", "custom model: total parameters (e.g. 7e9)"},
       {"active-params", false, "N", "custom MoE model: parameters per token"},
       {"layers", false, "N", "custom model: transformer layers"},
       {"hidden", false, "N", "custom model: hidden size"},
       {"heads", false, "N", "custom model: attention (query) heads"},
       {"kv-heads", false, "N", "custom model: key/value heads"},
-      {"head-dim", false, "N", "custom model: head dimension (default hidden/heads)"},
+      {"head-dim", false, "N",
+       "custom model: head dimension (default hidden/heads)"},
       {"vocab", false, "N", "custom model: vocabulary size"},
-      {"max-context", false, "N", "custom model: maximum context (default 131072)"},
+      {"max-context", false, "N",
+       "custom model: maximum context (default 131072)"},
       {"experts", false, "N", "custom MoE model: experts per layer"},
-      {"experts-per-token", false, "N", "custom MoE model: experts routed per token"},
+      {"experts-per-token", false, "N",
+       "custom MoE model: experts routed per token"},
       {"mbu", false, "F", "decode memory-bandwidth utilisation (default 0.75)"},
       {"mfu", false, "F", "prefill FLOPS utilisation (default 0.5)"},
-      {"gpu-memory-utilization", false, "F", "fraction of GPU memory used (default 0.9)"},
+      {"gpu-memory-utilization", false, "F",
+       "fraction of GPU memory used (default 0.9)"},
       {"overhead-gib", false, "F", "runtime memory per GPU, GiB (default 2)"},
-      {"max-batch", false, "N", "most sequences a replica batches (default 256)"},
+      {"max-batch", false, "N",
+       "most sequences a replica batches (default 256)"},
       {"help", true, "", "show this help"},
   };
   return *specs;
@@ -65,8 +79,7 @@ std::string SizeUsage() {
       "Sizes one replica of a model on every GPU class of the catalog and\n"
       "recommends the cheapest that meets the SLO.\n\n"
       "Flags:\n",
-      FlagsHelp(SizeFlags()),
-      "\nModels: ", model::PresetNames(),
+      FlagsHelp(SizeFlags()), "\nModels: ", model::PresetNames(),
       "\nExit codes: 0 recommendation found, 2 usage error, 3 nothing meets "
       "the request, 1 internal error.\n");
 }
@@ -87,8 +100,8 @@ absl::StatusOr<model::ModelProfile> CustomModel(const ParsedFlags& f) {
   model::ModelProfile m;
   m.name = "custom";
   m.max_context_tokens = 131072;
-  for (const char* required : {"params", "layers", "hidden", "heads",
-                               "kv-heads", "vocab"}) {
+  for (const char* required :
+       {"params", "layers", "hidden", "heads", "kv-heads", "vocab"}) {
     if (!f.Has(required)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "--model custom needs --", required,
@@ -124,8 +137,9 @@ absl::StatusOr<model::SizingRequest> BuildRequest(const ParsedFlags& f) {
          {"params", "active-params", "layers", "hidden", "heads", "kv-heads",
           "head-dim", "vocab", "max-context", "experts", "experts-per-token"}) {
       if (f.Has(custom_only)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "--", custom_only, " describes a custom model; use --model custom"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("--", custom_only,
+                         " describes a custom model; use --model custom"));
       }
     }
     PL_ASSIGN_OR_RETURN(r.model, model::FindPreset(name));
@@ -163,7 +177,8 @@ absl::StatusOr<model::SizingRequest> BuildRequest(const ParsedFlags& f) {
   PL_RETURN_IF_ERROR(Set(f.Int("max-batch"), t.max_batch));
 
   if (std::optional<std::string> classes = f.String("class")) {
-    for (absl::string_view c : absl::StrSplit(*classes, ',', absl::SkipEmpty())) {
+    for (absl::string_view c :
+         absl::StrSplit(*classes, ',', absl::SkipEmpty())) {
       r.gpu_classes.emplace_back(c);
     }
   }
@@ -217,7 +232,8 @@ std::vector<const model::SizingOption*> BestPerClass(
     const int b = rank(*cur);
     // Within a verdict the first (smallest TP) wins, except that a larger TP
     // that serves more concurrency beats a smaller one that misses.
-    if (a < b || (a == b && a == 2 && o.max_concurrency > cur->max_concurrency) ||
+    if (a < b ||
+        (a == b && a == 2 && o.max_concurrency > cur->max_concurrency) ||
         (a == b && a == 3 && o.shortfall_gib < cur->shortfall_gib)) {
       cur = &o;
     }
@@ -252,9 +268,9 @@ void PrintTable(const model::SizingRequest& r, const model::SizingReport& rep,
   }
   for (const model::SizingOption* o : rows) {
     const std::string verdict =
-        o->reason.empty() ? std::string(model::VerdictName(o->verdict))
-                          : absl::StrCat(model::VerdictName(o->verdict), ": ",
-                                         o->reason);
+        o->reason.empty()
+            ? std::string(model::VerdictName(o->verdict))
+            : absl::StrCat(model::VerdictName(o->verdict), ": ", o->reason);
     if (o->fits) {
       out << absl::StrFormat(
           "%-15s %2d %-4s %8d %9.0f %7.3f %7.3f %8.2f %9.2f  %s\n",
@@ -298,9 +314,8 @@ int RunSize(const std::vector<std::string>& args, std::ostream& out,
   absl::StatusOr<model::SizingReport> report = model::Size(*request, *catalog);
   if (!report.ok()) {
     err << "pilotlight size: " << report.status().message() << "\n";
-    return report.status().code() == absl::StatusCode::kInternal
-               ? kExitInternal
-               : kExitUsage;
+    return report.status().code() == absl::StatusCode::kInternal ? kExitInternal
+                                                                 : kExitUsage;
   }
   if (flags->Bool("json")) {
     absl::StatusOr<std::string> json = api::ToJson(api::ToProto(*report));

@@ -52,9 +52,15 @@ absl::StatusOr<T> Optional(const YAML::Node& node, const char* key,
 
 absl::StatusOr<InterconnectKind> ParseInterconnect(absl::string_view s,
                                                    absl::string_view where) {
-  if (s == "PCIe") return InterconnectKind::kPcie;
-  if (s == "NVLink") return InterconnectKind::kNvlink;
-  if (s == "InfinityFabric") return InterconnectKind::kInfinityFabric;
+  if (s == "PCIe") {
+    return InterconnectKind::kPcie;
+  }
+  if (s == "NVLink") {
+    return InterconnectKind::kNvlink;
+  }
+  if (s == "InfinityFabric") {
+    return InterconnectKind::kInfinityFabric;
+  }
   return absl::InvalidArgumentError(
       absl::StrCat(where, ".interconnect.kind: \"", s,
                    "\" is not one of PCIe, NVLink, InfinityFabric"));
@@ -124,8 +130,7 @@ absl::StatusOr<GpuClass> ParseClass(const YAML::Node& n,
       c.node_labels[kv.first.as<std::string>()] = kv.second.as<std::string>();
     }
   }
-  PL_ASSIGN_OR_RETURN(c.source,
-                      Optional<std::string>(n, "source", where, ""));
+  PL_ASSIGN_OR_RETURN(c.source, Optional<std::string>(n, "source", where, ""));
   return c;
 }
 
@@ -267,15 +272,14 @@ absl::StatusOr<const GpuClass*> Catalog::Get(absl::string_view name) const {
   if (const GpuClass* c = Find(name)) {
     return c;
   }
-  return absl::NotFoundError(absl::StrCat("unknown GPU class \"", name,
-                                          "\" (known: ", Names(), ")"));
+  return absl::NotFoundError(
+      absl::StrCat("unknown GPU class \"", name, "\" (known: ", Names(), ")"));
 }
 
 std::string Catalog::Names() const {
-  return absl::StrJoin(classes_, ", ",
-                       [](std::string* out, const GpuClass& c) {
-                         out->append(c.name);
-                       });
+  return absl::StrJoin(classes_, ", ", [](std::string* out, const GpuClass& c) {
+    out->append(c.name);
+  });
 }
 
 }  // namespace pilotlight::model

@@ -10,10 +10,10 @@
 #pragma once
 
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "controller/model/gpu_class.h"
 
 namespace pilotlight::model {

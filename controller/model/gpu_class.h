@@ -7,8 +7,8 @@
 
 #include <map>
 #include <string>
-#include "absl/strings/string_view.h"
 
+#include "absl/strings/string_view.h"
 #include "controller/model/precision.h"
 
 namespace pilotlight::model {

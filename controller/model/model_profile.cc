@@ -99,14 +99,13 @@ absl::StatusOr<ModelProfile> FindPreset(absl::string_view name) {
 }
 
 std::string PresetNames() {
-  return absl::StrJoin(Presets(), ", ",
-                       [](std::string* out, const ModelProfile& m) {
-                         out->append(m.name);
-                       });
+  return absl::StrJoin(
+      Presets(), ", ",
+      [](std::string* out, const ModelProfile& m) { out->append(m.name); });
 }
 
 absl::Status ValidateProfile(const ModelProfile& m) {
-  const absl::string_view n = m.name.empty() ? "custom" : m.name;
+  const std::string n = m.name.empty() ? "custom" : m.name;
   if (!std::isfinite(m.params) || m.params <= 0 || m.params > 1e14) {
     return Bad(n, "params", m.params, "must be > 0 and <= 1e14");
   }
@@ -135,11 +134,10 @@ absl::Status ValidateProfile(const ModelProfile& m) {
       return Bad(n, c.field, c.value, absl::StrCat(c.min, "..", c.max));
     }
   }
-  if (m.kv_heads > m.attention_heads ||
-      m.attention_heads % m.kv_heads != 0) {
-    return Bad(n, "kv_heads", m.kv_heads,
-               absl::StrCat("must divide attention_heads = ",
-                            m.attention_heads));
+  if (m.kv_heads > m.attention_heads || m.attention_heads % m.kv_heads != 0) {
+    return Bad(
+        n, "kv_heads", m.kv_heads,
+        absl::StrCat("must divide attention_heads = ", m.attention_heads));
   }
   if (m.experts != 0 || m.experts_per_token != 0) {
     if (m.experts < 2 || m.experts_per_token < 1 ||

@@ -9,10 +9,10 @@
 
 #include <span>
 #include <string>
-#include "absl/strings/string_view.h"
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace pilotlight::model {
 

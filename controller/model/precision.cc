@@ -51,9 +51,8 @@ absl::StatusOr<Precision> ParsePrecision(absl::string_view name) {
       return p;
     }
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown precision \"", name,
-                   "\" (known: bf16, fp16, fp8, int8, int4)"));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown precision \"", name, "\" (known: bf16, fp16, fp8, int8, int4)"));
 }
 
 }  // namespace pilotlight::model

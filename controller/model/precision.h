@@ -5,9 +5,9 @@
 #pragma once
 
 #include <array>
-#include "absl/strings/string_view.h"
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace pilotlight::model {
 

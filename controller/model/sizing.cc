@@ -77,10 +77,10 @@ ReplicaModel::ReplicaModel(const ModelProfile& model, const GpuClass& gpu,
       flops_per_s_(gpu.ComputeTflops(weights) * 1e12 * tp *
                    tuning.model_flops_utilization),
       link_bytes_per_s_(gpu.interconnect_gbps * 1e9),
-      allreduce_latency_s_(absl::ToDoubleSeconds(
-          gpu.interconnect == InterconnectKind::kPcie
-              ? tuning.allreduce_latency_pcie
-              : tuning.allreduce_latency_nvlink)) {
+      allreduce_latency_s_(
+          absl::ToDoubleSeconds(gpu.interconnect == InterconnectKind::kPcie
+                                    ? tuning.allreduce_latency_pcie
+                                    : tuning.allreduce_latency_nvlink)) {
   if (model.is_moe()) {
     // total = shared + E x expert, active = shared + k x expert.
     const double bytes = BytesPerElement(weights);
@@ -88,8 +88,7 @@ ReplicaModel::ReplicaModel(const ModelProfile& model, const GpuClass& gpu,
                                  (model.experts - model.experts_per_token);
     expert_bytes_ = expert_params * bytes;
     shared_weight_bytes_ =
-        (model.active_params - model.experts_per_token * expert_params) *
-        bytes;
+        (model.active_params - model.experts_per_token * expert_params) * bytes;
   }
   // KV heads are split across TP ranks; with more ranks than heads each rank
   // keeps a replica of one head (vLLM's behaviour).
@@ -150,10 +149,9 @@ double ReplicaModel::StepSeconds(double decode_batch, double mean_kv_tokens,
   // decode token attends to its mean_kv_tokens keys (QK^T and AV: 4 x
   // layers x q_dim FLOPs per key); a prefilled token attends on average to
   // half its prompt (causal).
-  const double flops =
-      2.0 * active_params_ * tokens +
-      2.0 * attn_flop_coeff_ * mean_kv_tokens * decode_batch +
-      attn_flop_coeff_ * prompt_tokens * prefill_tokens;
+  const double flops = 2.0 * active_params_ * tokens +
+                       2.0 * attn_flop_coeff_ * mean_kv_tokens * decode_batch +
+                       attn_flop_coeff_ * prompt_tokens * prefill_tokens;
   const double compute_s = flops / flops_per_s_;
   // Two all-reduces per layer (after attention and after the MLP).
   return std::max(memory_s, compute_s) +
@@ -210,9 +208,9 @@ absl::Status ValidateSizingRequest(const SizingRequest& r) {
                                    r.model.name, "'s maximum context"));
   }
   if (w.prompt_tokens < 1 || w.prompt_tokens >= w.context_tokens) {
-    return OutOfRange("prompt_tokens", w.prompt_tokens,
-                      absl::StrCat("1..", w.context_tokens - 1,
-                                   ", below context_tokens"));
+    return OutOfRange(
+        "prompt_tokens", w.prompt_tokens,
+        absl::StrCat("1..", w.context_tokens - 1, ", below context_tokens"));
   }
   if (w.output_tokens < 1 ||
       w.output_tokens > w.context_tokens - w.prompt_tokens) {
@@ -296,7 +294,8 @@ SizingOption Evaluate(const SizingRequest& r, const GpuClass& gpu, int tp) {
   if (shortfall > 0) {
     o.verdict = Verdict::kDoesNotFit;
     o.shortfall_gib = shortfall / kGiB;
-    const double kv_one = w.context_tokens * replica.kv_bytes_per_token_per_gpu();
+    const double kv_one =
+        w.context_tokens * replica.kv_bytes_per_token_per_gpu();
     o.reason = absl::StrCat(
         "needs ", Gib(replica.weight_bytes_per_gpu() + kv_one),
         " GiB per GPU (weights ", Gib(replica.weight_bytes_per_gpu()),
@@ -345,9 +344,10 @@ SizingOption Evaluate(const SizingRequest& r, const GpuClass& gpu, int tp) {
                                      o.max_concurrency));
   }
   if (o.ttft_s > ttft_slo_s) {
-    misses.push_back(absl::StrFormat("TTFT %.2f s > %.2f s for a %d-token "
-                                     "prompt",
-                                     o.ttft_s, ttft_slo_s, w.prompt_tokens));
+    misses.push_back(
+        absl::StrFormat("TTFT %.2f s > %.2f s for a %d-token "
+                        "prompt",
+                        o.ttft_s, ttft_slo_s, w.prompt_tokens));
   }
   o.meets_slo = misses.empty();
   o.verdict = o.meets_slo ? Verdict::kMeetsSlo : Verdict::kMissesSlo;
@@ -401,13 +401,11 @@ std::string Summarize(const SizingRequest& r, const SizingReport& rep) {
   }
   if (closest_fit != nullptr) {
     return absl::StrCat("no option meets the SLO; closest: ",
-                        Describe(*closest_fit), " (", closest_fit->reason,
-                        ")");
+                        Describe(*closest_fit), " (", closest_fit->reason, ")");
   }
-  const std::string what =
-      absl::StrCat(r.model.name, " with ", PrecisionName(r.weights),
-                   " weights and a ", r.workload.context_tokens,
-                   "-token context");
+  const std::string what = absl::StrCat(
+      r.model.name, " with ", PrecisionName(r.weights), " weights and a ",
+      r.workload.context_tokens, "-token context");
   if (smallest_gap != nullptr) {
     return absl::StrFormat(
         "%s fits nowhere: closest is %s, short by %.1f GiB per GPU; try "
@@ -415,10 +413,9 @@ std::string Summarize(const SizingRequest& r, const SizingReport& rep) {
         "context",
         what, Describe(*smallest_gap), smallest_gap->shortfall_gib);
   }
-  return absl::StrCat(what, ": no class in the catalog can run it (",
-                      rep.options.empty() ? "no options"
-                                          : rep.options.front().reason,
-                      ")");
+  return absl::StrCat(
+      what, ": no class in the catalog can run it (",
+      rep.options.empty() ? "no options" : rep.options.front().reason, ")");
 }
 
 }  // namespace
@@ -470,8 +467,9 @@ absl::StatusOr<SizingReport> Size(const SizingRequest& r,
     best.reason = "cheapest replica that meets the SLO";
     for (SizingOption& o : rep.options) {
       if (o.verdict == Verdict::kMeetsSlo) {
-        o.reason = absl::StrFormat("costs $%.2f/h vs $%.2f/h for the recommended",
-                                   o.price_per_hour, best.price_per_hour);
+        o.reason =
+            absl::StrFormat("costs $%.2f/h vs $%.2f/h for the recommended",
+                            o.price_per_hour, best.price_per_hour);
       }
     }
   }

@@ -8,10 +8,11 @@
 // The formulas (all per replica of `tp` GPUs on one node):
 //   weights     W = params x bytes(weights)
 //   KV / token  K = 2 x layers x kv_heads x head_dim x bytes(kv)
-//   usable      U = memory x gpu_memory_utilization - runtime overhead (per GPU)
-//   fit         W/tp + K_gpu x context <= U          (one full-context sequence)
-//   KV capacity C = (U - W/tp) / K_gpu tokens;  sequences = C / context
-//   step(b, p) = max(bytes_read / (BW x MBU), FLOPs / (tp x FLOPS x MFU))
+//   usable      U = memory x gpu_memory_utilization - runtime overhead (per
+//   GPU) fit         W/tp + K_gpu x context <= U          (one full-context
+//   sequence) KV capacity C = (U - W/tp) / K_gpu tokens;  sequences = C /
+//   context step(b, p) = max(bytes_read / (BW x MBU), FLOPs / (tp x FLOPS x
+//   MFU))
 //                + 2 x layers x all-reduce(b + p tokens)       (tp > 1)
 //       b decode sequences and p prompt tokens prefilled in the same step
 //       (continuous batching with chunked prefill: a roofline per step);
@@ -153,11 +154,11 @@ struct SizingRequest {
 };
 
 enum class Verdict {
-  kRecommended,        // cheapest option that meets the SLO
-  kMeetsSlo,           // meets the SLO, but costs more than the recommended
-  kMissesSlo,          // fits in memory, misses a latency or concurrency goal
-  kDoesNotFit,         // weights + one sequence exceed memory
-  kUnsupported,        // precision or TP degree impossible on this class
+  kRecommended,  // cheapest option that meets the SLO
+  kMeetsSlo,     // meets the SLO, but costs more than the recommended
+  kMissesSlo,    // fits in memory, misses a latency or concurrency goal
+  kDoesNotFit,   // weights + one sequence exceed memory
+  kUnsupported,  // precision or TP degree impossible on this class
 };
 
 absl::string_view VerdictName(Verdict v);
@@ -167,17 +168,17 @@ struct SizingOption {
   std::string gpu_class;
   int tensor_parallel = 1;
   bool fits = false;
-  int max_concurrency = 0;           // at the TPOT SLO
-  int kv_sequences = 0;              // full-context sequences the KV holds
-  double decode_tokens_per_s = 0;    // at max_concurrency; 0 if none
-  double ttft_s = 0;                 // unloaded, at the workload's prompt
-  double tpot_s = 0;                 // at the requested concurrency
-  double price_per_hour = 0;         // on-demand, whole replica
-  double usd_per_million_tokens = 0; // at max_concurrency; 0 if none
+  int max_concurrency = 0;            // at the TPOT SLO
+  int kv_sequences = 0;               // full-context sequences the KV holds
+  double decode_tokens_per_s = 0;     // at max_concurrency; 0 if none
+  double ttft_s = 0;                  // unloaded, at the workload's prompt
+  double tpot_s = 0;                  // at the requested concurrency
+  double price_per_hour = 0;          // on-demand, whole replica
+  double usd_per_million_tokens = 0;  // at max_concurrency; 0 if none
   bool meets_slo = false;
-  double shortfall_gib = 0;          // per GPU, when it does not fit
+  double shortfall_gib = 0;  // per GPU, when it does not fit
   Verdict verdict = Verdict::kUnsupported;
-  std::string reason;                // one line with the numbers
+  std::string reason;  // one line with the numbers
 };
 
 struct SizingReport {

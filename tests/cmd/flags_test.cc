@@ -20,9 +20,10 @@ const std::vector<FlagSpec> kSpecs = {
 
 // Both --name value and --name=value work; booleans take no value.
 TEST(FlagsTest, ParsesForms) {
-  absl::StatusOr<ParsedFlags> f = ParseFlags(
-      {"--model", "llama-3.1-8b", "--tpot=80ms", "--json", "--concurrency", "4"},
-      kSpecs);
+  absl::StatusOr<ParsedFlags> f =
+      ParseFlags({"--model", "llama-3.1-8b", "--tpot=80ms", "--json",
+                  "--concurrency", "4"},
+                 kSpecs);
   ASSERT_TRUE(f.ok()) << f.status();
   EXPECT_EQ(*f->String("model"), "llama-3.1-8b");
   EXPECT_EQ(**f->Duration("tpot"), absl::Milliseconds(80));

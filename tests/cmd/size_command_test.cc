@@ -39,7 +39,8 @@ std::set<std::string> Keys(const nlohmann::json& j) {
 
 // --json prints one object with exactly the documented keys.
 TEST(SizeCommandTest, JsonHasExactlyTheDocumentedKeys) {
-  const CliRun r = Size({"--model", "llama-3.1-70b", "--concurrency", "16", "--json"});
+  const CliRun r =
+      Size({"--model", "llama-3.1-70b", "--concurrency", "16", "--json"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_EQ(Keys(j),
@@ -52,11 +53,11 @@ TEST(SizeCommandTest, JsonHasExactlyTheDocumentedKeys) {
   EXPECT_TRUE(j["model"]["weights_bytes"].is_number());
   ASSERT_FALSE(j["options"].empty());
   for (const nlohmann::json& o : j["options"]) {
-    EXPECT_EQ(Keys(o), (std::set<std::string>{
-                           "gpu_class", "tensor_parallel", "fits",
-                           "max_concurrency", "decode_tokens_per_s", "ttft_s",
-                           "tpot_s", "price_per_hour",
-                           "usd_per_million_tokens", "meets_slo", "reason"}));
+    EXPECT_EQ(Keys(o),
+              (std::set<std::string>{
+                  "gpu_class", "tensor_parallel", "fits", "max_concurrency",
+                  "decode_tokens_per_s", "ttft_s", "tpot_s", "price_per_hour",
+                  "usd_per_million_tokens", "meets_slo", "reason"}));
   }
   EXPECT_EQ(Keys(j["recommendation"]),
             (std::set<std::string>{"gpu_class", "tensor_parallel"}));
@@ -65,8 +66,8 @@ TEST(SizeCommandTest, JsonHasExactlyTheDocumentedKeys) {
 
 // No recommendation: JSON null and exit code 3.
 TEST(SizeCommandTest, NoRecommendationIsNullAndExit3) {
-  const CliRun r = Size({"--model", "llama-3.1-405b", "--class", "a100-80gb",
-                      "--json"});
+  const CliRun r =
+      Size({"--model", "llama-3.1-405b", "--class", "a100-80gb", "--json"});
   EXPECT_EQ(r.code, kExitNoOption);
   const nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_TRUE(j["recommendation"].is_null());
@@ -89,9 +90,9 @@ TEST(SizeCommandTest, TableIsReadable) {
 
 // A custom model from explicit numbers.
 TEST(SizeCommandTest, CustomModel) {
-  const CliRun r = Size({"--model", "custom", "--params", "7e9", "--layers", "32",
-                      "--hidden", "4096", "--heads", "32", "--kv-heads", "8",
-                      "--vocab", "32000", "--json"});
+  const CliRun r = Size({"--model", "custom", "--params", "7e9", "--layers",
+                         "32", "--hidden", "4096", "--heads", "32",
+                         "--kv-heads", "8", "--vocab", "32000", "--json"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["model"]["name"], "custom");
@@ -108,13 +109,15 @@ TEST(SizeCommandTest, CatalogFile) {
   {
     std::ofstream f(path);
     f << "kind: GPUCatalog\nclasses:\n- name: mine\n"
-         "  gpu: {model: M, memoryGiB: 80, bandwidthGBps: 2000, fp16TFLOPS: 500}\n"
+         "  gpu: {model: M, memoryGiB: 80, bandwidthGBps: 2000, fp16TFLOPS: "
+         "500}\n"
          "  interconnect: {kind: NVLink, GBps: 300}\n  hostLinkGBps: 32\n"
          "  pricePerGPUHour: {onDemand: 2}\n";
   }
   const CliRun r = Size({"--catalog", path, "--json"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
-  EXPECT_EQ(nlohmann::json::parse(r.out)["recommendation"]["gpu_class"], "mine");
+  EXPECT_EQ(nlohmann::json::parse(r.out)["recommendation"]["gpu_class"],
+            "mine");
   {
     std::ofstream f(path);
     f << "kind: GPUCatalog\nclasses:\n- name: mine\n  gpu: {model: M}\n";
@@ -136,7 +139,8 @@ TEST(SizeCommandTest, UsageErrors) {
     const char* expect;
   };
   const Row rows[] = {
-      {{"--model", "llama-9"}, "unknown model \"llama-9\" (known: llama-3.2-1b"},
+      {{"--model", "llama-9"},
+       "unknown model \"llama-9\" (known: llama-3.2-1b"},
       {{"--class", "v100"}, "unknown GPU class \"v100\" (known: t4"},
       {{"--tpot", "0"}, "slo.tpot = 0 is out of range"},
       {{"--context", "-5"}, "context_tokens = -5 is out of range"},

@@ -50,8 +50,7 @@ TEST(ModelProfileTest, KvAndWeightsByHand) {
   for (const Row& r : rows) {
     const ModelProfile m = *FindPreset(r.model);
     EXPECT_NEAR(WeightBytes(m, r.weights), r.weights_bytes, 1e6) << r.model;
-    EXPECT_DOUBLE_EQ(KvBytesPerToken(m, r.kv), r.kv_bytes_per_token)
-        << r.model;
+    EXPECT_DOUBLE_EQ(KvBytesPerToken(m, r.kv), r.kv_bytes_per_token) << r.model;
   }
 }
 
@@ -87,8 +86,8 @@ TEST(ModelProfileTest, ValidationNamesTheField) {
       {"zero params", [](ModelProfile& m) { m.params = 0; }, "params = 0"},
       {"negative layers", [](ModelProfile& m) { m.layers = -1; },
        "layers = -1 is invalid (1..1000)"},
-      {"kv heads do not divide",
-       [](ModelProfile& m) { m.kv_heads = 5; }, "kv_heads = 5"},
+      {"kv heads do not divide", [](ModelProfile& m) { m.kv_heads = 5; },
+       "kv_heads = 5"},
       {"active above total",
        [](ModelProfile& m) { m.active_params = 2 * m.params; },
        "active_params"},

@@ -44,8 +44,8 @@ TEST(PublishedMeasurementsTest, DecodeWithinTolerance) {
   const std::string dir = "tests/model/testdata/";
   absl::StatusOr<Catalog> product = Catalog::Default();
   ASSERT_TRUE(product.ok()) << product.status();
-  absl::StatusOr<Catalog> extra =
-      Catalog::FromYaml(ReadFile(dir + "published_gpus.yaml"), "published_gpus.yaml");
+  absl::StatusOr<Catalog> extra = Catalog::FromYaml(
+      ReadFile(dir + "published_gpus.yaml"), "published_gpus.yaml");
   ASSERT_TRUE(extra.ok()) << extra.status();
   const YAML::Node doc = YAML::LoadFile(dir + "published_decode.yaml");
   const YAML::Node rows = doc["measurements"];
@@ -88,10 +88,10 @@ TEST(PublishedMeasurementsTest, DecodeWithinTolerance) {
     const double measured = row["tokens_per_s"].as<double>();
     const double error = predicted / measured - 1.0;
     sum_abs_error += std::abs(error);
-    std::cout << absl::StrFormat("%-14s %-14s %-5s %4d %-10s %9.1f %9.1f %+6.1f%%\n",
-                                 model_name, gpu_name, PrecisionName(p),
-                                 w.concurrency, kind, measured, predicted,
-                                 100 * error);
+    std::cout << absl::StrFormat(
+        "%-14s %-14s %-5s %4d %-10s %9.1f %9.1f %+6.1f%%\n", model_name,
+        gpu_name, PrecisionName(p), w.concurrency, kind, measured, predicted,
+        100 * error);
     EXPECT_LE(std::abs(error), 0.25)
         << model_name << " on " << gpu_name << " at " << w.concurrency
         << ": measured " << measured << ", predicted " << predicted << " ("

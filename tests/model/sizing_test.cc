@@ -19,7 +19,8 @@ const GpuClass& Gpu(absl::string_view name) {
   return **DefaultCatalog().Get(name);
 }
 
-SizingRequest Request(absl::string_view model, Precision weights = Precision::kBf16) {
+SizingRequest Request(absl::string_view model,
+                      Precision weights = Precision::kBf16) {
   SizingRequest r;
   r.model = *FindPreset(model);
   r.weights = weights;
@@ -68,8 +69,9 @@ TEST(ReplicaModelTest, BatchingTradesLatencyForThroughput) {
   const ReplicaModel r(*FindPreset("llama-3.1-8b"), Gpu("h100-80gb-sxm"), 1,
                        Precision::kBf16, Precision::kBf16, tuning);
   const Workload w;
-  EXPECT_DOUBLE_EQ(r.TpotSeconds(1, w),
-                   r.DecodeStepSeconds(1, w.prompt_tokens + w.output_tokens / 2.0));
+  EXPECT_DOUBLE_EQ(
+      r.TpotSeconds(1, w),
+      r.DecodeStepSeconds(1, w.prompt_tokens + w.output_tokens / 2.0));
   double last_tpot = 0;
   double last_tps = 0;
   for (int b : {1, 2, 4, 8, 16, 32, 64}) {
@@ -129,15 +131,14 @@ TEST(ReplicaModelTest, TensorParallelCostsCommunication) {
   const ReplicaModel tp4(m, Gpu("h100-80gb-sxm"), 4, Precision::kBf16,
                          Precision::kBf16, tuning);
   EXPECT_LT(tp4.DecodeStepSeconds(1, 1000), tp2.DecodeStepSeconds(1, 1000));
-  EXPECT_GT(tp4.DecodeStepSeconds(1, 1000),
-            tp2.DecodeStepSeconds(1, 1000) / 2);
+  EXPECT_GT(tp4.DecodeStepSeconds(1, 1000), tp2.DecodeStepSeconds(1, 1000) / 2);
   const ModelProfile small = *FindPreset("llama-3.1-8b");
   const ReplicaModel nvlink(small, Gpu("h100-80gb-sxm"), 2, Precision::kBf16,
                             Precision::kBf16, tuning);
   const ReplicaModel pcie(small, Gpu("h100-80gb-pcie"), 2, Precision::kBf16,
                           Precision::kBf16, tuning);
-  const double nvlink_comm = nvlink.DecodeStepSeconds(1, 0) -
-                             small.params * 2 / 2 / (3350e9 * 0.75);
+  const double nvlink_comm =
+      nvlink.DecodeStepSeconds(1, 0) - small.params * 2 / 2 / (3350e9 * 0.75);
   const double pcie_comm =
       pcie.DecodeStepSeconds(1, 0) - small.params * 2 / 2 / (2000e9 * 0.75);
   EXPECT_GT(pcie_comm, 2 * nvlink_comm);
@@ -298,12 +299,12 @@ TEST(SizeTest, RejectsImpossibleRequests) {
       {"output too long",
        [](SizingRequest& r) { r.workload.output_tokens = 7200; },
        "output_tokens = 7200 is out of range (1..7168"},
-      {"zero concurrency",
-       [](SizingRequest& r) { r.workload.concurrency = 0; },
+      {"zero concurrency", [](SizingRequest& r) { r.workload.concurrency = 0; },
        "concurrency = 0"},
       {"zero tpot", [](SizingRequest& r) { r.slo.tpot = absl::ZeroDuration(); },
        "slo.tpot = 0 is out of range"},
-      {"negative ttft", [](SizingRequest& r) { r.slo.ttft = absl::Seconds(-1); },
+      {"negative ttft",
+       [](SizingRequest& r) { r.slo.ttft = absl::Seconds(-1); },
        "slo.ttft = -1s is out of range"},
       {"mbu above 1",
        [](SizingRequest& r) { r.tuning.memory_bandwidth_utilization = 1.5; },
