@@ -58,7 +58,7 @@ ReplicaModel::ReplicaModel(const ModelProfile& model, const GpuClass& gpu,
     : tp_(tp),
       layers_(model.layers),
       max_batch_(tuning.max_batch),
-      max_heads_divisible_(model.attention_heads % tp == 0 ? 1 : 0),
+      heads_split_evenly_(model.attention_heads % tp == 0),
       weight_bytes_(WeightBytes(model, weights)),
       shared_weight_bytes_(weight_bytes_),
       expert_bytes_(0),
@@ -174,7 +174,7 @@ double ReplicaModel::TpotSeconds(int batch, const Workload& w) const {
 }
 
 int ReplicaModel::MaxConcurrency(const Workload& w, double tpot_slo_s) const {
-  if (!precision_supported() || max_heads_divisible_ == 0) {
+  if (!precision_supported() || !heads_split_evenly_) {
     return 0;
   }
   const int cap = std::min(max_batch_, KvSequences(w.context_tokens));

@@ -125,7 +125,7 @@ class ReplicaModel {
   int tp_;
   int layers_;
   int max_batch_;
-  int max_heads_divisible_;
+  bool heads_split_evenly_;  // attention heads divide across tp ranks
   double weight_bytes_;
   double shared_weight_bytes_;  // MoE: non-expert part
   double expert_bytes_;         // MoE: one expert across all layers
