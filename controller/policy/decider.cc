@@ -1,0 +1,741 @@
+#include "controller/policy/decider.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "controller/model/cold_start.h"
+
+namespace pilotlight::policy {
+namespace {
+
+constexpr double kEps = 1e-9;
+
+int CeilDiv(double demand, double capacity) {
+  if (demand <= kEps || capacity <= 0) {
+    return 0;
+  }
+  return static_cast<int>(std::ceil(demand / capacity - kEps));
+}
+
+std::string Secs(absl::Duration d) {
+  return absl::StrFormat("%.0f s", absl::ToDoubleSeconds(d));
+}
+
+// Decays a counter with the given half-life over `dt`.
+double Decay(double value, absl::Duration dt, absl::Duration half_life) {
+  if (dt <= absl::ZeroDuration() || half_life <= absl::ZeroDuration()) {
+    return value;
+  }
+  return value * std::exp2(-absl::FDivDuration(dt, half_life));
+}
+
+}  // namespace
+
+Decider::Decider(DeciderConfig config)
+    : config_(std::move(config)),
+      demand_(std::max(config_.stable_window, config_.trend_window),
+              absl::Seconds(1)),
+      load_targets_(absl::Minutes(10), absl::Seconds(10)) {}
+
+size_t Decider::StateBytes() const {
+  size_t bytes = sizeof(*this);
+  // Heap parts: the window buckets and the per-variant and per-tier vectors.
+  bytes += static_cast<size_t>(absl::ToInt64Seconds(demand_.window())) * 16;
+  bytes += 60 * 16;  // load_targets_
+  bytes += 72 * 16;  // rises_ levels
+  bytes += variants_.capacity() * sizeof(Variant);
+  bytes += tiers_.capacity() * sizeof(Tier);
+  for (const Tier& t : tiers_) {
+    bytes += t.gpu_class.capacity();
+  }
+  return bytes;
+}
+
+// --- Spec-derived data ------------------------------------------------------
+
+absl::Status Decider::Derive(const Snapshot& s) {
+  const EndpointSpec& spec = *s.spec;
+  generation_ = spec.generation;
+  spec_seen_ = s.spec;
+  catalog_seen_ = s.catalog;
+  variants_.clear();
+  tiers_.clear();
+  tier_ = -1;
+  switching_from_ = -1;
+  candidate_tier_ = -1;
+  if (absl::Status st = ValidateEndpointSpec(spec, *s.catalog); !st.ok()) {
+    return st;
+  }
+  for (size_t i = 0; i < spec.variants.size(); ++i) {
+    const VariantSpec& vs = spec.variants[i];
+    const model::GpuClass* gpu = s.catalog->Find(vs.gpu_class);
+    int tier = -1;
+    for (size_t t = 0; t < tiers_.size(); ++t) {
+      if (tiers_[t].gpu_class == vs.gpu_class &&
+          tiers_[t].replica->tensor_parallel() == vs.gpus_per_replica) {
+        tier = static_cast<int>(t);
+      }
+    }
+    if (tier < 0) {
+      Tier t;
+      t.gpu_class = vs.gpu_class;
+      t.replica.emplace(spec.model, *gpu, vs.gpus_per_replica, spec.weights,
+                        spec.kv, config_.tuning);
+      t.model_capacity = t.replica->MaxConcurrency(
+          spec.workload, absl::ToDoubleSeconds(spec.slo.tpot));
+      t.ttft_s = t.replica->TtftSeconds(spec.workload.prompt_tokens);
+      tiers_.push_back(std::move(t));
+      tier = static_cast<int>(tiers_.size()) - 1;
+    }
+    Tier& t = tiers_[static_cast<size_t>(tier)];
+    const bool spot = vs.capacity == CapacityType::kSpot;
+    int& slot = spot ? t.spot : t.on_demand;
+    if (slot >= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "variants[", i, "]: a second ", CapacityTypeName(vs.capacity),
+          " variant on ", vs.gpu_class, " x", vs.gpus_per_replica,
+          " (variants[", slot, "]); one per capacity type per tier"));
+    }
+    slot = static_cast<int>(i);
+    Variant v;
+    v.tier = tier;
+    v.price_per_replica_hour =
+        vs.gpus_per_replica * (spot ? gpu->price_spot_per_gpu_hour
+                                    : gpu->price_on_demand_per_gpu_hour);
+    v.lead_estimate =
+        model::EstimateColdStart(t.replica->weight_bytes_per_gpu(), *gpu,
+                                 vs.cold_start)
+            .total();
+    variants_.push_back(v);
+  }
+  bool any_fits = false;
+  for (const Tier& t : tiers_) {
+    any_fits = any_fits || t.model_capacity > 0;
+  }
+  if (!any_fits) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "no variant can serve ", spec.model.name, " within the TPOT SLO of ",
+        absl::ToDoubleSeconds(spec.slo.tpot),
+        " s (run `pilotlight size` for the reasons)"));
+  }
+  return absl::OkStatus();
+}
+
+int Decider::Capacity(const Tier& t) const {
+  if (!t.replica || t.model_capacity <= 0) {
+    return 0;
+  }
+  if (std::abs(t.correction - 1.0) < 0.02) {
+    return t.model_capacity;
+  }
+  // A replica `c` times faster than modelled meets TPOT(b)/c <= SLO, i.e.
+  // the model's TPOT(b) <= c x SLO.
+  // Floored at 1: a replica slower than the SLO still serves one sequence;
+  // a zero here would size a loaded endpoint to nothing.
+  return std::max(
+      1, t.replica->MaxConcurrency(
+             spec_seen_->workload,
+             absl::ToDoubleSeconds(spec_seen_->slo.tpot) * t.correction));
+}
+
+absl::Duration Decider::Lead(const Snapshot& s, int tier) const {
+  absl::Duration lead;
+  const Tier& t = tiers_[static_cast<size_t>(tier)];
+  for (int v : {t.on_demand, t.spot}) {
+    if (v < 0) {
+      continue;
+    }
+    const ColdStartStats& cs = s.variants[static_cast<size_t>(v)].cold_start;
+    const absl::Duration d =
+        cs.samples >= 3 ? cs.p90
+                        : variants_[static_cast<size_t>(v)].lead_estimate;
+    lead = std::max(lead, d);
+  }
+  return lead;
+}
+
+double Decider::ServiceSeconds(const EndpointSpec& spec) const {
+  const Tier& t = tiers_[static_cast<size_t>(std::max(tier_, 0))];
+  return t.ttft_s +
+         spec.workload.output_tokens * t.replica->TpotSeconds(1, spec.workload);
+}
+
+// --- Demand -----------------------------------------------------------------
+
+void Decider::Ingest(const Snapshot& s) {
+  const EndpointSpec& spec = *s.spec;
+  int ready = 0;
+  for (const VariantState& v : s.variants) {
+    ready += v.ready;
+  }
+  const double service_s = ServiceSeconds(spec);
+  const absl::Duration lead =
+      Lead(s, std::max(tier_, 0));  // for the rise horizon
+  for (const DemandSample& d : s.demand) {
+    if (last_sample_at_ && d.at <= *last_sample_at_) {
+      continue;  // already seen, or out of order
+    }
+    const absl::Duration dt =
+        last_sample_at_ ? d.at - *last_sample_at_ : absl::ZeroDuration();
+    std::optional<double> c;
+    if (d.in_flight || d.queued) {
+      c = d.in_flight.value_or(0) + d.queued.value_or(0);
+    }
+    double rate = 0;
+    if (d.arrivals && dt > absl::ZeroDuration()) {
+      rate = *d.arrivals / absl::ToDoubleSeconds(dt);
+      if (!c) {
+        c = rate * service_s;  // Little's law
+      }
+    }
+    if (!c) {
+      continue;  // carries no demand information
+    }
+    const double conc = std::max(0.0, *c);
+    last_sample_at_ = d.at;
+    const bool active =
+        conc > config_.idle_concurrency || d.arrivals.value_or(0) > 0;
+    demand_.Record(d.at, conc);
+    season_.Record(d.at, conc);
+    if (active) {
+      rises_.Record(d.at, conc, lead);
+      if (idle_ && last_active_at_) {
+        idle_gaps_.Record(d.at - idle_since_);
+      }
+      idle_ = false;
+      last_active_at_ = d.at;
+    } else if (!idle_) {
+      idle_ = true;
+      idle_since_ = d.at;
+    }
+
+    // Cold-start budget: requests seen, and those that met no ready replica.
+    const double requests =
+        d.arrivals ? *d.arrivals
+                   : (active && service_s > 0
+                          ? conc * absl::ToDoubleSeconds(dt) / service_s
+                          : 0.0);
+    requests_ =
+        Decay(requests_, dt, config_.cold_start_budget_half_life) + requests;
+    cold_start_requests_ =
+        Decay(cold_start_requests_, dt, config_.cold_start_budget_half_life) +
+        (ready == 0 ? requests : 0.0);
+
+    // Online capacity correction from measured decode speed.
+    if (tier_ >= 0 && d.output_tokens_per_s && d.in_flight && ready > 0) {
+      Tier& t = tiers_[static_cast<size_t>(tier_)];
+      const double batch = *d.in_flight / ready;
+      if (batch >= 1 && t.replica) {
+        const int b = static_cast<int>(std::lround(batch));
+        const double predicted =
+            ready * b / t.replica->TpotSeconds(b, spec.workload);
+        if (predicted > 0 && *d.output_tokens_per_s > 0) {
+          const double ratio =
+              std::clamp(*d.output_tokens_per_s / predicted,
+                         config_.correction_min, config_.correction_max);
+          t.correction = (1 - config_.correction_alpha) * t.correction +
+                         config_.correction_alpha * ratio;
+        }
+      }
+    }
+    last_concurrency_ = conc;
+    last_arrival_rate_ = rate;
+  }
+}
+
+// --- Spot and tiers ---------------------------------------------------------
+
+bool Decider::SpotUnhealthy(const Snapshot& s, const Tier& t, absl::Time now,
+                            absl::Duration lead) const {
+  if (t.spot < 0) {
+    return false;
+  }
+  for (const SpotHealth& h : s.spot) {
+    if (h.gpu_class != t.gpu_class) {
+      continue;
+    }
+    if (h.last_preemption &&
+        now - *h.last_preemption < config_.spot_unhealthy_for) {
+      return true;
+    }
+    if (h.last_failed_placement &&
+        now - *h.last_failed_placement < config_.spot_unhealthy_for) {
+      return true;
+    }
+  }
+  const absl::Duration timeout =
+      std::max(config_.spot_placement_timeout, 2 * lead);
+  for (absl::Time started : s.variants[static_cast<size_t>(t.spot)].starting) {
+    if (now - started > timeout) {
+      return true;  // not placed / not ready in time
+    }
+  }
+  return false;
+}
+
+Decider::TierPlan Decider::Plan(const Snapshot& s, int tier, int replicas,
+                                double demand, bool spot_unhealthy) const {
+  const EndpointSpec& spec = *s.spec;
+  const Tier& t = tiers_[static_cast<size_t>(tier)];
+  TierPlan p;
+  p.replicas = replicas;
+  const int cap = Capacity(t);
+  p.meets_slo =
+      cap > 0 && t.ttft_s <= absl::ToDoubleSeconds(spec.slo.ttft) &&
+      CeilDiv(demand, cap * config_.target_utilization) <= spec.max_replicas;
+  const auto price = [&](int v) {
+    return v < 0 ? 0.0
+                 : variants_[static_cast<size_t>(v)].price_per_replica_hour;
+  };
+  if (t.spot < 0) {
+    p.on_demand = replicas;
+  } else if (t.on_demand < 0) {
+    p.spot = replicas;
+  } else if (price(t.spot) >= price(t.on_demand)) {
+    p.on_demand = replicas;  // spot is not cheaper here
+  } else {
+    int floor = 0;
+    if (spec.mode == Mode::kRealtime) {
+      // The SLO floor: what the current demand needs, and the minimum.
+      floor = std::max(CeilDiv(demand, cap * config_.target_utilization),
+                       spec.min_replicas);
+    }
+    p.on_demand = std::min(replicas, floor);
+    p.spot = replicas - p.on_demand;
+    if (spot_unhealthy || t.fallback) {
+      const int ready_spot = s.variants[static_cast<size_t>(t.spot)].ready;
+      p.on_demand += std::max(0, p.spot - ready_spot);
+    }
+  }
+  p.cost_per_hour = p.on_demand * price(t.on_demand) + p.spot * price(t.spot);
+  return p;
+}
+
+// --- Decide -----------------------------------------------------------------
+
+Decision Decider::Hold(const Snapshot& s, ScaleReason reason,
+                       std::string message) {
+  Decision d;
+  d.valid = false;
+  d.reason = reason;
+  d.message = std::move(message);
+  for (size_t i = 0; i < s.variants.size(); ++i) {
+    VariantDecision v;
+    if (s.spec != nullptr && i < s.spec->variants.size()) {
+      v.deployment = s.spec->variants[i].deployment;
+    }
+    v.previous = s.variants[i].desired;
+    // Never lower than what is running or asked for.
+    v.replicas = std::max(s.variants[i].desired, s.variants[i].ready);
+    v.reason = reason;
+    v.message = d.message;
+    if (i < variants_.size()) {
+      d.cost_per_hour += v.replicas * variants_[i].price_per_replica_hour;
+    }
+    d.variants.push_back(std::move(v));
+  }
+  return d;
+}
+
+Decision Decider::Decide(const Snapshot& s, absl::Time now) {
+  if (s.spec == nullptr || s.catalog == nullptr) {
+    return Hold(s, ScaleReason::kInvalidSpec,
+                "snapshot without spec or catalog");
+  }
+  const EndpointSpec& spec = *s.spec;
+  if (spec.generation != generation_ || catalog_seen_ != s.catalog) {
+    spec_status_ = Derive(s);
+  }
+  spec_seen_ = s.spec;
+  if (!spec_status_.ok()) {
+    return Hold(s, ScaleReason::kInvalidSpec,
+                std::string(spec_status_.message()));
+  }
+  if (s.variants.size() != spec.variants.size()) {
+    return Hold(
+        s, ScaleReason::kInvalidSpec,
+        absl::StrCat("snapshot has ", s.variants.size(), " variant states for ",
+                     spec.variants.size(), " variants"));
+  }
+  Ingest(s);
+  if (!last_sample_at_ || now - *last_sample_at_ > config_.stale_after) {
+    return Hold(
+        s, ScaleReason::kNoData,
+        last_sample_at_
+            ? absl::StrCat("no demand sample for ",
+                           Secs(now - *last_sample_at_), " (stale after ",
+                           Secs(config_.stale_after), "): holding replicas")
+            : std::string("no demand sample yet: holding replicas"));
+  }
+
+  // Replicas as they stand.
+  int ready_total = 0;
+  int asked_total = 0;
+  for (const VariantState& v : s.variants) {
+    ready_total += v.ready;
+    asked_total += std::max(v.desired, v.ready);
+  }
+
+  // --- Demand and forecast, for the serving tier (or the first at zero).
+  const int serving = tier_ >= 0 ? tier_ : 0;
+  const absl::Duration lead = Lead(s, serving);
+  const double stable = demand_.Average(now, config_.stable_window).value_or(0);
+  const double recent =
+      demand_.Average(now, config_.panic_window).value_or(last_concurrency_);
+  const double cap_serving = Capacity(tiers_[static_cast<size_t>(serving)]) *
+                             config_.target_utilization;
+
+  if (panic_ && now >= panic_until_) {
+    panic_ = false;
+  }
+  if (ready_total > 0 && cap_serving > 0 &&
+      CeilDiv(recent, cap_serving) >= config_.panic_threshold * ready_total) {
+    panic_ = true;
+    panic_until_ = now + config_.stable_window;
+  }
+  const double base = panic_ ? std::max(stable, recent) : stable;
+  double forecast = base;
+  ScaleReason load_reason = panic_ ? ScaleReason::kPanic : ScaleReason::kSteady;
+  std::string forecast_note;
+  // A trend counts only when a line explains the window well (a ramp, not
+  // a step -- panic handles steps -- nor noise) and the window is mostly
+  // observed.
+  const std::optional<TimeBuckets::Fit> fit =
+      demand_.Slope(now, config_.trend_window);
+  if (fit && fit->slope > 0 && fit->r2 >= config_.trend_min_r2 &&
+      fit->buckets * absl::Seconds(1) * 2 >= config_.trend_window) {
+    const double trend = recent + fit->slope * absl::ToDoubleSeconds(lead);
+    if (trend > forecast) {
+      forecast = trend;
+      forecast_note =
+          absl::StrFormat("trend +%.2f/s, R2 %.2f", fit->slope, fit->r2);
+    }
+  }
+  if (const std::optional<double> ratio = season_.Ratio(now, lead);
+      ratio && *ratio > 1) {
+    const double seasonal = base * std::min(*ratio, 4.0);
+    if (seasonal > forecast) {
+      forecast = seasonal;
+      forecast_note = absl::StrFormat("time of day x%.2f", *ratio);
+    }
+  }
+
+  // --- Tier choice (cheapest meeting the SLO at the forecast).
+  const auto replicas_for = [&](int t, double demand) {
+    const double cap =
+        Capacity(tiers_[static_cast<size_t>(t)]) * config_.target_utilization;
+    return cap > 0 ? std::max(1, CeilDiv(demand, cap)) : 0;
+  };
+  int best = -1;
+  double best_cost = std::numeric_limits<double>::infinity();
+  std::vector<bool> unhealthy(tiers_.size());
+  for (size_t t = 0; t < tiers_.size(); ++t) {
+    const int ti = static_cast<int>(t);
+    unhealthy[t] = SpotUnhealthy(s, tiers_[t], now, Lead(s, ti));
+    const TierPlan p =
+        Plan(s, ti, replicas_for(ti, forecast), stable, unhealthy[t]);
+    if (p.meets_slo && p.cost_per_hour < best_cost) {
+      best = ti;
+      best_cost = p.cost_per_hour;
+    }
+  }
+  if (best < 0) {
+    best = 0;  // none meets it: the first variant, reported as such
+  }
+  std::string tier_note;
+  if (asked_total == 0 && switching_from_ < 0) {
+    tier_ = best;  // nothing running: choose freely
+    candidate_tier_ = -1;
+  } else if (tier_ < 0) {
+    // First decision with replicas running (e.g. a controller restart):
+    // adopt the tier that serves now; a move is then a normal switch.
+    int most = -1;
+    for (size_t i = 0; i < s.variants.size(); ++i) {
+      const int n = std::max(s.variants[i].desired, s.variants[i].ready);
+      if (n > most) {
+        most = n;
+        tier_ = variants_[i].tier;
+      }
+    }
+  }
+  if (switching_from_ < 0 && best != tier_) {
+    const TierPlan cur = Plan(s, tier_, replicas_for(tier_, forecast), stable,
+                              unhealthy[static_cast<size_t>(tier_)]);
+    const bool must = !cur.meets_slo;
+    const bool cheaper =
+        best_cost <= (1 - config_.tier_switch_min_saving) * cur.cost_per_hour;
+    if (must || cheaper) {
+      if (candidate_tier_ != best) {
+        candidate_tier_ = best;
+        candidate_since_ = now;
+      }
+      if (must || now - candidate_since_ >= config_.tier_switch_sustain) {
+        tier_note = absl::StrFormat(
+            "%s -> %s: %s", tiers_[static_cast<size_t>(tier_)].gpu_class,
+            tiers_[static_cast<size_t>(best)].gpu_class,
+            must ? "current tier cannot meet the SLO"
+                 : absl::StrFormat("$%.2f/h vs $%.2f/h for %s", best_cost,
+                                   cur.cost_per_hour,
+                                   Secs(now - candidate_since_)));
+        switching_from_ = tier_;
+        tier_ = best;
+        candidate_tier_ = -1;
+      }
+    } else {
+      candidate_tier_ = -1;
+    }
+  } else {
+    candidate_tier_ = -1;
+  }
+
+  Tier& tier = tiers_[static_cast<size_t>(tier_)];
+  const absl::Duration tier_lead = Lead(s, tier_);
+  const double cap = Capacity(tier) * config_.target_utilization;
+  const int load = cap > 0 ? CeilDiv(forecast, cap) : 0;
+  if (load > CeilDiv(base, cap) && !forecast_note.empty()) {
+    load_reason = ScaleReason::kScaleAhead;
+  }
+
+  // --- Warm pool: rises over one cold start at the SLO's risk.
+  int warm = 0;
+  if (!idle_ && cap > 0) {
+    // Rises are measured from the current level, so the spare capacity is
+    // counted from it too (the forecast's own rise is already in `load`).
+    const double spare = load * cap - base;
+    const int cap_warm = std::max(1, load);
+    while (warm < cap_warm && rises_.count() >= 8 &&
+           rises_.FractionAbove(spare + warm * cap) >
+               spec.slo.max_cold_start_fraction) {
+      ++warm;
+    }
+  }
+
+  // --- Idle: keep-alive, pre-warm, scale to zero.
+  const Variant& keep_variant = variants_[static_cast<size_t>(
+      tier.on_demand >= 0 && (tier.spot < 0 || spec.mode == Mode::kRealtime)
+          ? tier.on_demand
+          : tier.spot)];
+  const double idle_rate_per_s = keep_variant.price_per_replica_hour / 3600.0;
+  const double burn_usd = idle_rate_per_s * absl::ToDoubleSeconds(tier_lead);
+  const double penalty_usd = spec.slo.cold_start_penalty_usd.value_or(burn_usd);
+  const absl::Duration break_even =
+      idle_rate_per_s > 0
+          ? absl::Seconds((burn_usd + penalty_usd) / idle_rate_per_s)
+          : absl::InfiniteDuration();
+  const IdleHistogram::Windows win = idle_gaps_.Compute();
+  const bool over_budget =
+      requests_ >= 20 &&
+      cold_start_requests_ > spec.slo.max_cold_start_fraction * requests_;
+  absl::Duration keep_alive;
+  absl::Duration prewarm_from = absl::InfiniteDuration();
+  if (win.prewarm > absl::ZeroDuration()) {
+    // A predicted gap: unload after the grace, come back one lead early.
+    keep_alive = std::min(config_.scale_to_zero_grace, break_even);
+    prewarm_from = std::max(absl::ZeroDuration(), win.prewarm - tier_lead);
+  } else {
+    keep_alive = std::min(win.warm_until, break_even);
+    keep_alive =
+        std::max(keep_alive, std::min(config_.scale_to_zero_grace, break_even));
+  }
+  if (over_budget && prewarm_from == absl::InfiniteDuration()) {
+    // The SLO is cause: without a predicted gap to pre-warm for, cold starts
+    // over budget extend the keep-alive past T* to the histogram's tail.
+    keep_alive = std::max(keep_alive, win.warm_until);
+  }
+
+  int idle_floor = 0;
+  ScaleReason idle_reason = ScaleReason::kScaledToZero;
+  std::string idle_note;
+  std::optional<absl::Time> keep_alive_until;
+  std::optional<absl::Time> prewarm_at;
+  if (idle_) {
+    const absl::Duration idle_for = now - idle_since_;
+    keep_alive_until = idle_since_ + keep_alive;
+    if (prewarm_from < absl::InfiniteDuration()) {
+      prewarm_at = idle_since_ + prewarm_from;
+    }
+    if (idle_for < keep_alive) {
+      idle_floor = 1;
+      idle_reason = ScaleReason::kKeepAlive;
+      idle_note = absl::StrFormat(
+          "idle %s, keep-alive %s (%s; break-even %s%s)", Secs(idle_for),
+          Secs(keep_alive), IdleHistogram::BasisName(win.basis),
+          Secs(break_even), over_budget ? "; cold starts over budget" : "");
+    } else if (prewarm_at && now >= *prewarm_at && idle_for < win.warm_until) {
+      idle_floor = 1;
+      idle_reason = ScaleReason::kPreWarm;
+      idle_note = absl::StrFormat(
+          "idle %s, next request predicted from %s (lead %s), warm until %s",
+          Secs(idle_for), Secs(win.prewarm), Secs(tier_lead),
+          Secs(win.warm_until));
+    } else {
+      idle_note =
+          absl::StrFormat("idle %s, past keep-alive %s (break-even %s)",
+                          Secs(idle_for), Secs(keep_alive), Secs(break_even));
+    }
+  }
+
+  // --- Stabilise, bound and rate-limit the total.
+  int target = load + warm;
+  load_targets_.Record(now, target);
+  const absl::Duration stab =
+      std::max(config_.scale_down_stabilization, tier_lead);
+  const int stabilised = std::max(
+      target, static_cast<int>(load_targets_.Max(now, stab).value_or(target)));
+  const int current = [&] {
+    int c = 0;
+    for (int v : {tier.on_demand, tier.spot}) {
+      if (v >= 0) {
+        c += s.variants[static_cast<size_t>(v)].desired;
+      }
+    }
+    return c;
+  }();
+  ScaleReason reason = load_reason;
+  if (warm > 0 && !idle_) {
+    reason = ScaleReason::kWarmPool;
+  }
+  if (idle_) {
+    // Idle: the keep-alive rules the last replica; replicas beyond it step
+    // down through the stabilisation window like any scale-down.
+    const int extra = stabilised > 1 ? stabilised : 0;
+    target = std::max(idle_floor, extra);
+    reason = target > idle_floor ? ScaleReason::kScaleDownHeld : idle_reason;
+  } else if (stabilised > target) {
+    target = stabilised;
+    reason = ScaleReason::kScaleDownHeld;
+  }
+  if (ready_total == 0 && target > 0 && !idle_) {
+    reason = ScaleReason::kScaleFromZero;
+  }
+  if (target < current) {
+    const int limited = static_cast<int>(
+        std::floor(current / std::max(1.0, config_.max_scale_down_rate)));
+    if (limited > target) {
+      target = limited;
+      reason = ScaleReason::kScaleDownLimited;
+    }
+    if (panic_ && current > target) {
+      target = current;
+      reason = ScaleReason::kPanic;
+    }
+  }
+  if (target < spec.min_replicas) {
+    target = spec.min_replicas;
+    reason = ScaleReason::kMinReplicas;
+  }
+  if (target > spec.max_replicas) {
+    target = spec.max_replicas;
+    reason = ScaleReason::kMaxReplicas;
+  }
+
+  // --- Split over the tier's variants; make-before-break on a switch.
+  const TierPlan plan =
+      Plan(s, tier_, target, stable, unhealthy[static_cast<size_t>(tier_)]);
+  if (tier.spot >= 0) {
+    const int ready_spot = s.variants[static_cast<size_t>(tier.spot)].ready;
+    if (unhealthy[static_cast<size_t>(tier_)] && plan.spot > ready_spot) {
+      tier.fallback = true;
+    } else if (ready_spot >= plan.spot) {
+      tier.fallback = false;
+    }
+  }
+
+  Decision d;
+  d.valid = true;
+  d.reason = reason;
+  d.tier = tier.gpu_class;
+  d.load_replicas = load;
+  d.warm_pool = std::max(0, target - load);
+  d.demand_concurrency = stable;
+  d.forecast_concurrency = forecast;
+  d.capacity_per_replica = Capacity(tier);
+  d.panic = panic_;
+  d.cold_start_lead = tier_lead;
+  d.keep_alive = keep_alive;
+  d.break_even = break_even;
+  d.keep_alive_until = keep_alive_until;
+  d.prewarm_at = prewarm_at;
+
+  bool old_drained = true;
+  if (switching_from_ >= 0) {
+    // The new tier must be ready for its target before the old one drains.
+    int new_ready = 0;
+    for (int v : {tier.on_demand, tier.spot}) {
+      if (v >= 0) {
+        new_ready += s.variants[static_cast<size_t>(v)].ready;
+      }
+    }
+    old_drained = new_ready >= target;
+  }
+
+  for (size_t i = 0; i < spec.variants.size(); ++i) {
+    VariantDecision v;
+    v.deployment = spec.variants[i].deployment;
+    v.previous = s.variants[i].desired;
+    const int vt = variants_[i].tier;
+    if (vt == tier_) {
+      const bool is_spot = static_cast<int>(i) == tier.spot;
+      v.replicas = is_spot ? plan.spot : plan.on_demand;
+      v.reason = reason;
+      if (!is_spot && tier.spot >= 0 && plan.on_demand > 0 &&
+          (tier.fallback || unhealthy[static_cast<size_t>(tier_)]) &&
+          plan.on_demand > std::min(target, std::max(CeilDiv(stable, cap),
+                                                     spec.min_replicas))) {
+        v.reason = ScaleReason::kSpotFallback;
+      }
+      if (switching_from_ >= 0) {
+        v.reason = ScaleReason::kTierSwitch;
+      }
+    } else if (vt == switching_from_ && !old_drained) {
+      v.replicas = s.variants[i].desired;  // keep serving until the new is up
+      v.reason = ScaleReason::kTierSwitch;
+    } else {
+      v.replicas = 0;
+      v.reason = vt == switching_from_ ? ScaleReason::kTierSwitch
+                                       : ScaleReason::kUnchanged;
+    }
+    if (v.replicas == v.previous && v.reason != ScaleReason::kTierSwitch &&
+        v.reason != ScaleReason::kSpotFallback) {
+      v.reason = ScaleReason::kUnchanged;
+    }
+    d.cost_per_hour += v.replicas * variants_[i].price_per_replica_hour;
+    d.variants.push_back(std::move(v));
+  }
+  if (switching_from_ >= 0 && old_drained) {
+    switching_from_ = -1;
+  }
+
+  // --- The message: one line with the numbers.
+  const std::string sizing = absl::StrFormat(
+      "demand %.1f in flight, forecast %.1f in %s (cold start %s)%s, "
+      "capacity %d/replica -> %d + warm %d on %s",
+      stable, forecast, Secs(tier_lead),
+      s.variants[static_cast<size_t>(std::max(tier.on_demand, tier.spot))]
+                  .cold_start.samples >= 3
+          ? "p90"
+          : "model",
+      forecast_note.empty() ? "" : absl::StrCat(" [", forecast_note, "]"),
+      d.capacity_per_replica, load, d.warm_pool, tier.gpu_class);
+  d.message =
+      absl::StrCat(ScaleReasonName(reason), ": ", idle_ ? idle_note : sizing);
+  if (!tier_note.empty()) {
+    d.message = absl::StrCat(d.message, "; tier switch ", tier_note);
+  }
+  for (VariantDecision& v : d.variants) {
+    v.message = v.reason == ScaleReason::kSpotFallback
+                    ? absl::StrFormat(
+                          "spot %s unhealthy or not ready: "
+                          "on-demand covers %d",
+                          tier.gpu_class, plan.on_demand)
+                    : d.message;
+  }
+  return d;
+}
+
+}  // namespace pilotlight::policy

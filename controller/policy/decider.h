@@ -1,0 +1,147 @@
+// File: controller/policy/decider.h
+//
+// Decider: the policy core. One per endpoint; Decide(snapshot, now) returns
+// the replicas per variant with the reasons. Pure: no I/O, no clock reads, no
+// threads -- time comes in as `now` and in the samples' timestamps. State the
+// policy learns (demand windows, idle-gap histogram, rises, time-of-day
+// profile, panic mode, tier and spot-fallback state) lives in private members
+// updated only inside Decide. docs/policy.md explains each rule with a worked
+// example.
+//
+// The algorithm, per call:
+//   1. Ingest the new demand samples (concurrency = in flight + queued, or
+//      arrivals x service time by Little's law when only arrivals are known).
+//      No fresh sample within `stale_after`: hold (valid = false).
+//   2. Capacity per replica of each tier = the sizing model's concurrency at
+//      the TPOT SLO, corrected by measured/predicted decode speed (EWMA).
+//   3. Forecast one cold-start lead L ahead (learned p90, else the model):
+//      max(stable-window demand (panic-window demand while panicking),
+//          latest demand + rising trend x L,
+//          demand x time-of-day ratio(now + L) / ratio(now)).
+//      Load replicas = ceil(forecast / capacity).
+//   4. Warm pool while active: enough replicas that the (1 - f)-quantile of
+//      the endpoint's own rises over L fits in the spare capacity, where f is
+//      the SLO's allowed cold-start fraction (at most the load replicas).
+//   5. Idle: keep the last replica for the keep-alive, bounded by the
+//      ski-rental break-even T* = B / r (B = GPU time burned by a cold start
+//      + the SLO penalty, r = the replica's idle price), and pre-warm at the
+//      hybrid histogram's head - L until its tail; scale to zero otherwise.
+//      The keep-alive exceeds T* only when the observed cold-start fraction
+//      is over the SLO budget.
+//   6. No flapping: the load target is the maximum of the last
+//      max(stabilisation, L); it falls by at most max_scale_down_rate per
+//      call; never down while panicking. Bounds [min, max] always hold.
+//   7. Tier: the cheapest tier meeting the SLO at the forecast; switch after
+//      it has saved >= 20 % for 10 min (at once if the current one cannot
+//      meet the SLO), make-before-break.
+//   8. Spot/on-demand: Realtime keeps the replicas its current demand needs
+//      (and min) on on-demand and puts the rest on spot where cheaper; Batch
+//      puts all on spot. While a spot class is unhealthy (recent preemption
+//      or failed placement), on-demand replaces the spot replicas that are
+//      not ready, until they are.
+//
+// Thread-safety: none; one Decider per endpoint, called from one thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "controller/model/sizing.h"
+#include "controller/policy/decider_config.h"
+#include "controller/policy/decision.h"
+#include "controller/policy/demand_history.h"
+#include "controller/policy/idle_histogram.h"
+#include "controller/policy/snapshot.h"
+#include "controller/policy/time_window.h"
+
+namespace pilotlight::policy {
+
+class Decider {
+ public:
+  explicit Decider(DeciderConfig config = {});
+
+  Decision Decide(const Snapshot& s, absl::Time now);
+
+  // Bytes of state this decider holds for its endpoint (for the benchmark
+  // and capacity planning: 10,000 endpoints per controller).
+  size_t StateBytes() const;
+
+  const DeciderConfig& config() const { return config_; }
+
+ private:
+  struct Variant {
+    int tier = 0;
+    double price_per_replica_hour = 0;
+    absl::Duration lead_estimate;  // the cold-start model's
+  };
+  struct Tier {
+    std::string gpu_class;
+    int on_demand = -1;  // variant index
+    int spot = -1;
+    std::optional<model::ReplicaModel> replica;
+    int model_capacity = 0;  // at the TPOT SLO, uncorrected
+    double ttft_s = 0;
+    double correction = 1.0;  // measured / predicted decode speed
+    bool fallback = false;    // on-demand replacing missing spot
+  };
+  struct TierPlan {
+    int replicas = 0;
+    int on_demand = 0;
+    int spot = 0;
+    double cost_per_hour = 0;
+    bool meets_slo = false;
+  };
+
+  absl::Status Derive(const Snapshot& s);
+  void Ingest(const Snapshot& s);
+  int Capacity(const Tier& t) const;
+  absl::Duration Lead(const Snapshot& s, int tier) const;
+  bool SpotUnhealthy(const Snapshot& s, const Tier& t, absl::Time now,
+                     absl::Duration lead) const;
+  TierPlan Plan(const Snapshot& s, int tier, int replicas, double demand,
+                bool spot_unhealthy) const;
+  double ServiceSeconds(const EndpointSpec& spec) const;
+  Decision Hold(const Snapshot& s, ScaleReason reason, std::string message);
+
+  DeciderConfig config_;
+
+  // Derived from the spec (rebuilt when its generation changes).
+  int64_t generation_ = -1;
+  const EndpointSpec* spec_seen_ = nullptr;
+  const model::Catalog* catalog_seen_ = nullptr;
+  absl::Status spec_status_;
+  std::vector<Variant> variants_;
+  std::vector<Tier> tiers_;
+
+  // Learned from demand.
+  TimeBuckets demand_;        // concurrency, 1 s buckets
+  WindowedMax load_targets_;  // for scale-down stabilisation
+  RiseTracker rises_;
+  SeasonalProfile season_;
+  IdleHistogram idle_gaps_;
+  std::optional<absl::Time> last_sample_at_;
+  std::optional<absl::Time> last_active_at_;
+  bool idle_ = true;
+  absl::Time idle_since_;
+  double last_concurrency_ = 0;
+  double last_arrival_rate_ = 0;
+
+  // Cold-start budget: exponentially decayed request counts.
+  double requests_ = 0;
+  double cold_start_requests_ = 0;
+
+  // Modes.
+  bool panic_ = false;
+  absl::Time panic_until_;
+  int tier_ = -1;
+  int switching_from_ = -1;
+  int candidate_tier_ = -1;
+  absl::Time candidate_since_;
+};
+
+}  // namespace pilotlight::policy

@@ -1,0 +1,72 @@
+// File: controller/policy/decision.h
+//
+// Decision: what the decider wants, as a value that explains itself
+// (STYLE.md #5). The reason enum goes into metric labels and status
+// conditions; the message is one line with the numbers.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "controller/policy/endpoint_spec.h"
+
+namespace pilotlight::policy {
+
+enum class ScaleReason {
+  kNoData,            // demand metrics missing or stale: hold
+  kInvalidSpec,       // the spec does not validate: hold
+  kSteady,            // sized for the observed demand
+  kScaleFromZero,     // demand arrived while at zero
+  kScaleAhead,        // sized for the demand forecast one cold start ahead
+  kPanic,             // burst: sized for the panic window, no scale-down
+  kWarmPool,          // headroom for the rise expected within a cold start
+  kScaleDownHeld,     // lower target not yet held for the stabilisation window
+  kScaleDownLimited,  // scale-down rate limit
+  kKeepAlive,         // idle, keeping the last replica(s) for the keep-alive
+  kPreWarm,           // idle, replica started ahead of the predicted request
+  kScaledToZero,      // idle past the keep-alive
+  kMinReplicas,       // raised to the spec's minimum
+  kMaxReplicas,       // capped at the spec's maximum
+  kSpotFallback,      // spot missing: on-demand replaces it
+  kTierSwitch,        // moving to a cheaper (or SLO-meeting) tier
+  kUnchanged,         // this variant keeps its replicas
+};
+
+absl::string_view ScaleReasonName(ScaleReason r);
+
+struct VariantDecision {
+  std::string deployment;
+  int32_t replicas = 0;
+  int32_t previous = 0;  // the snapshot's desired
+  ScaleReason reason = ScaleReason::kUnchanged;
+  std::string message;  // why this variant has `replicas`
+};
+
+struct Decision {
+  // False when the decider lacks data (metrics missing, spec invalid): the
+  // replicas are then the current ones (never lower), with the reason.
+  bool valid = false;
+  ScaleReason reason = ScaleReason::kNoData;
+  std::string message;
+  std::vector<VariantDecision> variants;  // parallel to spec.variants
+
+  std::string tier;               // the GPU class serving the load
+  int32_t load_replicas = 0;      // replicas the forecast load needs
+  int32_t warm_pool = 0;          // replicas beyond that
+  double demand_concurrency = 0;  // stable-window demand, in flight + queued
+  double forecast_concurrency = 0;
+  int32_t capacity_per_replica = 0;  // concurrent sequences at the TPOT SLO
+  bool panic = false;
+  absl::Duration cold_start_lead;  // the lead time used
+  absl::Duration keep_alive;       // chosen for the current/next idle gap
+  absl::Duration break_even;       // ski-rental T* = B / r
+  std::optional<absl::Time> keep_alive_until;  // while idle
+  std::optional<absl::Time> prewarm_at;        // while idle, when predicted
+  double cost_per_hour = 0;                    // of the decided replicas
+};
+
+}  // namespace pilotlight::policy

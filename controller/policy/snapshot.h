@@ -1,0 +1,62 @@
+// File: controller/policy/snapshot.h
+//
+// Snapshot: everything the decider sees at one decision -- the spec and
+// catalog, the demand observed since the previous call, each variant's
+// replicas, learned cold-start times, and spot health. Drivers (controller,
+// simulator, CLI) build it; the decider only reads it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "controller/model/catalog.h"
+#include "controller/policy/endpoint_spec.h"
+
+namespace pilotlight::policy {
+
+// One observation of the endpoint's demand, summed over its replicas and
+// the activator. Every field is optional: a driver fills what it has. A
+// sample with neither a concurrency nor an arrival figure carries no demand
+// information and does not count as fresh data.
+struct DemandSample {
+  absl::Time at;
+  std::optional<double> in_flight;  // requests being served
+  std::optional<double> queued;     // waiting (engine queues + activator)
+  std::optional<double> arrivals;  // requests arrived since the previous sample
+  std::optional<double> output_tokens_per_s;  // generated tokens/s, measured
+};
+
+// What the controller learned from pod condition timestamps.
+struct ColdStartStats {
+  int32_t samples = 0;
+  absl::Duration p50;
+  absl::Duration p90;
+};
+
+struct VariantState {
+  int32_t desired = 0;  // the Deployment's current spec.replicas
+  int32_t ready = 0;
+  std::vector<absl::Time> starting;  // creation times of not-ready pods
+  int32_t terminating = 0;
+  ColdStartStats cold_start;
+};
+
+struct SpotHealth {
+  std::string gpu_class;
+  std::optional<absl::Time> last_preemption;
+  std::optional<absl::Time> last_failed_placement;
+};
+
+struct Snapshot {
+  const EndpointSpec* spec = nullptr;
+  const model::Catalog* catalog = nullptr;
+  std::span<const DemandSample> demand;  // oldest first, since the last call
+  std::vector<VariantState> variants;    // parallel to spec->variants
+  std::vector<SpotHealth> spot;          // per spot class; absent = healthy
+};
+
+}  // namespace pilotlight::policy

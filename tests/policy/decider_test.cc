@@ -1,0 +1,406 @@
+// Timeline tests of the decider with explicit times: a World (world.h)
+// applies each decision as a Deployment would, with a fixed cold start.
+#include "controller/policy/decider.h"
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/policy/world.h"
+
+namespace pilotlight::policy {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::Llama8b;
+using testing::T0;
+using testing::Variant;
+using testing::World;
+
+constexpr absl::Duration kTick = absl::Seconds(2);
+
+model::Catalog DefaultCatalog() { return *model::Catalog::Default(); }
+
+// A world of one on-demand A100-80GB variant whose replicas take 60 s to
+// start, with that cold start already learned.
+World OneA100() {
+  World w(Llama8b({Variant("chat-a100", "a100-80gb")}), DefaultCatalog());
+  w.ReportColdStart(0, absl::Seconds(60), 5);
+  return w;
+}
+
+DemandSample Queued(absl::Time at, double queued, double arrivals) {
+  DemandSample d;
+  d.at = at;
+  d.in_flight = 0.0;
+  d.queued = queued;
+  d.arrivals = arrivals;
+  return d;
+}
+
+// Runs `w` from `from` for `dur` at a constant concurrency; returns the end.
+absl::Time Steady(World& w, absl::Time from, absl::Duration dur, double conc) {
+  absl::Time t = from;
+  for (; t < from + dur; t += kTick) {
+    w.Step(t, {World::Sample(t, conc, conc > 0 ? 1 : 0)});
+  }
+  return t;
+}
+
+// Scale from zero on the first arrival, without waiting for any window.
+TEST(DeciderTest, ScalesFromZeroOnFirstArrival) {
+  World w = OneA100();
+  const Decision& idle = w.Step(T0(), {World::Sample(T0(), 0)});
+  EXPECT_TRUE(idle.valid);
+  EXPECT_EQ(idle.variants[0].replicas, 0);
+  const absl::Time t = T0() + kTick;
+  const Decision& d = w.Step(t, {Queued(t, 1, 1)});
+  EXPECT_TRUE(d.valid);
+  EXPECT_EQ(d.variants[0].replicas, 1);
+  EXPECT_EQ(d.reason, ScaleReason::kScaleFromZero);
+  EXPECT_EQ(d.variants[0].reason, ScaleReason::kScaleFromZero);
+  EXPECT_THAT(d.message, HasSubstr("ScaleFromZero"));
+}
+
+// A burst enters panic and the replicas never fall while it lasts.
+TEST(DeciderTest, PanicOnBurstAndNoScaleDownDuringIt) {
+  World w = OneA100();
+  absl::Time t = Steady(w, T0(), absl::Minutes(5), 40);
+  ASSERT_EQ(w.TotalDesired(), 1);
+  const int cap = w.last().capacity_per_replica;
+  ASSERT_GT(cap, 0);
+  // Burst to 4x capacity for 20 s: panic (needs >= 2x the ready replica).
+  t = Steady(w, t, absl::Seconds(20), 4.0 * cap);
+  EXPECT_TRUE(w.last().panic);
+  const int peak = w.TotalDesired();
+  EXPECT_GE(peak, 4);
+  // Load falls at once; panic holds the replicas for a stable window.
+  for (absl::Time end = t + absl::Seconds(50); t < end; t += kTick) {
+    const Decision& d = w.Step(t, {World::Sample(t, 10, 1)});
+    EXPECT_GE(w.TotalDesired(), peak)
+        << absl::FormatTime(t) << " " << d.message;
+  }
+  // Long after, it comes back down to the load's one replica plus the warm
+  // pool that the burst taught it (rises this large are > 1 % of its
+  // history now).
+  Steady(w, t, absl::Minutes(6), 10);
+  EXPECT_FALSE(w.last().panic);
+  EXPECT_EQ(w.last().load_replicas, 1);
+  EXPECT_LT(w.TotalDesired(), peak);
+  EXPECT_EQ(w.TotalDesired(), 1 + w.last().warm_pool) << w.last().message;
+}
+
+// Noisy load straddling a replica boundary does not flap.
+TEST(DeciderTest, NoFlappingOnNoisySteadyLoad) {
+  World w = OneA100();
+  absl::Time t = Steady(w, T0(), absl::Minutes(1), 1);
+  const int cap = w.last().capacity_per_replica;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> noise(-0.15, 0.15);
+  const double mean = 2.0 * cap;  // the boundary between 2 and 3 replicas
+  int changes = 0;
+  int last = -1;
+  // The step from 1 to the mean is a real rise: the warm pool remembers it
+  // for ~20 minutes of rise samples. Count changes after that, for an hour.
+  for (const absl::Time end = t + absl::Minutes(90); t < end; t += kTick) {
+    w.Step(t, {World::Sample(t, mean * (1 + noise(rng)), 3)});
+    if (t > T0() + absl::Minutes(31)) {
+      changes += (last >= 0 && w.TotalDesired() != last) ? 1 : 0;
+    }
+    last = w.TotalDesired();
+  }
+  EXPECT_LE(changes, 2) << "replica count changed " << changes
+                        << " times in an hour of noisy steady load";
+  EXPECT_GE(last, 3);  // and it covers the noisy peaks
+}
+
+// An endpoint hit once every 17 minutes learns its period: after a few
+// periods no request meets a cold start, at well under always-on's cost.
+TEST(DeciderTest, PeriodicEndpointPreWarmsAfterLearning) {
+  World w = OneA100();
+  const absl::Duration period = absl::Minutes(17);
+  const absl::Duration busy = absl::Seconds(20);
+  double cold_late = 0;
+  double requests_late = 0;
+  absl::Time t = T0();
+  const absl::Time end = T0() + absl::Hours(24);
+  bool saw_prewarm = false;
+  while (t < end) {
+    const absl::Duration phase = (t - T0()) - absl::Floor(t - T0(), period);
+    const bool active = phase < busy;
+    const double arrivals = phase < kTick ? 1 : 0;
+    const double cold_before = w.cold_requests();
+    const Decision& d = w.Step(t, {World::Sample(t, active ? 1 : 0, arrivals)});
+    saw_prewarm = saw_prewarm || d.reason == ScaleReason::kPreWarm;
+    if (t > T0() + absl::Hours(12)) {
+      requests_late += arrivals;
+      cold_late += w.cold_requests() - cold_before;
+    }
+    t += kTick;
+  }
+  EXPECT_TRUE(saw_prewarm);
+  EXPECT_GT(requests_late, 40);
+  EXPECT_EQ(cold_late, 0) << "cold-start requests in the second 12 h";
+  const double always_on_usd = 24 * 3.4309;  // one A100-80GB all day
+  EXPECT_LT(w.cost_usd(), 0.5 * always_on_usd)
+      << "cost $" << w.cost_usd() << " vs always-on $" << always_on_usd
+      << ", replica-hours " << w.replica_seconds() / 3600;
+}
+
+// Keep-alive stays within the ski-rental break-even T* until the cold-start
+// budget of the SLO is overrun; then the SLO is the cause to keep longer.
+TEST(DeciderTest, KeepAliveBoundedByBreakEvenWithoutCause) {
+  World w = OneA100();
+  std::mt19937 rng(3);
+  // 10 % of gaps are 30 s (so no pre-warm: the head is the first bin), the
+  // rest 3-8 min, past T* = 2 x 60 s: each of those meets a cold start.
+  std::uniform_real_distribution<double> long_gap_min(3, 8);
+  absl::Time t = T0();
+  bool exceeded = false;
+  for (int burst = 0; burst < 60; ++burst) {
+    // A burst of 5 requests over 10 s.
+    for (int i = 0; i < 5; ++i, t += kTick) {
+      w.Step(t, {World::Sample(t, 1, 1)});
+    }
+    const double gap_s = burst % 10 == 0 ? 30 : long_gap_min(rng) * 60;
+    for (const absl::Time next = t + absl::Seconds(gap_s); t < next;
+         t += kTick) {
+      const Decision& d = w.Step(t, {World::Sample(t, 0, 0)});
+      if (d.keep_alive > d.break_even) {
+        EXPECT_THAT(d.message, HasSubstr("over budget"))
+            << "keep-alive " << d.keep_alive << " > T* " << d.break_even
+            << " without cause";
+        exceeded = true;
+      }
+      if (burst < 3) {
+        EXPECT_LE(d.keep_alive, d.break_even) << d.message;
+      }
+    }
+  }
+  EXPECT_EQ(w.last().break_even, absl::Seconds(120));
+  EXPECT_TRUE(exceeded) << "cold starts overran the 1 % budget, so the "
+                           "keep-alive should have grown past T*";
+  EXPECT_GT(w.cold_requests(), 0);
+}
+
+// Batch on spot: a preemption brings on-demand in until spot is back, then
+// the on-demand extra drains.
+TEST(DeciderTest, SpotPreemptionFallsBackToOnDemandAndReturns) {
+  EndpointSpec spec =
+      Llama8b({Variant("batch-od", "a100-80gb"),
+               Variant("batch-spot", "a100-80gb", CapacityType::kSpot)});
+  spec.mode = Mode::kBatch;
+  World w(spec, DefaultCatalog());
+  w.ReportColdStart(0, absl::Seconds(60), 5);
+  w.ReportColdStart(1, absl::Seconds(60), 5);
+  absl::Time t = Steady(w, T0(), absl::Minutes(1), 1);
+  const int cap = w.last().capacity_per_replica;
+  const double conc = 1.5 * cap;  // two replicas
+  t = Steady(w, t, absl::Minutes(10), conc);
+  const int spot_ready = w.state(1).ready;
+  ASSERT_GE(spot_ready, 2);
+  ASSERT_EQ(w.state(0).desired, 0) << "batch runs wholly on spot";
+
+  // Zone-wide preemption: every spot replica gone; spot cannot place.
+  w.Preempt(1, spot_ready);
+  w.SetPlaceable(1, false);
+  w.SetSpot({{"a100-80gb", t, std::nullopt}});
+  const absl::Time preempted = t;
+  bool fell_back = false;
+  absl::Duration short_of_capacity;
+  for (const absl::Time end = t + absl::Minutes(4); t < end; t += kTick) {
+    const Decision& d = w.Step(t, {World::Sample(t, conc, 2)});
+    if (d.variants[0].reason == ScaleReason::kSpotFallback) {
+      fell_back = true;
+      EXPECT_EQ(d.variants[0].replicas, d.variants[1].replicas) << d.message;
+    }
+    if (w.TotalReady() < 2) {
+      short_of_capacity += kTick;
+    }
+  }
+  EXPECT_TRUE(fell_back);
+  // Ready capacity is short for no longer than one cold start (+ a tick).
+  EXPECT_LE(short_of_capacity, absl::Seconds(62));
+  EXPECT_EQ(w.state(0).ready, spot_ready);
+
+  // Spot is back: the spot replicas become ready, the on-demand drains.
+  w.SetPlaceable(1, true);
+  t = Steady(w, t, absl::Minutes(4), conc);
+  EXPECT_GT(t - preempted, absl::Minutes(5));
+  EXPECT_EQ(w.state(1).ready, w.state(1).desired);
+  EXPECT_GE(w.state(1).ready, 2);
+  EXPECT_EQ(w.state(0).desired, 0) << w.last().message;
+}
+
+// Realtime keeps what current demand needs on on-demand; only the headroom
+// above it (scale-ahead, warm pool) goes to the cheaper spot variant.
+TEST(DeciderTest, RealtimeKeepsSloFloorOnDemand) {
+  EndpointSpec spec =
+      Llama8b({Variant("chat-od", "a100-80gb"),
+               Variant("chat-spot", "a100-80gb", CapacityType::kSpot)});
+  World w(spec, DefaultCatalog());
+  w.ReportColdStart(0, absl::Seconds(60), 5);
+  w.ReportColdStart(1, absl::Seconds(60), 5);
+  absl::Time t = Steady(w, T0(), absl::Minutes(1), 1);
+  const int cap = w.last().capacity_per_replica;
+  // A steady ramp: the forecast one lead ahead is above today's demand.
+  bool spot_used = false;
+  for (int i = 0; i < 300; ++i, t += kTick) {
+    const double conc = 0.5 * cap + 0.02 * cap * i;
+    const Decision& d = w.Step(t, {World::Sample(t, conc, 3)});
+    const int floor = static_cast<int>(
+        std::ceil(d.demand_concurrency / d.capacity_per_replica - 1e-9));
+    EXPECT_GE(d.variants[0].replicas, std::min(floor, d.load_replicas))
+        << d.message;
+    spot_used = spot_used || d.variants[1].replicas > 0;
+  }
+  EXPECT_TRUE(spot_used);
+  EXPECT_GT(w.last().forecast_concurrency, w.last().demand_concurrency);
+  EXPECT_THAT(w.last().message, HasSubstr("trend"));
+}
+
+// A cheaper tier wins only after it has been cheaper for 10 minutes, and
+// the old tier drains only once the new one is ready.
+TEST(DeciderTest, TierSwitchIsMakeBeforeBreak) {
+  World w(Llama8b({Variant("chat-sxm", "h100-80gb-sxm"),
+                   Variant("chat-pcie", "h100-80gb-pcie")}),
+          DefaultCatalog());
+  w.ReportColdStart(0, absl::Seconds(60), 5);
+  w.ReportColdStart(1, absl::Seconds(60), 5);
+  w.SetRunning(0, 2);  // e.g. the controller restarts on the SXM tier
+  absl::Time t = T0();
+  const double conc = 80;
+  std::optional<absl::Time> switched;
+  for (const absl::Time end = T0() + absl::Minutes(20); t < end; t += kTick) {
+    const int old_before = w.state(0).desired;
+    const Decision& d = w.Step(t, {World::Sample(t, conc, 3)});
+    if (!switched && d.variants[1].replicas > 0) {
+      switched = t;
+      EXPECT_EQ(d.variants[1].reason, ScaleReason::kTierSwitch);
+      EXPECT_THAT(d.message, HasSubstr("h100-80gb-sxm -> h100-80gb-pcie"));
+    }
+    if (w.state(0).desired < old_before) {
+      EXPECT_GE(w.state(1).ready, 2) << "old tier drained before the new "
+                                        "one was ready, at "
+                                     << absl::FormatDuration(t - T0());
+    }
+  }
+  ASSERT_TRUE(switched.has_value());
+  EXPECT_GE(*switched - T0(), absl::Minutes(10)) << "hysteresis";
+  EXPECT_EQ(w.state(0).desired, 0);
+  EXPECT_EQ(w.state(1).ready, 2);
+}
+
+// Missing or garbage metrics hold the replicas (valid = false), never lower.
+TEST(DeciderTest, MissingMetricsHoldReplicas) {
+  World w = OneA100();
+  const absl::Time start = Steady(w, T0(), absl::Minutes(3), 80);
+  const int before = w.TotalDesired();
+  ASSERT_EQ(before, 2);
+  bool held = false;
+  absl::Time t = start;
+  for (const absl::Time end = t + absl::Minutes(10); t < end; t += kTick) {
+    DemandSample garbage;  // no figure at all: carries no information
+    garbage.at = t;
+    const Decision& d = w.Step(t, t < start + absl::Minutes(5)
+                                      ? std::vector<DemandSample>{}
+                                      : std::vector<DemandSample>{garbage});
+    EXPECT_EQ(w.TotalDesired(), before) << d.message;
+    if (t - start > absl::Seconds(31)) {
+      EXPECT_FALSE(d.valid);
+      EXPECT_EQ(d.reason, ScaleReason::kNoData);
+      EXPECT_THAT(d.message, HasSubstr("holding"));
+      held = true;
+    }
+  }
+  EXPECT_TRUE(held);
+  // Metrics return: decisions are valid again.
+  w.Step(t, {World::Sample(t, 80, 3)});
+  EXPECT_TRUE(w.last().valid);
+}
+
+// A spec that does not validate holds with the field in the message.
+TEST(DeciderTest, InvalidSpecHoldsAndNamesTheField) {
+  EndpointSpec spec = Llama8b({Variant("chat", "h900")});
+  World w(spec, DefaultCatalog());
+  w.SetRunning(0, 3);
+  const Decision& d = w.Step(T0(), {World::Sample(T0(), 10, 1)});
+  EXPECT_FALSE(d.valid);
+  EXPECT_EQ(d.reason, ScaleReason::kInvalidSpec);
+  EXPECT_THAT(d.message, HasSubstr("variants[0].gpuClass"));
+  EXPECT_EQ(d.variants[0].replicas, 3);
+}
+
+// Bounds always hold: min keeps replicas through idleness, max caps bursts.
+TEST(DeciderTest, MinAndMaxBoundsHold) {
+  EndpointSpec spec = Llama8b({Variant("chat", "a100-80gb")});
+  spec.min_replicas = 1;
+  spec.max_replicas = 3;
+  World w(spec, DefaultCatalog());
+  absl::Time t = Steady(w, T0(), absl::Minutes(30), 0);
+  EXPECT_EQ(w.TotalDesired(), 1);
+  EXPECT_EQ(w.last().reason, ScaleReason::kMinReplicas);
+  Steady(w, t, absl::Minutes(2), 10000);
+  EXPECT_EQ(w.TotalDesired(), 3);
+  EXPECT_EQ(w.last().reason, ScaleReason::kMaxReplicas);
+}
+
+// Measured decode speed far below the model's lowers the capacity per
+// replica (the correction is clamped at 0.5x).
+TEST(DeciderTest, CapacityCorrectedByMeasuredThroughput) {
+  // A tight TPOT SLO, so capacity is bound by decode speed, not KV memory.
+  EndpointSpec spec = Llama8b({Variant("chat-a100", "a100-80gb")});
+  spec.slo.tpot = absl::Milliseconds(20);
+  World w(spec, DefaultCatalog());
+  absl::Time t = Steady(w, T0(), absl::Minutes(3), 40);
+  const int modelled = w.last().capacity_per_replica;
+  for (const absl::Time end = t + absl::Minutes(3); t < end; t += kTick) {
+    DemandSample d = World::Sample(t, 40, 2);
+    d.output_tokens_per_s = 40 / 0.08 * 0.4;  // far slower than modelled
+    w.Step(t, {d});
+  }
+  EXPECT_LT(w.last().capacity_per_replica, modelled);
+  EXPECT_GT(w.last().capacity_per_replica, 0);
+}
+
+// A bursty endpoint keeps a warm pool sized from its own rises.
+TEST(DeciderTest, WarmPoolFromOwnRises) {
+  World w = OneA100();
+  absl::Time t = Steady(w, T0(), absl::Minutes(1), 1);
+  const int cap = w.last().capacity_per_replica;
+  bool warm_seen = false;
+  for (int cycle = 0; cycle < 20; ++cycle) {
+    t = Steady(w, t, absl::Minutes(3), 0.3 * cap);
+    warm_seen = warm_seen || (w.last().warm_pool > 0 &&
+                              w.last().reason == ScaleReason::kWarmPool);
+    t = Steady(w, t, absl::Minutes(1), 1.6 * cap);
+  }
+  EXPECT_TRUE(warm_seen);
+  // Low phase: 1 replica for the load, plus the pool for the next rise.
+  t = Steady(w, t, absl::Minutes(3), 0.3 * cap);
+  EXPECT_EQ(w.last().load_replicas, 1);
+  EXPECT_GE(w.TotalDesired(), 2) << w.last().message;
+}
+
+// The Knative preset is the KPA's documented defaults.
+TEST(DeciderTest, KnativePresetIsKpaDefaults) {
+  const DeciderConfig k = DeciderConfig::Knative();
+  EXPECT_EQ(k.stable_window, absl::Seconds(60));
+  EXPECT_EQ(k.panic_window, absl::Seconds(6));
+  EXPECT_DOUBLE_EQ(k.panic_threshold, 2.0);
+  EXPECT_DOUBLE_EQ(k.target_utilization, 0.7);
+  EXPECT_DOUBLE_EQ(k.max_scale_down_rate, 2.0);
+}
+
+// Per-endpoint state stays under the 8 KiB budget.
+TEST(DeciderTest, StateIsSmall) {
+  World w = OneA100();
+  Steady(w, T0(), absl::Minutes(30), 50);
+  EXPECT_LT(w.decider().StateBytes(), 8u * 1024u);
+}
+
+}  // namespace
+}  // namespace pilotlight::policy
