@@ -37,7 +37,7 @@ double Decay(double value, absl::Duration dt, absl::Duration half_life) {
 }  // namespace
 
 Decider::Decider(DeciderConfig config)
-    : config_(std::move(config)),
+    : config_(config),
       demand_(std::max(config_.stable_window, config_.trend_window),
               absl::Seconds(1)),
       load_targets_(absl::Minutes(10), absl::Seconds(10)) {}
@@ -45,9 +45,7 @@ Decider::Decider(DeciderConfig config)
 size_t Decider::StateBytes() const {
   size_t bytes = sizeof(*this);
   // Heap parts: the window buckets and the per-variant and per-tier vectors.
-  bytes += static_cast<size_t>(absl::ToInt64Seconds(demand_.window())) * 16;
-  bytes += 60 * 16;  // load_targets_
-  bytes += 72 * 16;  // rises_ levels
+  bytes += demand_.HeapBytes() + load_targets_.HeapBytes() + rises_.HeapBytes();
   bytes += variants_.capacity() * sizeof(Variant);
   bytes += tiers_.capacity() * sizeof(Tier);
   for (const Tier& t : tiers_) {
@@ -292,12 +290,14 @@ Decider::TierPlan Decider::Plan(const Snapshot& s, int tier, int replicas,
     return v < 0 ? 0.0
                  : variants_[static_cast<size_t>(v)].price_per_replica_hour;
   };
-  if (t.spot < 0) {
-    p.on_demand = replicas;
-  } else if (t.on_demand < 0) {
+  // All on one variant when the tier has only one, or spot is not cheaper.
+  const bool spot_only = t.on_demand < 0;
+  const bool on_demand_only =
+      t.spot < 0 || (!spot_only && price(t.spot) >= price(t.on_demand));
+  if (spot_only) {
     p.spot = replicas;
-  } else if (price(t.spot) >= price(t.on_demand)) {
-    p.on_demand = replicas;  // spot is not cheaper here
+  } else if (on_demand_only) {
+    p.on_demand = replicas;
   } else {
     int floor = 0;
     if (spec.mode == Mode::kRealtime) {

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 
@@ -41,6 +42,7 @@ class RiseTracker {
   // Fraction of recorded rises strictly greater than `x`.
   double FractionAbove(double x) const;
   int count() const { return count_; }
+  size_t HeapBytes() const { return levels_.HeapBytes(); }
 
  private:
   TimeBuckets levels_;

@@ -13,6 +13,7 @@
 //   std::optional<double> panic = w.Average(now, absl::Seconds(6));
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -51,6 +52,7 @@ class TimeBuckets {
   std::optional<Fit> Slope(absl::Time now, absl::Duration window) const;
 
   absl::Duration window() const { return granularity_ * size(); }
+  size_t HeapBytes() const { return buckets_.capacity() * sizeof(Bucket); }
   absl::Duration granularity() const { return granularity_; }
 
  private:
@@ -82,6 +84,7 @@ class WindowedMax {
   void Record(absl::Time t, double value);
   // Largest value in (now - window, now]; nullopt when none.
   std::optional<double> Max(absl::Time now, absl::Duration window) const;
+  size_t HeapBytes() const { return buckets_.capacity() * sizeof(Bucket); }
 
  private:
   struct Bucket {
