@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "controller/cmd/simulate_command.h"
 #include "controller/cmd/size_command.h"
 
 namespace {
@@ -14,6 +15,7 @@ constexpr absl::string_view kUsage =
     "\n"
     "Commands:\n"
     "  size       which GPU class, how many GPUs and what cost for a model\n"
+    "  simulate   replay a request trace through the policy and baselines\n"
     "  version    print the version\n"
     "\n"
     "Run 'pilotlight <command> --help' for a command's flags.\n";
@@ -29,6 +31,9 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 2, argv + argc);
   if (command == "size") {
     return pilotlight::cmd::RunSize(args, std::cout, std::cerr);
+  }
+  if (command == "simulate") {
+    return pilotlight::cmd::RunSimulate(args, std::cout, std::cerr);
   }
   if (command == "version" || command == "--version") {
     std::cout << "pilotlight " << PILOTLIGHT_VERSION << "\n";

@@ -84,8 +84,11 @@ absl::Status Decider::Derive(const Snapshot& s) {
       t.gpu_class = vs.gpu_class;
       t.replica.emplace(spec.model, *gpu, vs.gpus_per_replica, spec.weights,
                         spec.kv, config_.tuning);
-      t.model_capacity = t.replica->MaxConcurrency(
-          spec.workload, absl::ToDoubleSeconds(spec.slo.tpot));
+      t.model_capacity =
+          spec.concurrency_per_replica > 0
+              ? spec.concurrency_per_replica
+              : t.replica->MaxConcurrency(spec.workload,
+                                          absl::ToDoubleSeconds(spec.slo.tpot));
       t.ttft_s = t.replica->TtftSeconds(spec.workload.prompt_tokens);
       tiers_.push_back(std::move(t));
       tier = static_cast<int>(tiers_.size()) - 1;
@@ -128,7 +131,8 @@ int Decider::Capacity(const Tier& t) const {
   if (!t.replica || t.model_capacity <= 0) {
     return 0;
   }
-  if (std::abs(t.correction - 1.0) < 0.02) {
+  if (std::abs(t.correction - 1.0) < 0.02 ||
+      spec_seen_->concurrency_per_replica > 0) {
     return t.model_capacity;
   }
   // A replica `c` times faster than modelled meets TPOT(b)/c <= SLO, i.e.
@@ -180,9 +184,16 @@ void Decider::Ingest(const Snapshot& s) {
     }
     const absl::Duration dt =
         last_sample_at_ ? d.at - *last_sample_at_ : absl::ZeroDuration();
+    // A queued request needs `service_s` of a slot; a replica asked for now
+    // serves only after the lead L, so a backlog that drains before then
+    // does not need it: the backlog counts as Q x min(1, S / L) concurrent.
     std::optional<double> c;
     if (d.in_flight || d.queued) {
-      c = d.in_flight.value_or(0) + d.queued.value_or(0);
+      const double backlog_weight =
+          lead > absl::ZeroDuration()
+              ? std::min(1.0, service_s / absl::ToDoubleSeconds(lead))
+              : 1.0;
+      c = d.in_flight.value_or(0) + d.queued.value_or(0) * backlog_weight;
     }
     double rate = 0;
     if (d.arrivals && dt > absl::ZeroDuration()) {
@@ -229,9 +240,14 @@ void Decider::Ingest(const Snapshot& s) {
       Tier& t = tiers_[static_cast<size_t>(tier_)];
       const double batch = *d.in_flight / ready;
       if (batch >= 1 && t.replica) {
+        // Modelled generated tokens/s of `in_flight` requests of the typical
+        // shape: each yields its output tokens per service time.
         const int b = static_cast<int>(std::lround(batch));
+        const double per_request_s =
+            t.ttft_s + spec.workload.output_tokens *
+                           t.replica->TpotSeconds(b, spec.workload);
         const double predicted =
-            ready * b / t.replica->TpotSeconds(b, spec.workload);
+            *d.in_flight * spec.workload.output_tokens / per_request_s;
         if (predicted > 0 && *d.output_tokens_per_s > 0) {
           const double ratio =
               std::clamp(*d.output_tokens_per_s / predicted,

@@ -47,6 +47,11 @@ absl::Status ValidateEndpointSpec(const EndpointSpec& spec,
                    absl::StrCat(*spec.slo.cold_start_penalty_usd),
                    "must be >= 0");
   }
+  if (spec.concurrency_per_replica < 0) {
+    return Invalid("concurrencyPerReplica",
+                   absl::StrCat(spec.concurrency_per_replica),
+                   "must be >= 0 (0 = from the sizing model)");
+  }
   if (spec.min_replicas < 0) {
     return Invalid("replicas.min", absl::StrCat(spec.min_replicas),
                    "must be >= 0");

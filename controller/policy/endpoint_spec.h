@@ -59,6 +59,10 @@ struct EndpointSpec {
   model::Workload workload;  // typical request shape (context, prompt, output)
   EndpointSlo slo;
   Mode mode = Mode::kRealtime;
+  // Concurrent requests one replica serves within the SLO. 0: from the
+  // sizing model (LLMs); set it for other servers (e.g. 1 for a diffusion
+  // pipeline) or from your own load test.
+  int32_t concurrency_per_replica = 0;
   int32_t min_replicas = 0;
   int32_t max_replicas = 16;
   std::vector<VariantSpec> variants;

@@ -1,0 +1,19 @@
+// File: controller/cmd/html_report.h
+//
+// The simulator's HTML report: one self-contained page (inline SVG and CSS,
+// no scripts, no network) with the summary table and, per policy, replicas
+// against demand over time, cumulative cold starts and cumulative cost.
+#pragma once
+
+#include <string>
+
+#include "controller/sim/run.h"
+#include "controller/sim/simulator.h"
+#include "controller/sim/trace.h"
+
+namespace pilotlight::cmd {
+
+std::string HtmlReport(const sim::Trace& trace, const sim::SimConfig& config,
+                       const sim::RunReport& report);
+
+}  // namespace pilotlight::cmd

@@ -1,0 +1,384 @@
+#include "controller/cmd/simulate_command.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "controller/cmd/flags.h"
+#include "controller/cmd/html_report.h"
+#include "controller/cmd/size_command.h"
+#include "controller/model/catalog.h"
+#include "controller/model/model_profile.h"
+#include "controller/model/status_macros.h"
+#include "controller/sim/baselines.h"
+#include "controller/sim/load_trace.h"
+#include "controller/sim/run.h"
+#include "nlohmann/json.hpp"
+
+namespace pilotlight::cmd {
+namespace {
+
+const std::vector<FlagSpec>& SimulateFlags() {
+  static const auto* specs = new std::vector<FlagSpec>{
+      {"trace", false, "FILE", "request trace (.csv, .jsonl, .gz, .tar.gz)"},
+      {"format", false, "F",
+       "auto azure mooncake alibaba servegen csv (default auto)"},
+      {"model", false, "NAME", "model preset (default llama-3.1-8b)"},
+      {"gpu", false, "CLASS", "GPU class of the variant (default a100-80gb)"},
+      {"gpus-per-replica", false, "N", "tensor-parallel degree (default 1)"},
+      {"spot", true, "",
+       "pilotlight also gets a spot variant of the class (baselines don't)"},
+      {"mode", false, "M", "Realtime or Batch (default Realtime)"},
+      {"policies", false, "A,B",
+       "policies to run (default all: pilotlight knative keda keepalive-10m "
+       "hybrid-histogram always-on oracle)"},
+      {"ttft", false, "DURATION", "TTFT SLO (default 2s)"},
+      {"tpot", false, "DURATION", "TPOT SLO (default 80ms)"},
+      {"max-cold-start-fraction", false, "F",
+       "SLO: requests that may meet a cold start (default 0.01)"},
+      {"concurrency-per-replica", false, "N",
+       "override the sizing model's per-replica concurrency"},
+      {"cold-start", false, "DURATION",
+       "fixed cold start (default: the cold-start model's estimate)"},
+      {"billing", false, "DURATION",
+       "billing granularity: 1s, 1m, 1h (default 1s)"},
+      {"max-replicas", false, "N", "replica bound for pilotlight (default 64)"},
+      {"start", false, "DURATION", "replay from this offset (default 0)"},
+      {"duration", false, "DURATION", "replay this long (default: all)"},
+      {"endpoints", false, "N", "only the first N endpoints (default all)"},
+      {"seed", false, "N", "sampling seed for rate traces (default 1)"},
+      {"catalog", false, "FILE", "GPU catalog YAML (default built-in)"},
+      {"json", true, "", "print one JSON object"},
+      {"report", false, "FILE.html", "write a self-contained HTML report"},
+      {"no-progress", true, "", "no progress bar"},
+      {"help", true, "", "show this help"},
+  };
+  return *specs;
+}
+
+std::string SimulateUsage() {
+  return absl::StrCat(
+      "usage: pilotlight simulate --trace FILE [flags]\n\n"
+      "Replays a request trace through Pilotlight's policy core and the\n"
+      "baselines, and compares cost, cold starts and latency.\n\nFlags:\n",
+      FlagsHelp(SimulateFlags()),
+      "\nExit codes: 0 done, 2 usage error or unreadable trace, 1 internal "
+      "error.\n");
+}
+
+// The workload shape from the trace: mean prompt and output, and a context
+// that holds the 99th percentile request.
+void ShapeFromTrace(const sim::Trace& t, policy::EndpointSpec& spec) {
+  std::vector<uint32_t> totals;
+  double in = 0;
+  double out = 0;
+  int64_t n = 0;
+  for (size_t i = 0; i < t.endpoints.size() && !t.generate; ++i) {
+    for (const sim::Request& r : t.endpoints[i].requests) {
+      in += r.input_tokens;
+      out += r.output_tokens;
+      totals.push_back(r.input_tokens + r.output_tokens);
+      ++n;
+    }
+  }
+  if (n == 0 || in == 0) {
+    return;  // no token lengths (service-time or rate traces): defaults
+  }
+  std::sort(totals.begin(), totals.end());
+  const uint32_t p99 = totals[static_cast<size_t>(n - 1) * 99 / 100];
+  const auto count = static_cast<double>(n);
+  spec.workload.prompt_tokens = std::max(1, static_cast<int>(in / count));
+  spec.workload.output_tokens = std::max(1, static_cast<int>(out / count));
+  spec.workload.context_tokens =
+      std::min(spec.model.max_context_tokens,
+               std::max(8192, static_cast<int>((p99 + 1023) / 1024 * 1024)));
+}
+
+template <typename T>
+absl::Status Set(const absl::StatusOr<std::optional<T>>& v, T& target) {
+  if (!v.ok()) {
+    return v.status();
+  }
+  if (v->has_value()) {
+    target = **v;
+  }
+  return absl::OkStatus();
+}
+
+// Copies an optional flag into an optional.
+template <typename T>
+absl::Status Set(const absl::StatusOr<std::optional<T>>& v,
+                 std::optional<T>& target) {
+  if (!v.ok()) {
+    return v.status();
+  }
+  target = *v;
+  return absl::OkStatus();
+}
+
+absl::Status BuildConfig(const ParsedFlags& f, const model::Catalog& catalog,
+                         sim::SimConfig& c) {
+  policy::EndpointSpec& s = c.spec;
+  s.generation = 1;
+  PL_ASSIGN_OR_RETURN(
+      s.model, model::FindPreset(f.String("model").value_or("llama-3.1-8b")));
+  s.max_replicas = 64;
+  PL_RETURN_IF_ERROR(Set(f.Int("max-replicas"), s.max_replicas));
+  PL_RETURN_IF_ERROR(Set(f.Duration("ttft"), s.slo.ttft));
+  PL_RETURN_IF_ERROR(Set(f.Duration("tpot"), s.slo.tpot));
+  PL_RETURN_IF_ERROR(
+      Set(f.Double("max-cold-start-fraction"), s.slo.max_cold_start_fraction));
+  PL_RETURN_IF_ERROR(
+      Set(f.Int("concurrency-per-replica"), s.concurrency_per_replica));
+  const std::string mode = f.String("mode").value_or("Realtime");
+  if (mode == "Batch" || mode == "batch") {
+    s.mode = policy::Mode::kBatch;
+  } else if (mode != "Realtime" && mode != "realtime") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--mode ", mode, ": want Realtime or Batch"));
+  }
+  policy::VariantSpec v;
+  v.gpu_class = f.String("gpu").value_or("a100-80gb");
+  v.deployment = absl::StrCat("serve-", v.gpu_class);
+  PL_RETURN_IF_ERROR(Set(f.Int("gpus-per-replica"), v.gpus_per_replica));
+  s.variants.push_back(v);
+  if (f.Bool("spot")) {
+    v.deployment += "-spot";
+    v.capacity = policy::CapacityType::kSpot;
+    s.variants.push_back(v);
+  }
+  std::optional<absl::Duration> cold;
+  PL_RETURN_IF_ERROR(Set(f.Duration("cold-start"), cold));
+  c.cold_start = cold;
+  PL_RETURN_IF_ERROR(Set(f.Duration("billing"), c.billing_granularity));
+  if (c.billing_granularity <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--billing must be > 0");
+  }
+  c.catalog = &catalog;
+  return absl::OkStatus();
+}
+
+std::string Money(double usd) { return absl::StrFormat("%.2f", usd); }
+
+void PrintTable(const sim::Trace& t, const sim::SimConfig& c,
+                const sim::RunReport& r, double wall_s, std::ostream& out) {
+  out << absl::StrFormat("trace %s (%s): %d requests, %d endpoint(s), %.1f h\n",
+                         t.path, sim::TraceFormatName(t.format), r.requests,
+                         r.endpoints, r.duration_s / 3600);
+  if (t.bad.count > 0) {
+    out << absl::StrFormat("  %d bad rows skipped and counted; first: %s\n",
+                           t.bad.count, t.bad.examples.front());
+  }
+  out << absl::StrFormat(
+      "model %s on %s x%d, SLO TTFT %.1fs TPOT %.0fms, cold-start budget "
+      "%.1f%%; billing per %s\n\n",
+      c.spec.model.name, c.spec.variants[0].gpu_class,
+      c.spec.variants[0].gpus_per_replica,
+      absl::ToDoubleSeconds(c.spec.slo.ttft),
+      absl::ToDoubleMilliseconds(c.spec.slo.tpot),
+      100 * c.spec.slo.max_cold_start_fraction,
+      absl::FormatDuration(c.billing_granularity));
+  out << absl::StrFormat("%-17s %10s %9s %9s %8s %9s %9s %8s %7s\n", "POLICY",
+                         "COST-$", "GPU-H", "COLD-REQ", "COLD-%", "TTFT-P50",
+                         "TTFT-P99", "SLO-%", "SCALES");
+  const sim::PolicyResult* oracle = nullptr;
+  for (const sim::PolicyResult& p : r.policies) {
+    if (p.name == "oracle") {
+      oracle = &p;
+    }
+  }
+  for (const sim::PolicyResult& p : r.policies) {
+    const sim::SimResult& s = p.result;
+    const double n = std::max<double>(1, static_cast<double>(s.requests));
+    out << absl::StrFormat(
+        "%-17s %10s %9.1f %9d %7.2f%% %8.2fs %8.2fs %7.2f%% %7d", p.name,
+        Money(s.cost_usd), s.gpu_seconds / 3600, s.cold_start_requests,
+        100.0 * static_cast<double>(s.cold_start_requests) / n,
+        s.ttft.Quantile(0.5), s.ttft.Quantile(0.99),
+        100.0 * static_cast<double>(s.within_ttft_slo) / n, s.scale_events);
+    if (oracle != nullptr && oracle->result.cost_usd > 0 && &p != oracle) {
+      out << absl::StrFormat("  %.2fx oracle",
+                             s.cost_usd / oracle->result.cost_usd);
+    }
+    out << "\n";
+  }
+  out << absl::StrFormat("\nreplayed in %.1f s\n", wall_s);
+}
+
+nlohmann::json Json(const sim::Trace& t, const sim::RunReport& r) {
+  nlohmann::json j;
+  j["trace"] = {{"path", t.path},
+                {"format", std::string(sim::TraceFormatName(t.format))},
+                {"requests", r.requests},
+                {"endpoints", r.endpoints},
+                {"duration_s", r.duration_s}};
+  j["policies"] = nlohmann::json::array();
+  for (const sim::PolicyResult& p : r.policies) {
+    const sim::SimResult& s = p.result;
+    const double n = std::max<double>(1, static_cast<double>(s.requests));
+    j["policies"].push_back(
+        {{"name", p.name},
+         {"cost_usd", s.cost_usd},
+         {"gpu_hours", s.gpu_seconds / 3600},
+         {"requests", s.requests},
+         {"cold_start_requests", s.cold_start_requests},
+         {"cold_start_fraction",
+          static_cast<double>(s.cold_start_requests) / n},
+         {"ttft_p50_s", s.ttft.Quantile(0.5)},
+         {"ttft_p99_s", s.ttft.Quantile(0.99)},
+         {"slo_attainment", static_cast<double>(s.within_ttft_slo) / n},
+         {"scale_events", s.scale_events}});
+  }
+  return j;
+}
+
+}  // namespace
+
+int RunSimulate(const std::vector<std::string>& args, std::ostream& out,
+                std::ostream& err) {
+  absl::StatusOr<ParsedFlags> f = ParseFlags(args, SimulateFlags());
+  if (!f.ok()) {
+    err << "pilotlight simulate: " << f.status().message() << "\n"
+        << SimulateUsage();
+    return kExitUsage;
+  }
+  if (f->Bool("help")) {
+    out << SimulateUsage();
+    return kExitOk;
+  }
+  const std::optional<std::string> path = f->String("trace");
+  if (!path) {
+    err << "pilotlight simulate: --trace FILE is required\n" << SimulateUsage();
+    return kExitUsage;
+  }
+  const auto usage_error = [&](const absl::Status& st) {
+    err << "pilotlight simulate: " << st.message() << "\n";
+    return kExitUsage;
+  };
+
+  absl::StatusOr<model::Catalog> catalog = model::Catalog::Default();
+  if (const std::optional<std::string> file = f->String("catalog")) {
+    std::ifstream in(*file);
+    if (!in) {
+      return usage_error(
+          absl::NotFoundError(absl::StrCat("cannot read ", *file)));
+    }
+    std::ostringstream text;
+    text << in.rdbuf();
+    catalog = model::Catalog::FromYaml(text.str(), *file);
+  }
+  if (!catalog.ok()) {
+    return usage_error(catalog.status());
+  }
+
+  sim::SimConfig config;
+  if (absl::Status st = BuildConfig(*f, *catalog, config); !st.ok()) {
+    return usage_error(st);
+  }
+
+  sim::ServeGenOptions window;
+  std::optional<absl::Duration> start;
+  std::optional<absl::Duration> duration;
+  std::optional<int> endpoints;
+  std::optional<int> seed;
+  for (absl::Status st :
+       {Set(f->Duration("start"), start),
+        Set(f->Duration("duration"), duration),
+        Set(f->Int("endpoints"), endpoints), Set(f->Int("seed"), seed)}) {
+    if (!st.ok()) {
+      return usage_error(st);
+    }
+  }
+  if (start) {
+    window.start_s = absl::ToDoubleSeconds(*start);
+  }
+  if (duration) {
+    window.duration_s = absl::ToDoubleSeconds(*duration);
+  }
+  if (endpoints) {
+    window.max_endpoints = *endpoints;
+  }
+  if (seed) {
+    window.seed = static_cast<uint64_t>(*seed);
+  }
+  window.input_tokens =
+      static_cast<uint32_t>(config.spec.workload.prompt_tokens);
+  window.output_tokens =
+      static_cast<uint32_t>(config.spec.workload.output_tokens);
+
+  absl::StatusOr<sim::TraceFormat> format =
+      sim::ParseTraceFormat(f->String("format").value_or("auto"));
+  if (!format.ok()) {
+    return usage_error(format.status());
+  }
+  absl::StatusOr<sim::Trace> trace = sim::LoadTrace(*path, *format, window);
+  if (!trace.ok()) {
+    return usage_error(trace.status());
+  }
+  ShapeFromTrace(*trace, config.spec);
+  if (absl::Status st = policy::ValidateEndpointSpec(config.spec, *catalog);
+      !st.ok()) {
+    return usage_error(st);
+  }
+
+  sim::RunOptions options;
+  if (const std::optional<std::string> p = f->String("policies")) {
+    options.policies = absl::StrSplit(*p, ',', absl::SkipEmpty());
+  }
+  const std::optional<std::string> report_path = f->String("report");
+  config.timeline_points = report_path ? 600 : 0;
+  const bool progress = !f->Bool("no-progress") && isatty(STDERR_FILENO) != 0;
+  if (progress) {
+    options.progress = [&err](double frac, const std::string& what) {
+      const int width = 30;
+      const int filled = static_cast<int>(frac * width);
+      err << "\r[" << std::string(static_cast<size_t>(filled), '#')
+          << std::string(static_cast<size_t>(width - filled), ' ') << "] "
+          << absl::StrFormat("%3.0f%% ", 100 * frac) << what.substr(0, 40)
+          << std::string(10, ' ') << std::flush;
+    };
+  }
+  const auto begin = std::chrono::steady_clock::now();
+  absl::StatusOr<sim::RunReport> report =
+      sim::RunSimulation(*trace, config, options);
+  const double wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - begin)
+          .count();
+  if (progress) {
+    err << "\r" << std::string(90, ' ') << "\r" << std::flush;
+  }
+  if (!report.ok()) {
+    return usage_error(report.status());
+  }
+  if (f->Bool("json")) {
+    out << Json(*trace, *report).dump() << "\n";
+  } else {
+    PrintTable(*trace, config, *report, wall_s, out);
+  }
+  if (report_path) {
+    std::ofstream html(*report_path);
+    html << HtmlReport(*trace, config, *report);
+    if (!html) {
+      err << "pilotlight simulate: cannot write " << *report_path << "\n";
+      return kExitInternal;
+    }
+    if (!f->Bool("json")) {
+      out << "report: " << *report_path << "\n";
+    }
+  }
+  return kExitOk;
+}
+
+}  // namespace pilotlight::cmd

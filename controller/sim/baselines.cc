@@ -1,0 +1,447 @@
+#include "controller/sim/baselines.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <map>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "controller/policy/idle_histogram.h"
+#include "controller/policy/time_window.h"
+
+namespace pilotlight::sim {
+namespace {
+
+int CeilDiv(double demand, double per) {
+  if (demand <= 1e-9 || per <= 0) {
+    return 0;
+  }
+  return static_cast<int>(std::ceil(demand / per - 1e-9));
+}
+
+int Ready(const Observation& o) { return o.variants[0].ready; }
+
+std::vector<int> OnFirst(size_t n, int replicas) {
+  std::vector<int> v(std::max<size_t>(n, 1), 0);
+  v.front() = replicas;
+  return v;
+}
+
+// --- pilotlight: the real policy core
+// ------------------------------------------
+
+class PilotlightPolicy final : public ScalingPolicy {
+ public:
+  PilotlightPolicy(const SimConfig& c, bool service_times)
+      : config_(c), service_times_(service_times) {}
+  std::string name() const override { return "pilotlight"; }
+  std::vector<int> Tick(const Observation& o) override {
+    policy::DemandSample d;
+    d.at = o.now;
+    d.in_flight = o.in_flight;
+    d.queued = o.queued;
+    d.arrivals = o.arrivals;
+    if (!service_times_ && o.output_tokens_per_s > 0) {
+      d.output_tokens_per_s = o.output_tokens_per_s;
+    }
+    policy::Snapshot s;
+    s.spec = &config_.spec;
+    s.catalog = config_.catalog;
+    s.demand = {&d, 1};
+    s.variants = o.variants;
+    const policy::Decision dec = decider_.Decide(s, o.now);
+    if (std::getenv("PL_DEBUG") != nullptr) {
+      int total = 0;
+      for (const auto& v : dec.variants) total += v.replicas;
+      if (total != last_total_) {
+        std::fprintf(
+            stderr, "%.0f %d->%d inflight %.0f queued %.0f ready %d: %s\n",
+            absl::ToDoubleSeconds(o.now - absl::FromUnixSeconds(1700000000)),
+            last_total_, total, o.in_flight, o.queued, o.variants[0].ready,
+            dec.message.c_str());
+        last_total_ = total;
+      }
+    }
+    std::vector<int> out;
+    out.reserve(dec.variants.size());
+    for (const policy::VariantDecision& v : dec.variants) {
+      out.push_back(v.replicas);
+    }
+    return out;
+  }
+
+ private:
+  const SimConfig& config_;
+  bool service_times_;
+  int last_total_ = 0;
+  policy::Decider decider_;
+};
+
+// --- knative: the KPA decider and its scale-to-zero rules
+// ---------------------- knative/serving pkg/autoscaler/scaling/autoscaler.go
+// (Scale) and pkg/reconciler/autoscaling/kpa/scaler.go (handleScaleToZero),
+// with config/core/configmaps/autoscaler.yaml defaults: 2 s tick, stable window
+// 60 s, panic window 6 s (10 %), panic threshold 200 %, max scale-up rate
+// 1000, max scale-down rate 2, target utilisation 70 %, scale-to-zero grace
+// period 30 s. The concurrency target is the replica's capacity at the SLO.
+class KnativePolicy final : public ScalingPolicy {
+ public:
+  KnativePolicy(size_t variants, int slots)
+      : variants_(variants),
+        target_(slots * 0.7),
+        window_(absl::Seconds(60), absl::Seconds(1)) {}
+  std::string name() const override { return "knative"; }
+  std::vector<int> Tick(const Observation& o) override {
+    const double conc = o.in_flight + o.queued;
+    window_.Record(o.now, conc);
+    const double stable = window_.Average(o.now, absl::Seconds(60)).value_or(0);
+    const double panic = window_.Average(o.now, absl::Seconds(6)).value_or(0);
+    const double ready = std::max(1, Ready(o));
+    const int max_up = static_cast<int>(std::ceil(1000 * ready));
+    const int max_down = static_cast<int>(std::floor(ready / 2.0));
+    const int dspc = std::clamp(CeilDiv(stable, target_), max_down, max_up);
+    const int dppc = std::clamp(CeilDiv(panic, target_), max_down, max_up);
+    const bool over = dppc / ready >= 2.0;
+    if (over) {
+      panic_since_ = o.now;  // panicTime = now (start or extend)
+    } else if (panic_since_ && o.now >= *panic_since_ + absl::Seconds(60)) {
+      panic_since_.reset();
+      max_panic_ = 0;
+    }
+    int desired = dspc;
+    if (panic_since_) {
+      desired = std::max(dppc, max_panic_);
+      max_panic_ = desired;
+    }
+    // Requests held by the activator at zero always ask for one pod.
+    if (o.queued > 0 && desired == 0) {
+      desired = 1;
+    }
+    // Scale to zero: only after a whole stable window without traffic
+    // (desired 0), then the grace period.
+    int current = o.variants[0].desired;
+    if (desired == 0 && current > 0) {
+      if (!inactive_since_) {
+        inactive_since_ = o.now;
+      }
+      if (o.now - *inactive_since_ < absl::Seconds(30)) {
+        desired = 1;  // last pod kept through the grace period
+      }
+    } else {
+      inactive_since_.reset();
+    }
+    return OnFirst(variants_, desired);
+  }
+
+ private:
+  size_t variants_;
+  double target_;
+  policy::TimeBuckets window_;
+  std::optional<absl::Time> panic_since_;
+  int max_panic_ = 0;
+  std::optional<absl::Time> inactive_since_;
+};
+
+// --- keda: KEDA activation (0 <-> 1) + HPA (1 <-> N)
+// -------------------------- kedacore/keda: pollingInterval 30 s,
+// cooldownPeriod 300 s (only for the step to zero), activationThreshold 0; HPA
+// (autoscaling/v2 defaults): sync every 15 s, desired = ceil(ready x metric /
+// target) unless within the 10 % tolerance, scale-up at most max(4 pods, 100 %)
+// per 15 s, scale-down stabilisation window 300 s (the highest recommendation
+// of the last 5 min).
+class KedaPolicy final : public ScalingPolicy {
+ public:
+  KedaPolicy(size_t variants, int slots)
+      : variants_(variants), target_(slots * 0.7) {}
+  std::string name() const override { return "keda"; }
+  std::vector<int> Tick(const Observation& o) override {
+    const double metric = o.in_flight + o.queued;
+    int current = o.variants[0].desired;
+    if (!last_poll_ || o.now - *last_poll_ >= absl::Seconds(30)) {
+      last_poll_ = o.now;
+      if (metric > 0) {
+        last_active_ = o.now;
+        if (current == 0) {
+          current = 1;  // KEDA activates the workload
+          recommendations_.clear();
+        }
+      } else if (current > 0 && last_active_ &&
+                 o.now - *last_active_ >= absl::Seconds(300)) {
+        current = 0;  // cooldown over: KEDA scales to zero
+        recommendations_.clear();
+      }
+    }
+    if (current > 0 &&
+        (!last_sync_ || o.now - *last_sync_ >= absl::Seconds(15))) {
+      last_sync_ = o.now;
+      const int ready = std::max(1, Ready(o));
+      const double ratio = metric / ready / target_;
+      int rec = current;
+      if (std::abs(ratio - 1.0) > 0.1) {
+        rec = std::max(1, static_cast<int>(std::ceil(ready * ratio)));
+      }
+      recommendations_.push_back({o.now, rec});
+      while (!recommendations_.empty() &&
+             o.now - recommendations_.front().first > absl::Seconds(300)) {
+        recommendations_.pop_front();
+      }
+      int desired = rec;
+      if (rec < current) {
+        for (const auto& [t, r] : recommendations_) {
+          desired = std::max(desired, r);
+        }
+        desired = std::min(desired, current);
+      } else {
+        desired = std::min(rec, current + std::max(4, current));
+      }
+      current = desired;
+    }
+    return OnFirst(variants_, current);
+  }
+
+ private:
+  size_t variants_;
+  double target_;
+  std::optional<absl::Time> last_poll_;
+  std::optional<absl::Time> last_sync_;
+  std::optional<absl::Time> last_active_;
+  std::deque<std::pair<absl::Time, int>> recommendations_;
+};
+
+// --- keep-alive: each replica kept a fixed time after it was last needed ----
+// "Layered" keep-alive (AWS Lambda-style fixed 10 min, research/prior-art.md
+// section 3): replica k stays until `keep` after the demand last needed k
+// replicas. With a histogram, the last replica follows the hybrid-histogram
+// windows instead (pre-warm and keep-alive, no break-even bound).
+class KeepAlivePolicy final : public ScalingPolicy {
+ public:
+  KeepAlivePolicy(size_t variants, int slots, absl::Duration keep,
+                  bool histogram, absl::Duration lead)
+      : variants_(variants),
+        slots_(slots),
+        keep_(keep),
+        histogram_(histogram),
+        lead_(lead) {}
+  std::string name() const override {
+    return histogram_ ? "hybrid-histogram" : "keepalive-10m";
+  }
+  std::vector<int> Tick(const Observation& o) override {
+    const double conc = o.in_flight + o.queued;
+    const int need = CeilDiv(conc, slots_);
+    const bool active = conc > 0 || o.arrivals > 0;
+    if (static_cast<int>(last_needed_.size()) < need) {
+      last_needed_.resize(static_cast<size_t>(need));
+    }
+    for (int k = 0; k < need; ++k) {
+      last_needed_[static_cast<size_t>(k)] = o.now;
+    }
+    // Idle gaps for the histogram.
+    if (active) {
+      if (idle_since_) {
+        hist_.Record(o.now - *idle_since_);
+        idle_since_.reset();
+      }
+    } else if (!idle_since_ && !last_needed_.empty()) {
+      idle_since_ = o.now;
+    }
+    int desired = 0;
+    for (size_t k = 0; k < last_needed_.size(); ++k) {
+      if (o.now - last_needed_[k] < keep_) {
+        desired = static_cast<int>(k) + 1;
+      }
+    }
+    if (histogram_) {
+      const policy::IdleHistogram::Windows w = hist_.Compute();
+      int first = 0;
+      if (active) {
+        first = 1;
+      } else if (idle_since_) {
+        const absl::Duration idle = o.now - *idle_since_;
+        const bool in_keep =
+            w.prewarm == absl::ZeroDuration() && idle < w.warm_until;
+        const bool in_prewarm = w.prewarm > absl::ZeroDuration() &&
+                                idle >= w.prewarm - lead_ &&
+                                idle < w.warm_until;
+        first = in_keep || in_prewarm ? 1 : 0;
+      }
+      // Replicas above the first follow the 10-minute layers; the last one
+      // follows the histogram.
+      desired = std::max(first, desired > 1 ? desired : first);
+    }
+    return OnFirst(variants_, std::max(desired, need));
+  }
+
+ private:
+  size_t variants_;
+  int slots_;
+  absl::Duration keep_;
+  bool histogram_;
+  absl::Duration lead_;
+  std::vector<absl::Time> last_needed_;
+  std::optional<absl::Time> idle_since_;
+  policy::IdleHistogram hist_;
+};
+
+// --- always-on and the oracle: schedules from the whole trace
+// -----------------
+
+// The ideal concurrency of the trace (every request served at once, for its
+// service time at a full batch) as replicas needed over time: a sorted list
+// of (time, +1/-1 replica) steps per layer.
+struct Layers {
+  std::vector<std::vector<std::pair<double, double>>> busy;  // per layer k
+  int peak = 0;
+};
+
+Layers IdealLayers(const EndpointTrace& trace, const ServiceModel& m,
+                   bool service_times) {
+  std::vector<std::pair<double, int>> ev;
+  ev.reserve(trace.requests.size() * 2);
+  const double tpot = m.tpot_s[static_cast<size_t>(m.slots)];
+  for (const Request& r : trace.requests) {
+    double service = 0;
+    if (service_times && r.service_s >= 0) {
+      service = r.service_s;
+    } else {
+      service = m.replica->TtftSeconds(
+                    static_cast<int>(std::max<uint32_t>(1, r.input_tokens))) +
+                r.output_tokens * tpot;
+    }
+    ev.emplace_back(r.arrival_s, +1);
+    ev.emplace_back(r.arrival_s + service, -1);
+  }
+  std::sort(ev.begin(), ev.end());
+  Layers l;
+  int conc = 0;
+  int need = 0;
+  for (const auto& [t, d] : ev) {
+    conc += d;
+    const int n = CeilDiv(conc, m.slots);
+    while (need < n) {
+      ++need;
+      if (static_cast<int>(l.busy.size()) < need) {
+        l.busy.resize(static_cast<size_t>(need));
+      }
+      l.busy[static_cast<size_t>(need - 1)].push_back({t, t});
+    }
+    while (need > n) {
+      l.busy[static_cast<size_t>(need - 1)].back().second = t;
+      --need;
+    }
+    l.peak = std::max(l.peak, need);
+  }
+  return l;
+}
+
+class AlwaysOnPolicy final : public ScalingPolicy {
+ public:
+  AlwaysOnPolicy(size_t variants, int peak)
+      : variants_(variants), peak_(peak) {}
+  std::string name() const override { return "always-on"; }
+  std::vector<int> Tick(const Observation&) override {
+    return OnFirst(variants_, peak_);
+  }
+
+ private:
+  size_t variants_;
+  int peak_;
+};
+
+// The offline oracle (research/prior-art.md section 3): per replica layer,
+// stay warm across a gap iff it is shorter than the cold start (restarting
+// bills the cold start anyway), otherwise scale to zero and start again
+// exactly one cold start (rounded to the tick) before the layer is needed.
+// No request meets a cold start; it is the lower bound on cost at a
+// zero-cold-start SLO for this capacity.
+class OraclePolicy final : public ScalingPolicy {
+ public:
+  OraclePolicy(size_t variants, const Layers& layers, double lead_s,
+               double tick_s, absl::Time epoch)
+      : variants_(variants), epoch_(epoch) {
+    const double early = lead_s + tick_s;
+    for (const auto& busy : layers.busy) {
+      std::vector<std::pair<double, double>> merged;
+      for (const auto& iv : busy) {
+        if (!merged.empty() && iv.first - merged.back().second < lead_s) {
+          merged.back().second = std::max(merged.back().second, iv.second);
+        } else {
+          merged.push_back(iv);
+        }
+      }
+      for (const auto& [s, e] : merged) {
+        steps_.emplace_back(s - early, +1);
+        steps_.emplace_back(e, -1);
+      }
+    }
+    std::sort(steps_.begin(), steps_.end());
+  }
+  std::string name() const override { return "oracle"; }
+  std::vector<int> Tick(const Observation& o) override {
+    const double t = absl::ToDoubleSeconds(o.now - epoch_);
+    // Up steps apply when due; down steps only once passed (ready by then).
+    while (next_ < steps_.size() && steps_[next_].first <= t) {
+      level_ += steps_[next_].second;
+      ++next_;
+    }
+    return OnFirst(variants_, std::max(0, level_));
+  }
+
+ private:
+  size_t variants_;
+  absl::Time epoch_;
+  std::vector<std::pair<double, int>> steps_;
+  size_t next_ = 0;
+  int level_ = 0;
+};
+
+}  // namespace
+
+const std::vector<std::string>& PolicyNames() {
+  static const std::vector<std::string> kNames = {
+      "pilotlight",       "knative",   "keda",  "keepalive-10m",
+      "hybrid-histogram", "always-on", "oracle"};
+  return kNames;
+}
+
+absl::StatusOr<ScalingPolicyPtr> MakePolicy(const std::string& name,
+                                            const PolicyContext& ctx) {
+  const SimConfig& c = *ctx.config;
+  const ServiceModel& m = (*ctx.models)[0];
+  const size_t n = ctx.models->size();
+  if (name == "pilotlight") {
+    return ScalingPolicyPtr(new PilotlightPolicy(c, ctx.service_times));
+  }
+  if (name == "knative") {
+    return ScalingPolicyPtr(new KnativePolicy(n, m.slots));
+  }
+  if (name == "keda") {
+    return ScalingPolicyPtr(new KedaPolicy(n, m.slots));
+  }
+  if (name == "keepalive-10m") {
+    return ScalingPolicyPtr(new KeepAlivePolicy(n, m.slots, absl::Minutes(10),
+                                                false, m.cold_start));
+  }
+  if (name == "hybrid-histogram") {
+    return ScalingPolicyPtr(
+        new KeepAlivePolicy(n, m.slots, absl::Minutes(1), true, m.cold_start));
+  }
+  if (name == "always-on" || name == "oracle") {
+    const Layers layers = IdealLayers(*ctx.trace, m, ctx.service_times);
+    if (name == "always-on") {
+      return ScalingPolicyPtr(new AlwaysOnPolicy(n, std::max(1, layers.peak)));
+    }
+    return ScalingPolicyPtr(
+        new OraclePolicy(n, layers, absl::ToDoubleSeconds(m.cold_start),
+                         absl::ToDoubleSeconds(c.tick), c.epoch));
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown policy '", name,
+                   "' (known: ", absl::StrJoin(PolicyNames(), ", "), ")"));
+}
+
+}  // namespace pilotlight::sim

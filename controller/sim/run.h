@@ -1,0 +1,40 @@
+// File: controller/sim/run.h
+//
+// RunSimulation: every endpoint of a trace through every chosen policy,
+// results merged per policy. Endpoints are independent, so they run one at
+// a time and rate traces are sampled one endpoint at a time.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "controller/sim/simulator.h"
+#include "controller/sim/trace.h"
+
+namespace pilotlight::sim {
+
+struct RunOptions {
+  std::vector<std::string> policies;  // empty = all, in PolicyNames() order
+  // Called after each (endpoint, policy) with the fraction done.
+  std::function<void(double fraction, const std::string& what)> progress;
+};
+
+struct PolicyResult {
+  std::string name;
+  SimResult result;  // merged over endpoints; timeline summed by point
+};
+
+struct RunReport {
+  int64_t requests = 0;
+  int endpoints = 0;
+  double duration_s = 0;
+  std::vector<PolicyResult> policies;
+};
+
+absl::StatusOr<RunReport> RunSimulation(const Trace& trace,
+                                        const SimConfig& config,
+                                        const RunOptions& options);
+
+}  // namespace pilotlight::sim

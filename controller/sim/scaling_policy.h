@@ -1,0 +1,42 @@
+// File: controller/sim/scaling_policy.h
+//
+// ScalingPolicy: what the simulator asks every tick -- "how many replicas of
+// each variant now?" -- given what a real autoscaler could observe. One
+// implementation wraps the real policy core (pilotlight); the others are
+// faithful re-implementations of the policies in use today (baselines.h).
+// Thread-safety: none; one instance per simulated endpoint.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "controller/policy/snapshot.h"
+
+namespace pilotlight::sim {
+
+// What a policy observes at a tick.
+struct Observation {
+  absl::Time now;
+  double in_flight = 0;  // requests being served
+  double queued = 0;     // waiting for a replica (incl. cold-start waits)
+  double arrivals = 0;   // since the previous tick
+  double output_tokens_per_s = 0;  // generated since the previous tick / dt
+  // Per variant: desired, ready, starting (with creation times), learned
+  // cold-start stats -- what the controller reads from the cluster.
+  std::vector<policy::VariantState> variants;
+};
+
+class ScalingPolicy {
+ public:
+  virtual ~ScalingPolicy() = default;
+  virtual std::string name() const = 0;
+  // Desired replicas per variant (same order as Observation::variants).
+  virtual std::vector<int> Tick(const Observation& o) = 0;
+};
+
+using ScalingPolicyPtr = std::unique_ptr<ScalingPolicy>;
+
+}  // namespace pilotlight::sim

@@ -1,0 +1,503 @@
+#include "controller/sim/simulator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <functional>
+#include <limits>
+#include <queue>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "controller/model/cold_start.h"
+
+namespace pilotlight::sim {
+
+// --- LatencyHistogram
+// ---------------------------------------------------------
+
+namespace {
+constexpr double kMinLatency = 1e-3;
+constexpr double kGrowth = 1.01;  // bucket i covers [1ms x 1.01^(i-1), x1.01)
+}  // namespace
+
+void LatencyHistogram::Add(double seconds) {
+  ++count_;
+  if (!(seconds >= kMinLatency)) {
+    ++counts_[0];
+    return;
+  }
+  const int b =
+      1 + static_cast<int>(std::log(seconds / kMinLatency) / std::log(kGrowth));
+  ++counts_[static_cast<size_t>(std::min(b, kBuckets))];
+}
+
+double LatencyHistogram::Quantile(double q) const {
+  if (count_ == 0) {
+    return 0;
+  }
+  const auto rank =
+      static_cast<int64_t>(std::ceil(q * static_cast<double>(count_)));
+  int64_t seen = 0;
+  for (int i = 0; i <= kBuckets; ++i) {
+    seen += counts_[static_cast<size_t>(i)];
+    if (seen >= std::max<int64_t>(rank, 1)) {
+      if (i == 0) {
+        return 0;
+      }
+      // Upper edge of the bucket: never reports a latency as better.
+      return kMinLatency * std::pow(kGrowth, i);
+    }
+  }
+  return kMinLatency * std::pow(kGrowth, kBuckets);
+}
+
+void LatencyHistogram::Merge(const LatencyHistogram& o) {
+  for (size_t i = 0; i < counts_.size(); ++i) {
+    counts_[i] += o.counts_[i];
+  }
+  count_ += o.count_;
+}
+
+void SimResult::Merge(const SimResult& o) {
+  requests += o.requests;
+  cold_start_requests += o.cold_start_requests;
+  within_ttft_slo += o.within_ttft_slo;
+  ttft.Merge(o.ttft);
+  cost_usd += o.cost_usd;
+  gpu_seconds += o.gpu_seconds;
+  scale_events += o.scale_events;
+  peak_replicas = std::max(peak_replicas, o.peak_replicas);
+}
+
+// --- Service models
+// -----------------------------------------------------------
+
+absl::StatusOr<std::vector<ServiceModel>> BuildServiceModels(
+    const SimConfig& config, bool trace_has_service_times) {
+  const policy::EndpointSpec& spec = config.spec;
+  std::vector<ServiceModel> out;
+  for (const policy::VariantSpec& v : spec.variants) {
+    const model::GpuClass* gpu = config.catalog->Find(v.gpu_class);
+    if (gpu == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown GPU class ", v.gpu_class,
+                       " (known: ", config.catalog->Names(), ")"));
+    }
+    ServiceModel m;
+    m.gpus = v.gpus_per_replica;
+    m.price_per_hour =
+        v.gpus_per_replica * (v.capacity == policy::CapacityType::kSpot
+                                  ? gpu->price_spot_per_gpu_hour
+                                  : gpu->price_on_demand_per_gpu_hour);
+    m.replica.emplace(spec.model, *gpu, v.gpus_per_replica, spec.weights,
+                      spec.kv, config.tuning);
+    m.cold_start = config.cold_start.value_or(
+        model::EstimateColdStart(m.replica->weight_bytes_per_gpu(), *gpu,
+                                 v.cold_start)
+            .total());
+    if (spec.concurrency_per_replica > 0) {
+      m.slots = spec.concurrency_per_replica;
+    } else if (trace_has_service_times) {
+      m.slots = 1;
+    } else {
+      m.slots = m.replica->MaxConcurrency(spec.workload,
+                                          absl::ToDoubleSeconds(spec.slo.tpot));
+      if (m.slots < 1) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            spec.model.name, " does not meet the TPOT SLO on ", v.gpu_class,
+            " x", v.gpus_per_replica, " (see `pilotlight size`)"));
+      }
+    }
+    m.tpot_s.resize(static_cast<size_t>(m.slots) + 1);
+    for (int b = 1; b <= m.slots; ++b) {
+      m.tpot_s[static_cast<size_t>(b)] =
+          m.replica->TpotSeconds(b, spec.workload);
+    }
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+// --- The engine
+// ---------------------------------------------------------------
+
+namespace {
+
+struct Replica {
+  int variant = 0;
+  enum class State {
+    kStarting,
+    kReady,
+    kDraining,
+    kGone
+  } state = State::kStarting;
+  double requested_s = 0;
+  double ready_s = 0;
+  int busy = 0;
+};
+
+struct Completion {
+  double t;
+  int replica;
+  uint32_t output_tokens;
+  bool operator>(const Completion& o) const { return t > o.t; }
+};
+
+class Engine {
+ public:
+  Engine(const EndpointTrace& trace, double duration_s, const SimConfig& c,
+         const std::vector<ServiceModel>& models, ScalingPolicy& policy)
+      : trace_(trace),
+        duration_s_(duration_s),
+        config_(c),
+        models_(models),
+        policy_(policy),
+        desired_(models.size(), 0),
+        learned_(models.size()) {}
+
+  SimResult Run() {
+    const double tick = absl::ToDoubleSeconds(config_.tick);
+    // The clock starts one cold start (+ a tick) before the first possible
+    // arrival, so a policy that knows the future (the oracle) can have a
+    // replica ready for it; the others see no demand until then.
+    double lead = 0;
+    for (const ServiceModel& m : models_) {
+      lead = std::max(lead, absl::ToDoubleSeconds(m.cold_start));
+    }
+    double next_tick = -std::ceil((lead + tick) / tick) * tick;
+    last_tick_ = next_tick;
+    const double point_every =
+        config_.timeline_points > 0
+            ? std::max(tick, duration_s_ / config_.timeline_points)
+            : std::numeric_limits<double>::infinity();
+    double next_point = next_tick;
+    // Run past the last arrival until every request is served.
+    while (next_tick <= duration_s_ || next_ < trace_.requests.size() ||
+           !queue_.empty() || !completions_.empty()) {
+      ProcessUntil(next_tick);
+      Tick(next_tick);
+      if (next_tick >= next_point) {
+        Point(next_tick);
+        next_point += point_every;
+      }
+      next_tick += tick;
+      if (next_tick > duration_s_ + 86400 * 7) {
+        break;  // a policy that never serves: stop a week past the end
+      }
+    }
+    // Bill every replica still up until the end.
+    const double end = std::max(next_tick, duration_s_);
+    for (size_t i = 0; i < replicas_.size(); ++i) {
+      if (replicas_[i].state != Replica::State::kGone) {
+        Stop(static_cast<int>(i), end);
+      }
+    }
+    result_.cost_usd = billed_cost_;
+    return std::move(result_);
+  }
+
+ private:
+  double Now() const { return now_; }
+
+  void ProcessUntil(double until) {
+    for (;;) {
+      const double t_arrival = next_ < trace_.requests.size()
+                                   ? trace_.requests[next_].arrival_s
+                                   : std::numeric_limits<double>::infinity();
+      const double t_done = completions_.empty()
+                                ? std::numeric_limits<double>::infinity()
+                                : completions_.top().t;
+      const double t_ready = starting_.empty()
+                                 ? std::numeric_limits<double>::infinity()
+                                 : starting_.top().first;
+      const double t = std::min({t_arrival, t_done, t_ready});
+      if (t >= until) {
+        return;
+      }
+      now_ = t;
+      if (t == t_done) {
+        const Completion c = completions_.top();
+        completions_.pop();
+        Replica& r = replicas_[static_cast<size_t>(c.replica)];
+        --r.busy;
+        --in_flight_;
+        tokens_since_tick_ += c.output_tokens;
+        if (r.state == Replica::State::kDraining && r.busy == 0) {
+          Stop(c.replica, t);
+        } else {
+          Dispatch();
+        }
+      } else if (t == t_ready) {
+        const int id = starting_.top().second;
+        starting_.pop();
+        Replica& r = replicas_[static_cast<size_t>(id)];
+        if (r.state == Replica::State::kStarting) {
+          r.state = Replica::State::kReady;
+          r.ready_s = t;
+          ++ready_count_;
+          Learn(r.variant, t - r.requested_s);
+          Dispatch();
+        }
+      } else {
+        const Request& req = trace_.requests[next_++];
+        ++arrivals_since_tick_;
+        ++result_.requests;
+        const bool cold = ready_count_ == 0;
+        if (cold) {
+          ++result_.cold_start_requests;
+        }
+        queue_.push_back(&req);
+        Dispatch();
+      }
+    }
+  }
+
+  // Starts queued requests on ready replicas with free slots, FIFO.
+  void Dispatch() {
+    while (!queue_.empty()) {
+      int best = -1;
+      for (size_t i = 0; i < ready_ids_.size(); ++i) {
+        const Replica& r = replicas_[static_cast<size_t>(ready_ids_[i])];
+        if (r.state != Replica::State::kReady ||
+            r.busy >= models_[static_cast<size_t>(r.variant)].slots) {
+          continue;
+        }
+        if (best < 0 || r.busy < replicas_[static_cast<size_t>(best)].busy) {
+          best = ready_ids_[i];
+        }
+      }
+      if (best < 0) {
+        return;
+      }
+      const Request& req = *queue_.front();
+      queue_.pop_front();
+      Replica& r = replicas_[static_cast<size_t>(best)];
+      ++r.busy;
+      ++in_flight_;
+      const ServiceModel& m = models_[static_cast<size_t>(r.variant)];
+      const double wait = now_ - req.arrival_s;
+      double ttft = wait;
+      double service = 0;
+      if (req.service_s >= 0 && service_times_) {
+        service = req.service_s;
+      } else {
+        const double prefill = m.replica->TtftSeconds(
+            static_cast<int>(std::max<uint32_t>(1, req.input_tokens)));
+        ttft += prefill;
+        service =
+            prefill + req.output_tokens * m.tpot_s[static_cast<size_t>(r.busy)];
+      }
+      result_.ttft.Add(ttft);
+      if (ttft <= absl::ToDoubleSeconds(config_.spec.slo.ttft)) {
+        ++result_.within_ttft_slo;
+      }
+      completions_.push({now_ + service, best, req.output_tokens});
+    }
+  }
+
+  void Learn(int variant, double seconds) {
+    std::vector<double>& v = learned_[static_cast<size_t>(variant)];
+    v.push_back(seconds);
+    if (v.size() > 64) {
+      v.erase(v.begin());
+    }
+  }
+
+  void Start(int variant, double t) {
+    Replica r;
+    r.variant = variant;
+    r.requested_s = t;
+    replicas_.push_back(r);
+    const int id = static_cast<int>(replicas_.size()) - 1;
+    ready_ids_.push_back(id);
+    starting_.push({t + absl::ToDoubleSeconds(
+                            models_[static_cast<size_t>(variant)].cold_start),
+                    id});
+  }
+
+  void Stop(int id, double t) {
+    Replica& r = replicas_[static_cast<size_t>(id)];
+    if (r.state == Replica::State::kReady) {
+      --ready_count_;
+    }
+    r.state = Replica::State::kGone;
+    const ServiceModel& m = models_[static_cast<size_t>(r.variant)];
+    const double lived = std::max(0.0, t - r.requested_s);
+    const double g = absl::ToDoubleSeconds(config_.billing_granularity);
+    const double billed = g > 0 ? std::ceil(lived / g - 1e-9) * g : lived;
+    billed_cost_ += billed * m.price_per_hour / 3600.0;
+    result_.gpu_seconds += lived * m.gpus;
+    ready_ids_.erase(std::find(ready_ids_.begin(), ready_ids_.end(), id));
+  }
+
+  // Scales variant `v` from its live replicas to `want`.
+  void Apply(int v, int want) {
+    std::vector<int> live;
+    for (int id : ready_ids_) {
+      const Replica& r = replicas_[static_cast<size_t>(id)];
+      if (r.variant == v && r.state != Replica::State::kDraining) {
+        live.push_back(id);
+      }
+    }
+    int have = static_cast<int>(live.size());
+    while (have < want) {
+      Start(v, now_);
+      ++have;
+    }
+    if (have <= want) {
+      return;
+    }
+    // Remove starting replicas first (newest first), then idle ready ones,
+    // then drain the least busy.
+    std::stable_sort(live.begin(), live.end(), [&](int a, int b) {
+      const Replica& ra = replicas_[static_cast<size_t>(a)];
+      const Replica& rb = replicas_[static_cast<size_t>(b)];
+      const bool sa = ra.state == Replica::State::kStarting;
+      const bool sb = rb.state == Replica::State::kStarting;
+      if (sa != sb) {
+        return sa;
+      }
+      if (sa) {
+        return ra.requested_s > rb.requested_s;
+      }
+      return ra.busy < rb.busy;
+    });
+    for (int id : live) {
+      if (have <= want) {
+        break;
+      }
+      Replica& r = replicas_[static_cast<size_t>(id)];
+      if (r.state == Replica::State::kStarting || r.busy == 0) {
+        Stop(id, now_);
+      } else {
+        r.state = Replica::State::kDraining;
+        --ready_count_;
+      }
+      --have;
+    }
+  }
+
+  void Tick(double t) {
+    now_ = t;
+    Observation o;
+    o.now = config_.epoch + absl::Seconds(t);
+    o.in_flight = in_flight_;
+    o.queued = static_cast<double>(queue_.size());
+    o.arrivals = static_cast<double>(arrivals_since_tick_);
+    const double dt = t - last_tick_;
+    o.output_tokens_per_s = dt > 0 ? tokens_since_tick_ / dt : 0;
+    arrivals_since_tick_ = 0;
+    tokens_since_tick_ = 0;
+    last_tick_ = t;
+    o.variants.resize(models_.size());
+    for (size_t v = 0; v < models_.size(); ++v) {
+      o.variants[v].desired = desired_[v];
+      const std::vector<double>& l = learned_[v];
+      if (!l.empty()) {
+        std::vector<double> s = l;
+        std::sort(s.begin(), s.end());
+        o.variants[v].cold_start.samples = static_cast<int32_t>(s.size());
+        o.variants[v].cold_start.p50 = absl::Seconds(s[s.size() / 2]);
+        o.variants[v].cold_start.p90 =
+            absl::Seconds(s[std::min(s.size() - 1, s.size() * 9 / 10)]);
+      }
+    }
+    for (int id : ready_ids_) {
+      const Replica& r = replicas_[static_cast<size_t>(id)];
+      policy::VariantState& vs = o.variants[static_cast<size_t>(r.variant)];
+      if (r.state == Replica::State::kReady) {
+        ++vs.ready;
+      } else if (r.state == Replica::State::kStarting) {
+        vs.starting.push_back(config_.epoch + absl::Seconds(r.requested_s));
+      } else if (r.state == Replica::State::kDraining) {
+        ++vs.terminating;
+      }
+    }
+    const std::vector<int> want = policy_.Tick(o);
+    int total = 0;
+    for (size_t v = 0; v < models_.size() && v < want.size(); ++v) {
+      const int w = std::max(0, want[v]);
+      if (w != desired_[v]) {
+        ++result_.scale_events;
+        desired_[v] = w;
+      }
+      Apply(static_cast<int>(v), w);
+      total += w;
+    }
+    result_.peak_replicas = std::max(result_.peak_replicas, total);
+    Dispatch();
+  }
+
+  void Point(double t) {
+    TimelinePoint p;
+    p.t_s = t;
+    p.demand = in_flight_ + static_cast<double>(queue_.size());
+    for (int id : ready_ids_) {
+      const Replica& r = replicas_[static_cast<size_t>(id)];
+      ++p.replicas;
+      p.ready += r.state == Replica::State::kReady ? 1 : 0;
+    }
+    p.cold_starts = result_.cold_start_requests;
+    // Cost so far: billed replicas + the running ones up to now.
+    double running = 0;
+    for (int id : ready_ids_) {
+      const Replica& r = replicas_[static_cast<size_t>(id)];
+      running += (t - r.requested_s) *
+                 models_[static_cast<size_t>(r.variant)].price_per_hour / 3600;
+    }
+    p.cost_usd = billed_cost_ + running;
+    result_.timeline.push_back(p);
+  }
+
+ public:
+  void set_service_times(bool b) { service_times_ = b; }
+
+ private:
+  const EndpointTrace& trace_;
+  double duration_s_;
+  const SimConfig& config_;
+  const std::vector<ServiceModel>& models_;
+  ScalingPolicy& policy_;
+
+  double now_ = 0;
+  double last_tick_ = 0;
+  size_t next_ = 0;
+  std::deque<const Request*> queue_;
+  std::priority_queue<Completion, std::vector<Completion>, std::greater<>>
+      completions_;
+  std::priority_queue<std::pair<double, int>,
+                      std::vector<std::pair<double, int>>, std::greater<>>
+      starting_;
+  std::vector<Replica> replicas_;
+  std::vector<int> ready_ids_;  // every replica not gone (any state)
+  int ready_count_ = 0;
+  int in_flight_ = 0;
+  int64_t arrivals_since_tick_ = 0;
+  double tokens_since_tick_ = 0;
+  std::vector<int> desired_;
+  std::vector<std::vector<double>> learned_;
+  double billed_cost_ = 0;
+  bool service_times_ = false;
+  SimResult result_;
+};
+
+}  // namespace
+
+SimResult SimulateEndpoint(const EndpointTrace& requests, double duration_s,
+                           const SimConfig& config,
+                           const std::vector<ServiceModel>& models,
+                           ScalingPolicy& policy) {
+  Engine e(requests, duration_s, config, models, policy);
+  bool service_times = false;
+  for (const Request& r : requests.requests) {
+    if (r.service_s >= 0) {
+      service_times = true;
+      break;
+    }
+  }
+  e.set_service_times(service_times);
+  return e.Run();
+}
+
+}  // namespace pilotlight::sim

@@ -1,0 +1,116 @@
+// File: controller/sim/simulator.h
+//
+// The discrete-event simulator: replays one endpoint's requests through a
+// ScalingPolicy, deterministically, and measures cost and latency.
+//
+// Per replica: requested -> (cold start: node, pull, weights, init from the
+// cold-start model, or a fixed override) -> ready -> draining (finishes its
+// requests, takes no new ones) -> gone. Billing runs from requested to gone,
+// rounded up per replica to the billing granularity.
+//
+// Service: continuous batching on `slots` sequences per replica (the sizing
+// model's concurrency at the TPOT SLO). A request starts on the least-loaded
+// ready replica with a free slot, else waits in FIFO order. Its time to first
+// token = wait + prefill (the sizing model's compute-bound TTFT for its
+// prompt); it then decodes its output tokens at TPOT(batch at admission) from
+// the sizing model. A trace with its own service times (Alibaba) uses them
+// instead, one request per replica at a time, and its TTFT is the wait.
+// A request that arrives while no replica of the endpoint is ready is a
+// cold-start request.
+//
+// The policy is asked every tick (2 s) with what a controller could observe:
+// in flight, queued, arrivals and generated tokens since the last tick, and
+// per variant desired/ready/starting replicas and the cold-start p50/p90 it
+// has measured so far.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "controller/model/catalog.h"
+#include "controller/model/sizing.h"
+#include "controller/policy/endpoint_spec.h"
+#include "controller/sim/scaling_policy.h"
+#include "controller/sim/trace.h"
+
+namespace pilotlight::sim {
+
+struct SimConfig {
+  policy::EndpointSpec spec;  // model, SLO, variants (baselines use the first)
+  const model::Catalog* catalog = nullptr;
+  absl::Duration tick = absl::Seconds(2);
+  absl::Duration billing_granularity = absl::Seconds(1);
+  // Replaces the cold-start model's estimate for every variant.
+  std::optional<absl::Duration> cold_start;
+  model::EngineTuning tuning;
+  // Where the simulated clock starts (time of day matters to the policy's
+  // seasonal profile).
+  absl::Time epoch = absl::FromUnixSeconds(1'700'000'000);
+  // Timeline points kept for the report (0 = none).
+  int timeline_points = 0;
+};
+
+// Latency histogram: log-spaced buckets from 1 ms to ~3 h (percentiles to
+// within 1 %), plus exact zero; fixed memory whatever the request count.
+class LatencyHistogram {
+ public:
+  void Add(double seconds);
+  double Quantile(double q) const;
+  int64_t count() const { return count_; }
+  void Merge(const LatencyHistogram& o);
+
+ private:
+  static constexpr int kBuckets = 1600;
+  std::array<int64_t, kBuckets + 1> counts_{};  // [0] = below 1 ms
+  int64_t count_ = 0;
+};
+
+struct TimelinePoint {
+  double t_s = 0;
+  double demand = 0;  // in flight + queued, at the tick
+  int replicas = 0;   // requested and not gone (all variants)
+  int ready = 0;
+  int64_t cold_starts = 0;  // cumulative cold-start requests
+  double cost_usd = 0;      // cumulative, unrounded
+};
+
+struct SimResult {
+  int64_t requests = 0;
+  int64_t cold_start_requests = 0;
+  int64_t within_ttft_slo = 0;
+  LatencyHistogram ttft;
+  double cost_usd = 0;
+  double gpu_seconds = 0;
+  int64_t scale_events = 0;  // changes of a variant's desired replicas
+  int peak_replicas = 0;
+  std::vector<TimelinePoint> timeline;
+
+  void Merge(const SimResult& o);
+};
+
+// The per-replica service model of one variant, from the sizing model.
+struct ServiceModel {
+  int slots = 1;               // sequences per replica at the TPOT SLO
+  std::vector<double> tpot_s;  // [b] for b = 1..slots
+  std::optional<model::ReplicaModel> replica;
+  double gpus = 1;
+  double price_per_hour = 0;  // per replica
+  absl::Duration cold_start;
+};
+
+// Builds each variant's service model (slots, TPOT table, price, cold start).
+absl::StatusOr<std::vector<ServiceModel>> BuildServiceModels(
+    const SimConfig& config, bool trace_has_service_times);
+
+// Replays `requests` (sorted, seconds from 0) for `duration_s` through
+// `policy`.
+SimResult SimulateEndpoint(const EndpointTrace& requests, double duration_s,
+                           const SimConfig& config,
+                           const std::vector<ServiceModel>& models,
+                           ScalingPolicy& policy);
+
+}  // namespace pilotlight::sim
