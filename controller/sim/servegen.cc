@@ -68,7 +68,7 @@ absl::StatusOr<RateClient> ParseRateClient(absl::string_view name,
 EndpointTrace SampleClient(const RateClient& c, const ServeGenOptions& o) {
   EndpointTrace e;
   e.name = c.name;
-  std::mt19937_64 rng(o.seed ^ std::hash<std::string>{}(c.name));
+  const uint64_t client_seed = o.seed ^ std::hash<std::string>{}(c.name);
   const double end = o.start_s + o.duration_s;
   for (const RateWindow& w : c.windows) {
     const double w_end = w.start_s + kWindowS;
@@ -76,6 +76,10 @@ EndpointTrace SampleClient(const RateClient& c, const ServeGenOptions& o) {
         w.start_s >= end) {
       continue;
     }
+    // Seeded per window, so a --start/--duration slice samples exactly the
+    // arrivals the full replay has in it.
+    std::mt19937_64 rng(client_seed ^ (static_cast<uint64_t>(w.start_s) *
+                                       0x9E3779B97F4A7C15ULL));
     const double mean = 1.0 / w.rate;
     std::function<double()> draw;
     if (w.family == RateWindow::Family::kGamma) {

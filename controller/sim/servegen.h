@@ -7,7 +7,8 @@
 // drawn from the fitted family with its shape (param1) and a scale set so
 // the window's mean rate is exactly `rate` (the shape carries the
 // burstiness); an empty family or a zero rate is an idle window. Sampling is
-// seeded per client, so a run is reproducible and clients are independent.
+// seeded per client and window, so a run is reproducible, clients are
+// independent, and a time slice holds exactly the full replay's arrivals.
 #pragma once
 
 #include <cstdint>
