@@ -1,0 +1,108 @@
+#include "controller/cmd/simulate_command.h"
+
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "controller/cmd/size_command.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace pilotlight::cmd {
+namespace {
+
+using ::testing::HasSubstr;
+
+// The bundled trace, relative to the source root (ctest's working dir).
+constexpr const char* kTrace = "controller/sim/data/azure_llm_2023_code.csv";
+
+struct Outcome {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+Outcome Simulate(std::vector<std::string> args) {
+  std::ostringstream out, err;
+  const int code = RunSimulate(args, out, err);
+  return {code, out.str(), err.str()};
+}
+
+std::set<std::string> Keys(const nlohmann::json& j) {
+  std::set<std::string> k;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    k.insert(it.key());
+  }
+  return k;
+}
+
+// --json prints exactly the documented keys, for every policy.
+TEST(SimulateCommandTest, JsonHasExactlyTheDocumentedKeys) {
+  const Outcome r =
+      Simulate({"--trace", kTrace, "--json", "--duration", "10m"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(Keys(j), (std::set<std::string>{"trace", "policies"}));
+  EXPECT_EQ(Keys(j["trace"]),
+            (std::set<std::string>{"path", "format", "requests", "endpoints",
+                                   "duration_s"}));
+  EXPECT_EQ(j["trace"]["format"], "azure");
+  EXPECT_EQ(j["trace"]["endpoints"], 1);
+  ASSERT_EQ(j["policies"].size(), 7u);
+  for (const nlohmann::json& p : j["policies"]) {
+    EXPECT_EQ(Keys(p),
+              (std::set<std::string>{
+                  "name", "cost_usd", "gpu_hours", "requests",
+                  "cold_start_requests", "cold_start_fraction", "ttft_p50_s",
+                  "ttft_p99_s", "slo_attainment", "scale_events"}));
+    EXPECT_EQ(p["requests"], j["trace"]["requests"]) << p["name"];
+  }
+  EXPECT_EQ(j["policies"][0]["name"], "pilotlight");
+}
+
+// The table names every policy and the oracle ratio; the report is one
+// self-contained page with inline SVG.
+TEST(SimulateCommandTest, TableAndHtmlReport) {
+  const std::string html = ::testing::TempDir() + "/report.html";
+  const Outcome r =
+      Simulate({"--trace", kTrace, "--duration", "10m", "--policies",
+                "pilotlight,knative,oracle", "--report", html});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("pilotlight"));
+  EXPECT_THAT(r.out, HasSubstr("x oracle"));
+  std::ifstream in(html);
+  std::stringstream page;
+  page << in.rdbuf();
+  EXPECT_THAT(page.str(), HasSubstr("<svg"));
+  EXPECT_THAT(page.str(), HasSubstr("id=\"summary\""));
+  EXPECT_THAT(page.str(), ::testing::Not(HasSubstr("<script")));
+  EXPECT_THAT(page.str(), ::testing::Not(HasSubstr("http://")));
+}
+
+// Bad input: usage errors with a clear message and exit code 2.
+TEST(SimulateCommandTest, BadInput) {
+  struct Case {
+    std::vector<std::string> args;
+    const char* want;
+  };
+  const Case cases[] = {
+      {{}, "--trace FILE is required"},
+      {{"--trace", "/nonexistent.csv"}, "cannot open"},
+      {{"--trace", "CMakeLists.txt"}, "is not a trace"},
+      {{"--trace", kTrace, "--policies", "magic"}, "unknown policy 'magic'"},
+      {{"--trace", kTrace, "--gpu", "h900"}, "variants[0].gpuClass"},
+      {{"--trace", kTrace, "--format", "parquet"}, "unknown trace format"},
+      {{"--trace", kTrace, "--mode", "Sometimes"}, "Realtime or Batch"},
+  };
+  for (const Case& c : cases) {
+    const Outcome r = Simulate(c.args);
+    EXPECT_EQ(r.code, kExitUsage) << c.want;
+    EXPECT_THAT(r.err, HasSubstr(c.want));
+  }
+}
+
+}  // namespace
+}  // namespace pilotlight::cmd
