@@ -131,9 +131,15 @@ class Decider {
   double last_concurrency_ = 0;
   double last_arrival_rate_ = 0;
 
-  // Cold-start budget: exponentially decayed request counts.
+  // Cold-start budget: exponentially decayed request and gap counts, and
+  // the requests a cold start delays (those of a busy period's first lead).
   double requests_ = 0;
   double cold_start_requests_ = 0;
+  double gaps_ = 0;
+  double requests_per_cold_start_ = 0;
+  bool counting_burst_ = false;
+  absl::Time burst_start_;
+  double burst_requests_ = 0;
 
   // Modes.
   bool panic_ = false;

@@ -1,5 +1,6 @@
 #include "controller/policy/idle_histogram.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "controller/policy/time_window.h"
@@ -46,6 +47,35 @@ void IdleHistogram::Record(absl::Duration gap) {
     ++total_;
   }
   HalveIfFull();
+}
+
+double IdleHistogram::FractionLonger(absl::Duration k) const {
+  const int n = total_ + oob_;
+  if (n == 0) {
+    return 0;
+  }
+  // Gaps in bins at or after k's bin end after k (to within one bin).
+  const int64_t first = std::max<int64_t>(0, FloorDiv(k, kBin));
+  int longer = oob_;
+  for (int64_t i = first; i < kBins; ++i) {
+    longer += bins_[static_cast<size_t>(i)];
+  }
+  return static_cast<double>(longer) / n;
+}
+
+absl::Duration IdleHistogram::KeepAliveCovering(double fraction) const {
+  const int n = total_ + oob_;
+  if (n == 0 || fraction >= 1) {
+    return absl::ZeroDuration();
+  }
+  int longer = n;
+  for (int i = 0; i < kBins; ++i) {
+    longer -= bins_[static_cast<size_t>(i)];
+    if (static_cast<double>(longer) <= fraction * n) {
+      return kBin * (i + 1);  // the end of bin i
+    }
+  }
+  return kBin * kBins;
 }
 
 IdleHistogram::Windows IdleHistogram::Compute() const {

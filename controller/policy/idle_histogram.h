@@ -53,6 +53,12 @@ class IdleHistogram {
 
   void Record(absl::Duration gap);
   Windows Compute() const;
+  // Fraction of recorded gaps longer than `k` (out-of-range gaps count as
+  // longer than any k in range). 0 with no samples.
+  double FractionLonger(absl::Duration k) const;
+  // The shortest keep-alive (a bin edge) after which at most `fraction` of
+  // the gaps are still going on; the range when even that is too many.
+  absl::Duration KeepAliveCovering(double fraction) const;
   int samples() const { return total_ + oob_; }
 
   static absl::string_view BasisName(Basis b);
