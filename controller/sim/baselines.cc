@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "controller/policy/idle_histogram.h"
 #include "controller/policy/time_window.h"
+#include "controller/sim/knative_kpa.h"
 
 namespace pilotlight::sim {
 namespace {
@@ -83,54 +84,41 @@ class PilotlightPolicy final : public ScalingPolicy {
 };
 
 // --- knative: the KPA decider and its scale-to-zero rules
-// ---------------------- knative/serving pkg/autoscaler/scaling/autoscaler.go
-// (Scale) and pkg/reconciler/autoscaling/kpa/scaler.go (handleScaleToZero),
-// with config/core/configmaps/autoscaler.yaml defaults: 2 s tick, stable window
-// 60 s, panic window 6 s (10 %), panic threshold 200 %, max scale-up rate
-// 1000, max scale-down rate 2, target utilisation 70 %, scale-to-zero grace
-// period 30 s. The concurrency target is the replica's capacity at the SLO.
+// ---------------------- The decider is Knative's own, ported (knative_kpa.h)
+// and held to its unit tests; around it, the KPA reconciler's scale-to-zero
+// (kpa/scaler.go): the last pod goes only after the decider has wanted 0 for
+// the 30 s scale-to-zero grace period, and the activator's held requests ask
+// for one pod. Defaults (config-autoscaler): 2 s tick, stable 60 s, panic 6 s
+// at 200 %, max scale-up rate 1000, max scale-down rate 2, target utilisation
+// 70 % of the container concurrency -- here the replica's capacity at the
+// SLO.
 class KnativePolicy final : public ScalingPolicy {
  public:
   KnativePolicy(size_t variants, int slots)
       : variants_(variants),
-        target_(slots * 0.7),
-        window_(absl::Seconds(60), absl::Seconds(1)) {}
+        window_(absl::Seconds(60), absl::Seconds(1)),
+        spec_(SpecFor(slots)) {}
   std::string name() const override { return "knative"; }
   std::vector<int> Tick(const Observation& o) override {
-    const double conc = o.in_flight + o.queued;
-    window_.Record(o.now, conc);
+    if (!kpa_) {
+      kpa_.emplace(spec_, o.variants[0].desired, o.now);
+    }
+    window_.Record(o.now, o.in_flight + o.queued);
     const double stable = window_.Average(o.now, absl::Seconds(60)).value_or(0);
     const double panic = window_.Average(o.now, absl::Seconds(6)).value_or(0);
-    const double ready = std::max(1, Ready(o));
-    const int max_up = static_cast<int>(std::ceil(1000 * ready));
-    const int max_down = static_cast<int>(std::floor(ready / 2.0));
-    const int dspc = std::clamp(CeilDiv(stable, target_), max_down, max_up);
-    const int dppc = std::clamp(CeilDiv(panic, target_), max_down, max_up);
-    const bool over = dppc / ready >= 2.0;
-    if (over) {
-      panic_since_ = o.now;  // panicTime = now (start or extend)
-    } else if (panic_since_ && o.now >= *panic_since_ + absl::Seconds(60)) {
-      panic_since_.reset();
-      max_panic_ = 0;
-    }
-    int desired = dspc;
-    if (panic_since_) {
-      desired = std::max(dppc, max_panic_);
-      max_panic_ = desired;
-    }
+    const KpaResult r = kpa_->Scale(o.now, stable, panic, Ready(o));
+    int desired = r.valid ? r.desired : o.variants[0].desired;
     // Requests held by the activator at zero always ask for one pod.
     if (o.queued > 0 && desired == 0) {
       desired = 1;
     }
-    // Scale to zero: only after a whole stable window without traffic
-    // (desired 0), then the grace period.
-    int current = o.variants[0].desired;
+    const int current = o.variants[0].desired;
     if (desired == 0 && current > 0) {
       if (!inactive_since_) {
         inactive_since_ = o.now;
       }
       if (o.now - *inactive_since_ < absl::Seconds(30)) {
-        desired = 1;  // last pod kept through the grace period
+        desired = 1;  // the last pod is kept through the grace period
       }
     } else {
       inactive_since_.reset();
@@ -139,11 +127,17 @@ class KnativePolicy final : public ScalingPolicy {
   }
 
  private:
+  static KpaSpec SpecFor(int slots) {
+    KpaSpec s;
+    s.target_value = slots * 0.7;
+    s.total_value = slots;
+    return s;
+  }
+
   size_t variants_;
-  double target_;
   policy::TimeBuckets window_;
-  std::optional<absl::Time> panic_since_;
-  int max_panic_ = 0;
+  KpaSpec spec_;
+  std::optional<KpaDecider> kpa_;
   std::optional<absl::Time> inactive_since_;
 };
 
