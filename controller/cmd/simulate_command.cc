@@ -55,6 +55,10 @@ const std::vector<FlagSpec>& SimulateFlags() {
       {"billing", false, "DURATION",
        "billing granularity: 1s, 1m, 1h (default 1s)"},
       {"max-replicas", false, "N", "replica bound for pilotlight (default 64)"},
+      {"spot-preemptions-per-hour", false, "F",
+       "zone-wide spot preemption events per hour per spot variant "
+       "(default 0)"},
+      {"zones", false, "N", "zones spot replicas spread over (default 3)"},
       {"start", false, "DURATION", "replay from this offset (default 0)"},
       {"duration", false, "DURATION", "replay this long (default: all)"},
       {"endpoints", false, "N", "only the first N endpoints (default all)"},
@@ -163,6 +167,13 @@ absl::Status BuildConfig(const ParsedFlags& f, const model::Catalog& catalog,
   PL_RETURN_IF_ERROR(Set(f.Duration("cold-start"), cold));
   c.cold_start = cold;
   PL_RETURN_IF_ERROR(Set(f.Duration("billing"), c.billing_granularity));
+  PL_RETURN_IF_ERROR(
+      Set(f.Double("spot-preemptions-per-hour"), c.spot_preemptions_per_hour));
+  PL_RETURN_IF_ERROR(Set(f.Int("zones"), c.zones));
+  if (c.zones < 1 || c.spot_preemptions_per_hour < 0) {
+    return absl::InvalidArgumentError(
+        "--zones must be >= 1 and --spot-preemptions-per-hour >= 0");
+  }
   if (c.billing_granularity <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("--billing must be > 0");
   }
@@ -177,6 +188,13 @@ void PrintTable(const sim::Trace& t, const sim::SimConfig& c,
   out << absl::StrFormat("trace %s (%s): %d requests, %d endpoint(s), %.1f h\n",
                          t.path, sim::TraceFormatName(t.format), r.requests,
                          r.endpoints, r.duration_s / 3600);
+  for (const sim::PolicyResult& p : r.policies) {
+    if (p.result.preemptions > 0) {
+      out << absl::StrFormat(
+          "  %s: %d spot replicas preempted, %d requests retried\n", p.name,
+          p.result.preemptions, p.result.retried_requests);
+    }
+  }
   if (t.bad.count > 0) {
     out << absl::StrFormat("  %d bad rows skipped and counted; first: %s\n",
                            t.bad.count, t.bad.examples.front());
@@ -312,6 +330,7 @@ int RunSimulate(const std::vector<std::string>& args, std::ostream& out,
   }
   if (seed) {
     window.seed = static_cast<uint64_t>(*seed);
+    config.seed = static_cast<uint64_t>(*seed);
   }
   window.input_tokens =
       static_cast<uint32_t>(config.spec.workload.prompt_tokens);

@@ -314,7 +314,8 @@ bool Decider::SpotUnhealthy(const Snapshot& s, const Tier& t, absl::Time now,
 }
 
 Decider::TierPlan Decider::Plan(const Snapshot& s, int tier, int replicas,
-                                double demand, bool spot_unhealthy) const {
+                                double demand, bool spot_unhealthy,
+                                bool keep_ready) const {
   const EndpointSpec& spec = *s.spec;
   const Tier& t = tiers_[static_cast<size_t>(tier)];
   TierPlan p;
@@ -344,10 +345,23 @@ Decider::TierPlan Decider::Plan(const Snapshot& s, int tier, int replicas,
     }
     p.on_demand = std::min(replicas, floor);
     p.spot = replicas - p.on_demand;
-    if (spot_unhealthy || t.fallback) {
-      const int ready_spot = s.variants[static_cast<size_t>(t.spot)].ready;
-      p.on_demand += std::max(0, p.spot - ready_spot);
+    const int ready_od_now = s.variants[static_cast<size_t>(t.on_demand)].ready;
+    const int ready_spot_all = s.variants[static_cast<size_t>(t.spot)].ready;
+    if (keep_ready && replicas <= ready_od_now + ready_spot_all) {
+      p.on_demand = std::min(replicas, ready_od_now);
+      p.spot = replicas - p.on_demand;
     }
+    // Spot fallback: on-demand replaces the spot replicas not ready.
+    if (spot_unhealthy || t.fallback) {
+      p.on_demand += std::max(0, p.spot - ready_spot_all);
+    }
+    // Make-before-break within the tier: ready replicas of one type stay
+    // while the replicas of the other type meant to replace them start.
+    const int od_missing = std::max(0, p.on_demand - ready_od_now);
+    const int spot_missing = std::max(0, p.spot - ready_spot_all);
+    p.spot = std::max(p.spot, std::min(ready_spot_all, p.spot + od_missing));
+    p.on_demand = std::max(p.on_demand,
+                           std::min(ready_od_now, p.on_demand + spot_missing));
   }
   p.cost_per_hour = p.on_demand * price(t.on_demand) + p.spot * price(t.spot);
   return p;
@@ -653,7 +667,13 @@ Decision Decider::Decide(const Snapshot& s, absl::Time now) {
       std::max(config_.scale_down_stabilization, tier_lead);
   const int stabilised = std::max(
       target, static_cast<int>(load_targets_.Max(now, stab).value_or(target)));
+  // The total this tier was asked for: the last target (spot fallback and
+  // make-before-break extras are not part of it), or what runs now on the
+  // first call and after a tier change.
   const int current = [&] {
+    if (last_target_ >= 0 && last_target_tier_ == tier_) {
+      return last_target_;
+    }
     int c = 0;
     for (int v : {tier.on_demand, tier.spot}) {
       if (v >= 0) {
@@ -700,9 +720,13 @@ Decision Decider::Decide(const Snapshot& s, absl::Time now) {
     reason = ScaleReason::kMaxReplicas;
   }
 
+  last_target_ = target;
+  last_target_tier_ = tier_;
+
   // --- Split over the tier's variants; make-before-break on a switch.
   const TierPlan plan =
-      Plan(s, tier_, target, stable, unhealthy[static_cast<size_t>(tier_)]);
+      Plan(s, tier_, target, stable, unhealthy[static_cast<size_t>(tier_)],
+           /*keep_ready=*/idle_);
   if (tier.spot >= 0) {
     const int ready_spot = s.variants[static_cast<size_t>(tier.spot)].ready;
     if (unhealthy[static_cast<size_t>(tier_)] && plan.spot > ready_spot) {

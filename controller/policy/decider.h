@@ -103,8 +103,10 @@ class Decider {
   absl::Duration Lead(const Snapshot& s, int tier) const;
   bool SpotUnhealthy(const Snapshot& s, const Tier& t, absl::Time now,
                      absl::Duration lead) const;
+  // `keep_ready`: when the replicas fit in the ready ones, keep those
+  // (idle endpoints: the kept replica never moves between capacity types).
   TierPlan Plan(const Snapshot& s, int tier, int replicas, double demand,
-                bool spot_unhealthy) const;
+                bool spot_unhealthy, bool keep_ready = false) const;
   double ServiceSeconds(const EndpointSpec& spec) const;
   Decision Hold(const Snapshot& s, ScaleReason reason, std::string message);
 
@@ -142,6 +144,8 @@ class Decider {
   double burst_requests_ = 0;
 
   // Modes.
+  int last_target_ = -1;  // the total asked for last time, on that tier
+  int last_target_tier_ = -1;
   bool panic_ = false;
   absl::Time panic_until_;
   int tier_ = -1;

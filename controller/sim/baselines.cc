@@ -55,6 +55,7 @@ class PilotlightPolicy final : public ScalingPolicy {
     s.catalog = config_.catalog;
     s.demand = {&d, 1};
     s.variants = o.variants;
+    s.spot = o.spot;
     const policy::Decision dec = decider_.Decide(s, o.now);
     if (std::getenv("PL_DEBUG") != nullptr) {
       int total = 0;

@@ -27,6 +27,8 @@ struct Observation {
   // Per variant: desired, ready, starting (with creation times), learned
   // cold-start stats -- what the controller reads from the cluster.
   std::vector<policy::VariantState> variants;
+  // Spot health per spot class: the last preemption seen.
+  std::vector<policy::SpotHealth> spot;
 };
 
 class ScalingPolicy {

@@ -6,6 +6,7 @@
 #include <functional>
 #include <limits>
 #include <queue>
+#include <random>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -68,6 +69,8 @@ void SimResult::Merge(const SimResult& o) {
   gpu_seconds += o.gpu_seconds;
   scale_events += o.scale_events;
   peak_replicas = std::max(peak_replicas, o.peak_replicas);
+  preemptions += o.preemptions;
+  retried_requests += o.retried_requests;
 }
 
 // --- Service models
@@ -135,12 +138,15 @@ struct Replica {
   double requested_s = 0;
   double ready_s = 0;
   int busy = 0;
+  int zone = 0;
+  bool preempted = false;
 };
 
 struct Completion {
   double t;
   int replica;
   uint32_t output_tokens;
+  const Request* request;
   bool operator>(const Completion& o) const { return t > o.t; }
 };
 
@@ -154,7 +160,13 @@ class Engine {
         models_(models),
         policy_(policy),
         desired_(models.size(), 0),
-        learned_(models.size()) {}
+        learned_(models.size()),
+        next_zone_(models.size(), 0),
+        zone_free_at_(models.size(),
+                      std::vector<double>(
+                          static_cast<size_t>(std::max(1, c.zones)), -1e18)),
+        last_preemption_(models.size()),
+        started_(trace.requests.size(), false) {}
 
   SimResult Run() {
     const double tick = absl::ToDoubleSeconds(config_.tick);
@@ -167,6 +179,7 @@ class Engine {
     }
     double next_tick = -std::ceil((lead + tick) / tick) * tick;
     last_tick_ = next_tick;
+    SchedulePreemptions(next_tick);
     const double point_every =
         config_.timeline_points > 0
             ? std::max(tick, duration_s_ / config_.timeline_points)
@@ -211,17 +224,29 @@ class Engine {
       const double t_ready = starting_.empty()
                                  ? std::numeric_limits<double>::infinity()
                                  : starting_.top().first;
-      const double t = std::min({t_arrival, t_done, t_ready});
+      const double t_preempt = next_preemption_ < preemptions_.size()
+                                   ? preemptions_[next_preemption_].t
+                                   : std::numeric_limits<double>::infinity();
+      const double t = std::min({t_arrival, t_done, t_ready, t_preempt});
       if (t >= until) {
         return;
       }
       now_ = t;
-      if (t == t_done) {
+      if (t == t_preempt) {
+        Preempt(preemptions_[next_preemption_++]);
+      } else if (t == t_done) {
         const Completion c = completions_.top();
         completions_.pop();
         Replica& r = replicas_[static_cast<size_t>(c.replica)];
-        --r.busy;
         --in_flight_;
+        if (r.preempted) {
+          // Its replica was taken: the request starts over, first in line.
+          ++result_.retried_requests;
+          queue_.push_front(c.request);
+          Dispatch();
+          continue;
+        }
+        --r.busy;
         tokens_since_tick_ += c.output_tokens;
         if (r.state == Replica::State::kDraining && r.busy == 0) {
           Stop(c.replica, t);
@@ -288,11 +313,17 @@ class Engine {
         service =
             prefill + req.output_tokens * m.tpot_s[static_cast<size_t>(r.busy)];
       }
-      result_.ttft.Add(ttft);
-      if (ttft <= absl::ToDoubleSeconds(config_.spec.slo.ttft)) {
-        ++result_.within_ttft_slo;
+      // A retried request keeps the TTFT of its first start: its user saw
+      // the first token then (the retry regenerates, it does not re-wait).
+      const auto index = static_cast<size_t>(&req - trace_.requests.data());
+      if (!started_[index]) {
+        started_[index] = true;
+        result_.ttft.Add(ttft);
+        if (ttft <= absl::ToDoubleSeconds(config_.spec.slo.ttft)) {
+          ++result_.within_ttft_slo;
+        }
       }
-      completions_.push({now_ + service, best, req.output_tokens});
+      completions_.push({now_ + service, best, req.output_tokens, &req});
     }
   }
 
@@ -304,16 +335,73 @@ class Engine {
     }
   }
 
+  bool IsSpot(int variant) const {
+    return config_.spec.variants[static_cast<size_t>(variant)].capacity ==
+           policy::CapacityType::kSpot;
+  }
+
   void Start(int variant, double t) {
     Replica r;
     r.variant = variant;
     r.requested_s = t;
+    const auto v = static_cast<size_t>(variant);
+    r.zone = next_zone_[v]++ % static_cast<int>(zone_free_at_[v].size());
+    // A spot replica in a zone without capacity waits until it returns.
+    const double placed =
+        IsSpot(variant)
+            ? std::max(t, zone_free_at_[v][static_cast<size_t>(r.zone)])
+            : t;
     replicas_.push_back(r);
     const int id = static_cast<int>(replicas_.size()) - 1;
     ready_ids_.push_back(id);
-    starting_.push({t + absl::ToDoubleSeconds(
-                            models_[static_cast<size_t>(variant)].cold_start),
-                    id});
+    starting_.push({placed + absl::ToDoubleSeconds(models_[v].cold_start), id});
+  }
+
+  struct Preemption {
+    double t;
+    int variant;
+    int zone;
+  };
+
+  void SchedulePreemptions(double from) {
+    if (config_.spot_preemptions_per_hour <= 0) {
+      return;
+    }
+    std::mt19937_64 rng(config_.seed ^ 0x5107ULL);
+    std::exponential_distribution<double> gap(
+        config_.spot_preemptions_per_hour / 3600.0);
+    const double end = duration_s_ + 3600;
+    for (size_t v = 0; v < models_.size(); ++v) {
+      if (!IsSpot(static_cast<int>(v))) {
+        continue;
+      }
+      std::uniform_int_distribution<int> zone(
+          0, static_cast<int>(zone_free_at_[v].size()) - 1);
+      for (double t = from + gap(rng); t < end; t += gap(rng)) {
+        preemptions_.push_back({t, static_cast<int>(v), zone(rng)});
+      }
+    }
+    std::sort(
+        preemptions_.begin(), preemptions_.end(),
+        [](const Preemption& a, const Preemption& b) { return a.t < b.t; });
+  }
+
+  void Preempt(const Preemption& p) {
+    const auto v = static_cast<size_t>(p.variant);
+    zone_free_at_[v][static_cast<size_t>(p.zone)] =
+        p.t + absl::ToDoubleSeconds(config_.spot_zone_outage);
+    last_preemption_[v] = config_.epoch + absl::Seconds(p.t);
+    const std::vector<int> live = ready_ids_;
+    for (int id : live) {
+      Replica& r = replicas_[static_cast<size_t>(id)];
+      if (r.variant != p.variant || r.zone != p.zone) {
+        continue;
+      }
+      ++result_.preemptions;
+      r.preempted = r.busy > 0;  // its completions become retries
+      r.busy = 0;
+      Stop(id, p.t);
+    }
   }
 
   void Stop(int id, double t) {
@@ -414,6 +502,12 @@ class Engine {
         ++vs.terminating;
       }
     }
+    for (size_t v = 0; v < models_.size(); ++v) {
+      if (last_preemption_[v]) {
+        o.spot.push_back({config_.spec.variants[v].gpu_class,
+                          last_preemption_[v], std::nullopt});
+      }
+    }
     const std::vector<int> want = policy_.Tick(o);
     int total = 0;
     for (size_t v = 0; v < models_.size() && v < want.size(); ++v) {
@@ -479,6 +573,12 @@ class Engine {
   std::vector<std::vector<double>> learned_;
   double billed_cost_ = 0;
   bool service_times_ = false;
+  std::vector<int> next_zone_;
+  std::vector<std::vector<double>> zone_free_at_;  // per variant, per zone
+  std::vector<std::optional<absl::Time>> last_preemption_;
+  std::vector<Preemption> preemptions_;
+  size_t next_preemption_ = 0;
+  std::vector<bool> started_;  // per request: dispatched once already
   SimResult result_;
 };
 

@@ -52,6 +52,16 @@ struct SimConfig {
   absl::Time epoch = absl::FromUnixSeconds(1'700'000'000);
   // Timeline points kept for the report (0 = none).
   int timeline_points = 0;
+  // Spot preemptions: a Poisson process per spot variant at this rate; each
+  // event takes every replica of the variant in one zone (replicas are
+  // spread round-robin over `zones`), and that zone places no new spot
+  // replica for `spot_zone_outage` (zone-correlated, as measured in
+  // research/prior-art.md section 6). Requests on a preempted replica are
+  // retried from the front of the queue. Seeded.
+  double spot_preemptions_per_hour = 0;
+  int zones = 3;
+  absl::Duration spot_zone_outage = absl::Minutes(3);
+  uint64_t seed = 1;
 };
 
 // Latency histogram: log-spaced buckets from 1 ms to ~3 h (percentiles to
@@ -85,7 +95,9 @@ struct SimResult {
   LatencyHistogram ttft;
   double cost_usd = 0;
   double gpu_seconds = 0;
-  int64_t scale_events = 0;  // changes of a variant's desired replicas
+  int64_t scale_events = 0;      // changes of a variant's desired replicas
+  int64_t preemptions = 0;       // spot replicas taken
+  int64_t retried_requests = 0;  // in flight on a preempted replica
   int peak_replicas = 0;
   std::vector<TimelinePoint> timeline;
 

@@ -183,5 +183,39 @@ TEST_F(SimulatorTest, OracleIsTheZeroColdStartLowerBound) {
   EXPECT_GE(compared, 2);  // at least the oracle and always-on
 }
 
+// Zone-wide spot preemptions: every request is still served (those in
+// flight on a taken replica are retried), and pilotlight falls back to
+// on-demand while spot cannot place.
+TEST_F(SimulatorTest, SpotPreemptionsLoseNoRequest) {
+  policy::VariantSpec spot = config_.spec.variants[0];
+  spot.deployment = "d-spot";
+  spot.capacity = policy::CapacityType::kSpot;
+  config_.spec.variants.push_back(spot);
+  config_.spec.mode = policy::Mode::kBatch;
+  config_.spot_preemptions_per_hour = 30;
+  config_.zones = 1;  // every event takes every spot replica
+  models_ = *BuildServiceModels(config_, false);
+  EndpointTrace e;
+  for (int i = 0; i < 3000; ++i) {
+    Request r;
+    r.arrival_s = i * 1.2;
+    r.input_tokens = 500;
+    r.output_tokens = 400;
+    e.requests.push_back(r);
+  }
+  const double duration = 3600;
+  PolicyContext ctx{&config_, &models_, &e, false};
+  ScalingPolicyPtr p = *MakePolicy("pilotlight", ctx);
+  const SimResult r = SimulateEndpoint(e, duration, config_, models_, *p);
+  EXPECT_EQ(r.requests, 3000);
+  EXPECT_EQ(r.ttft.count(), 3000);  // one TTFT per request, retried or not
+  EXPECT_LE(r.within_ttft_slo, 3000);
+  EXPECT_GT(r.preemptions, 0);
+  EXPECT_GT(r.retried_requests, 0);
+  // Some of the GPU time was on-demand (the fallback): dearer than spot.
+  const double spot_price = models_[1].price_per_hour;
+  EXPECT_GT(r.cost_usd, r.gpu_seconds / 3600 * spot_price * 1.05);
+}
+
 }  // namespace
 }  // namespace pilotlight::sim
