@@ -59,7 +59,9 @@ class PilotlightPolicy final : public ScalingPolicy {
     const policy::Decision dec = decider_.Decide(s, o.now);
     if (std::getenv("PL_DEBUG") != nullptr) {
       int total = 0;
-      for (const auto& v : dec.variants) total += v.replicas;
+      for (const auto& v : dec.variants) {
+        total += v.replicas;
+      }
       if (total != last_total_) {
         std::fprintf(
             stderr, "%.0f %d->%d inflight %.0f queued %.0f ready %d: %s\n",
@@ -301,7 +303,7 @@ Layers IdealLayers(const EndpointTrace& trace, const ServiceModel& m,
   for (const Request& r : trace.requests) {
     double service = 0;
     if (service_times && r.service_s >= 0) {
-      service = r.service_s;
+      service = static_cast<double>(r.service_s);
     } else {
       service = m.replica->TtftSeconds(
                     static_cast<int>(std::max<uint32_t>(1, r.input_tokens))) +

@@ -142,6 +142,7 @@ absl::StatusOr<Trace> LoadTrace(const std::string& path, TraceFormat format,
     std::sort(clients.begin(), clients.end(),
               [](const auto& a, const auto& b) { return a.first < b.first; });
     std::vector<RateClient> sorted;
+    sorted.reserve(clients.size());
     for (auto& [n, c] : clients) {
       sorted.push_back(std::move(c));
     }

@@ -305,7 +305,7 @@ class Engine {
       double ttft = wait;
       double service = 0;
       if (req.service_s >= 0 && service_times_) {
-        service = req.service_s;
+        service = static_cast<double>(req.service_s);
       } else {
         const double prefill = m.replica->TtftSeconds(
             static_cast<int>(std::max<uint32_t>(1, req.input_tokens)));
@@ -377,8 +377,10 @@ class Engine {
       }
       std::uniform_int_distribution<int> zone(
           0, static_cast<int>(zone_free_at_[v].size()) - 1);
-      for (double t = from + gap(rng); t < end; t += gap(rng)) {
+      double t = from + gap(rng);
+      while (t < end) {
         preemptions_.push_back({t, static_cast<int>(v), zone(rng)});
+        t += gap(rng);
       }
     }
     std::sort(

@@ -373,7 +373,7 @@ absl::StatusOr<Trace> ParseAlibaba(absl::string_view text) {
   Trace t;
   t.format = TraceFormat::kAlibaba;
   std::map<std::string, size_t> index;
-  int col_time = -1, col_exec = -1, col_model = -1, col_status = -1;
+  int col_time = -1, col_exec = -1, col_model = -1;
   size_t cols = 0;
   bool header_ok = true;
   ForEachLine(text, [&](int64_t n, absl::string_view line) {
@@ -385,10 +385,13 @@ absl::StatusOr<Trace> ParseAlibaba(absl::string_view text) {
       cols = f.size();
       for (size_t i = 0; i < f.size(); ++i) {
         const int c = static_cast<int>(i);
-        if (f[i] == "gmt_create") col_time = c;
-        if (f[i] == "exec_time_seconds") col_exec = c;
-        if (f[i] == "checkpoint_model_version_id") col_model = c;
-        if (f[i] == "predict_status") col_status = c;
+        if (f[i] == "gmt_create") {
+          col_time = c;
+        } else if (f[i] == "exec_time_seconds") {
+          col_exec = c;
+        } else if (f[i] == "checkpoint_model_version_id") {
+          col_model = c;
+        }
       }
       header_ok = col_time >= 0 && col_exec >= 0 && col_model >= 0;
       return;
@@ -414,7 +417,6 @@ absl::StatusOr<Trace> ParseAlibaba(absl::string_view text) {
       // time of its own (the model's is used).
       exec = -1;
     }
-    (void)col_status;
     r.service_s = static_cast<float>(exec);
     auto [it, inserted] =
         index.try_emplace(std::string(model), t.endpoints.size());
