@@ -46,15 +46,15 @@ std::string Chart(absl::string_view title, absl::string_view legend,
                   const std::string& lines) {
   return absl::StrFormat(
       "<figure><figcaption>%s <small>%s</small></figcaption>"
-      "<svg viewBox=\"-50 -10 %.0f %.0f\" width=\"%.0f\" height=\"%.0f\" "
+      "<svg viewBox=\"-95 -10 %.0f %.0f\" width=\"%.0f\" height=\"%.0f\" "
       "role=\"img\"><rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%.0f\" "
       "fill=\"#fafafa\" stroke=\"#ccc\"/>"
       "<text x=\"-6\" y=\"8\" text-anchor=\"end\" font-size=\"10\">%.4g "
       "%s</text>"
       "<text x=\"-6\" y=\"%.0f\" text-anchor=\"end\" font-size=\"10\">0</text>"
       "%s</svg></figure>",
-      Escape(title), legend, kW + 60, kH + 30, kW + 60, kH + 30, kW, kH, v_max,
-      Escape(unit), kH, lines);
+      Escape(title), legend, kW + 105, kH + 30, kW + 105, kH + 30, kW, kH,
+      v_max, Escape(unit), kH, lines);
 }
 
 }  // namespace
