@@ -86,47 +86,68 @@ class PilotlightPolicy final : public ScalingPolicy {
   policy::Decider decider_;
 };
 
-// --- knative: the KPA decider and its scale-to-zero rules
-// ---------------------- The decider is Knative's own, ported (knative_kpa.h)
-// and held to its unit tests; around it, the KPA reconciler's scale-to-zero
-// (kpa/scaler.go): the last pod goes only after the decider has wanted 0 for
-// the 30 s scale-to-zero grace period, and the activator's held requests ask
-// for one pod. Defaults (config-autoscaler): 2 s tick, stable 60 s, panic 6 s
-// at 200 %, max scale-up rate 1000, max scale-down rate 2, target utilisation
-// 70 % of the container concurrency -- here the replica's capacity at the
-// SLO.
+// --- knative: the KPA decider and its scale-to-zero reconciler ---------------
+// Both are Knative's own, ported and held to Knative's unit tests
+// (knative_kpa.h): KpaDecider turns the stable/panic concurrency into a
+// desired count, KpaScale turns that into a replica patch with the
+// scale-to-zero rules. Around them this class keeps what the KPA reconciler
+// keeps: the PodAutoscaler's Active condition (Unknown while activating
+// from zero, True once pods are ready, False once marked inactive after a
+// stable window of no demand -- the activator is then in the path).
+// Defaults (config-autoscaler, config-deployment): 2 s tick, stable 60 s,
+// panic 6 s at 200 %, max scale-up rate 1000, max scale-down rate 2, target
+// utilisation 70 % of the container concurrency (here the replica's
+// capacity at the SLO), scale-to-zero grace 30 s, pod retention 0,
+// progress deadline 600 s.
 class KnativePolicy final : public ScalingPolicy {
  public:
   KnativePolicy(size_t variants, int slots)
       : variants_(variants),
         window_(absl::Seconds(60), absl::Seconds(1)),
-        spec_(SpecFor(slots)) {}
+        spec_(SpecFor(slots)) {
+    scaler_.stable_window = absl::Seconds(60);
+    scaler_.grace_period = absl::Seconds(30);
+    scaler_.progress_deadline = absl::Seconds(600);
+    scaler_.target_burst_capacity = spec_.target_burst_capacity;
+  }
   std::string name() const override { return "knative"; }
   std::vector<int> Tick(const Observation& o) override {
     if (!kpa_) {
       kpa_.emplace(spec_, o.variants[0].desired, o.now);
+      active_since_ = o.now;
     }
     window_.Record(o.now, o.in_flight + o.queued);
     const double stable = window_.Average(o.now, absl::Seconds(60)).value_or(0);
     const double panic = window_.Average(o.now, absl::Seconds(6)).value_or(0);
     const KpaResult r = kpa_->Scale(o.now, stable, panic, Ready(o));
-    int desired = r.valid ? r.desired : o.variants[0].desired;
-    // Requests held by the activator at zero always ask for one pod.
-    if (o.queued > 0 && desired == 0) {
-      desired = 1;
-    }
+    const int desired = r.valid ? r.desired : -1;
     const int current = o.variants[0].desired;
-    if (desired == 0 && current > 0) {
-      if (!inactive_since_) {
-        inactive_since_ = o.now;
-      }
-      if (o.now - *inactive_since_ < absl::Seconds(30)) {
-        desired = 1;  // the last pod is kept through the grace period
-      }
-    } else {
-      inactive_since_.reset();
+
+    // The PodAutoscaler's Active condition.
+    PaActive next = active_;
+    if (desired > 0 || o.queued > 0) {
+      next = Ready(o) > 0 ? PaActive::kTrue : PaActive::kUnknown;
     }
-    return OnFirst(variants_, desired);
+    if (next != active_) {
+      active_ = next;
+      active_since_ = o.now;
+    }
+    PaStatus pa;
+    pa.active = active_;
+    pa.active_for = o.now - active_since_;
+    pa.scale_target_initialized = true;
+    std::optional<absl::Duration> proxy_for;
+    if (active_ == PaActive::kFalse) {
+      proxy_for = o.now - active_since_;  // activator in path since then
+    }
+    const KpaScaleResult s =
+        KpaScale(scaler_, pa, current, desired, proxy_for, true);
+    if (s.replicas == 0 && !s.patch && active_ == PaActive::kTrue &&
+        pa.active_for >= scaler_.stable_window) {
+      active_ = PaActive::kFalse;  // marked inactive; zero after the grace
+      active_since_ = o.now;
+    }
+    return OnFirst(variants_, s.patch ? s.replicas : current);
   }
 
  private:
@@ -140,8 +161,10 @@ class KnativePolicy final : public ScalingPolicy {
   size_t variants_;
   policy::TimeBuckets window_;
   KpaSpec spec_;
+  KpaScalerConfig scaler_;
   std::optional<KpaDecider> kpa_;
-  std::optional<absl::Time> inactive_since_;
+  PaActive active_ = PaActive::kUnknown;
+  absl::Time active_since_;
 };
 
 // --- keda: KEDA activation (0 <-> 1) + HPA (1 <-> N)

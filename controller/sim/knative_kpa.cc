@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 namespace pilotlight::sim {
 
@@ -74,6 +75,80 @@ KpaResult KpaDecider::Scale(absl::Time now, std::optional<double> stable,
                      spec_.target_burst_capacity - *panic);
   }
   return {desired, static_cast<int32_t>(ebc), true};
+}
+
+namespace {
+
+constexpr absl::Duration kActivationTimeoutBuffer = absl::Seconds(10);
+
+// handleScaleToZero: the scale to apply, and whether to apply it.
+std::pair<int32_t, bool> HandleScaleToZero(
+    const KpaScalerConfig& c, const PaStatus& pa, int32_t desired,
+    std::optional<absl::Duration> sks_proxy_for, bool probe_ok) {
+  if (desired != 0) {
+    return {desired, true};
+  }
+  if (!c.enable_scale_to_zero) {
+    return {1, true};
+  }
+  switch (pa.active) {
+    case PaActive::kUnknown:  // activating
+      if (pa.active_for > c.progress_deadline + kActivationTimeoutBuffer) {
+        return {desired, true};  // activation failed: give up, scale to 0
+      }
+      return {-1, false};
+    case PaActive::kTrue:
+      if (pa.active_for >= c.stable_window) {
+        return {desired, false};  // mark the PA inactive first
+      }
+      return {1, true};  // at most one pod until the idle period ends
+    case PaActive::kFalse: {
+      // With TBC = -1 the activator is always in the path; else probe it.
+      const bool activator_in_path = c.target_burst_capacity == -1 || probe_ok;
+      if (!activator_in_path) {
+        return {desired, false};
+      }
+      const absl::Duration retention =
+          c.reachable ? c.last_pod_retention : absl::ZeroDuration();
+      if (pa.active_for >= std::max(c.grace_period, retention)) {
+        return {desired, true};
+      }
+      if (sks_proxy_for && *sks_proxy_for >= c.grace_period &&
+          pa.active_for >= retention) {
+        return {desired, true};
+      }
+      return {desired, false};
+    }
+  }
+  return {desired, false};
+}
+
+}  // namespace
+
+KpaScaleResult KpaScale(const KpaScalerConfig& c, const PaStatus& pa,
+                        int32_t current_replicas, int32_t desired,
+                        std::optional<absl::Duration> sks_proxy_for,
+                        bool probe_ok) {
+  if (desired < 0 && pa.active != PaActive::kUnknown) {
+    return {desired, false};  // metrics are not collected yet
+  }
+  int32_t min = c.reachable ? c.min_scale : 0;
+  const int32_t max = c.max_scale;
+  // Until the initial scale has been reached once (reachable revisions).
+  if (c.initial_scale > 1 && !pa.scale_target_initialized && c.reachable) {
+    min = std::max(min, c.initial_scale);
+  }
+  if (desired < min) {
+    desired = min;
+  } else if (max != 0 && desired > max) {
+    desired = max;
+  }
+  const auto [scale, apply] =
+      HandleScaleToZero(c, pa, desired, sks_proxy_for, probe_ok);
+  if (!apply) {
+    return {scale, false};
+  }
+  return {scale, scale != current_replicas};
 }
 
 }  // namespace pilotlight::sim

@@ -73,4 +73,50 @@ class KpaDecider {
   std::optional<policy::WindowedMax> delay_window_;
 };
 
+// KpaScaler: the KPA reconciler's scale step (pkg/reconciler/autoscaling/
+// kpa/scaler.go, scale() and handleScaleToZero()), which turns the
+// decider's desired count into a replica patch: negative = no metrics yet;
+// min/max bounds (min ignored for an unreachable revision); the initial
+// scale until it has been reached once; and scale to zero only when
+//   - scale to zero is enabled, and
+//   - the PA has been Active for a stable window (then it is marked
+//     Inactive without scaling), or
+//   - the PA is Inactive and the activator has been in the path (probe ok,
+//     or TBC = -1) for max(grace period, last-pod retention) -- or the SKS
+//     has been in proxy mode for the grace period and the retention has
+//     passed; or
+//   - activation has failed (Active=Unknown past progress deadline + 10 s).
+struct KpaScalerConfig {
+  bool enable_scale_to_zero = true;
+  absl::Duration stable_window = absl::Seconds(60);
+  absl::Duration grace_period = absl::Seconds(30);
+  absl::Duration last_pod_retention;  // scale-to-zero-pod-retention-period
+  absl::Duration progress_deadline = absl::Seconds(600);
+  double target_burst_capacity = 211;
+  int32_t min_scale = 0;
+  int32_t max_scale = 0;  // 0 = unbounded
+  int32_t initial_scale = 1;
+  bool reachable = true;
+};
+
+enum class PaActive { kTrue, kFalse, kUnknown };
+
+struct PaStatus {
+  PaActive active = PaActive::kUnknown;
+  absl::Duration active_for;  // since the Active condition last changed
+  bool scale_target_initialized = false;
+};
+
+struct KpaScaleResult {
+  int32_t replicas = -1;  // the scale decided (-1 = unknown)
+  bool patch = false;     // a replica patch is sent (the count changes)
+};
+
+// `sks_proxy_for`: how long the activator has been in the path (nullopt =
+// not yet); `probe_ok`: the activator probe answered.
+KpaScaleResult KpaScale(const KpaScalerConfig& c, const PaStatus& pa,
+                        int32_t current_replicas, int32_t desired,
+                        std::optional<absl::Duration> sks_proxy_for,
+                        bool probe_ok);
+
 }  // namespace pilotlight::sim

@@ -96,5 +96,53 @@ TEST(KnativeKpaTest, PassesKnativeDeciderCases) {
   EXPECT_EQ(steps, 59);
 }
 
+// The scale-to-zero reconciler against the scaler cases
+// (pkg/reconciler/autoscaling/kpa/scaler_test.go @ 98e5ef90).
+TEST(KnativeKpaTest, PassesKnativeScalerCases) {
+  std::ifstream in("tests/sim/testdata/knative-cases.json");
+  ASSERT_TRUE(in) << "run from the source root";
+  std::stringstream text;
+  text << in.rdbuf();
+  const nlohmann::json all = nlohmann::json::parse(text.str());
+  int cases = 0;
+  for (const nlohmann::json& c : all["scaler_cases"]) {
+    const nlohmann::json& cfg = c["config"];
+    KpaScalerConfig k;
+    k.enable_scale_to_zero = cfg["enable_scale_to_zero"];
+    k.stable_window = absl::Seconds(cfg["stable_window_s"].get<double>());
+    k.grace_period =
+        absl::Seconds(cfg["scale_to_zero_grace_period_s"].get<double>());
+    k.last_pod_retention = absl::Seconds(
+        cfg["scale_to_zero_pod_retention_period_s"].get<double>());
+    k.progress_deadline =
+        absl::Seconds(cfg["progress_deadline_s"].get<double>());
+    k.target_burst_capacity = cfg["target_burst_capacity"];
+    k.min_scale = cfg["min_scale"];
+    k.max_scale = cfg["max_scale"];
+    k.initial_scale = cfg.contains("initial_scale_annotation")
+                          ? cfg["initial_scale_annotation"].get<int32_t>()
+                          : cfg["initial_scale"].get<int32_t>();
+    k.reachable = cfg.value("reachable", true);
+    PaStatus pa;
+    const std::string active = c["pa"]["active"];
+    pa.active = active == "true"    ? PaActive::kTrue
+                : active == "false" ? PaActive::kFalse
+                                    : PaActive::kUnknown;
+    pa.active_for = absl::Seconds(c["pa"]["for_s"].get<double>());
+    pa.scale_target_initialized = c["pa"]["initialized"];
+    std::optional<absl::Duration> sks;
+    if (!c["sks_proxy_for_s"].is_null()) {
+      sks = absl::Seconds(c["sks_proxy_for_s"].get<double>());
+    }
+    const KpaScaleResult r =
+        KpaScale(k, pa, c["start_replicas"], c["scale_to"], sks, c["probe_ok"]);
+    const std::string label = c["label"];
+    EXPECT_EQ(r.replicas, c["want_replicas"].get<int>()) << label;
+    EXPECT_EQ(r.patch, c["want_scaling"].get<bool>()) << label;
+    ++cases;
+  }
+  EXPECT_EQ(cases, 36);
+}
+
 }  // namespace
 }  // namespace pilotlight::sim
