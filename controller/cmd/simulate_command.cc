@@ -232,7 +232,12 @@ void PrintTable(const sim::Trace& t, const sim::SimConfig& c,
     }
     out << "\n";
   }
-  out << absl::StrFormat("\nreplayed in %.1f s\n", wall_s);
+  const double replayed =
+      static_cast<double>(r.requests) * static_cast<double>(r.policies.size());
+  out << absl::StrFormat(
+      "\nreplayed in %.3f s (%.2f M requests/s over %d policies)\n", wall_s,
+      wall_s > 0 ? replayed / wall_s / 1e6 : 0.0,
+      static_cast<int>(r.policies.size()));
 }
 
 nlohmann::json Json(const sim::Trace& t, const sim::RunReport& r) {

@@ -151,6 +151,25 @@ TEST_F(SimulatorTest, KeepAliveTimelineByHand) {
   EXPECT_NEAR(r.gpu_seconds, (132 + 600) - 102, 4);
 }
 
+// Hybrid histogram with no history yet: the paper's fallback keeps the
+// instance for the whole 4 h range after the request (no pre-warm).
+TEST_F(SimulatorTest, HybridHistogramTimelineByHand) {
+  const SimResult r =
+      RunBaseline("hybrid-histogram", OneRequest(101), 5 * 3600);
+  EXPECT_EQ(r.cold_start_requests, 1);
+  // Up at 102 s; idle from the 134 s tick; kept 240 min.
+  EXPECT_NEAR(r.gpu_seconds, 134 + 4 * 3600 - 102, 4);
+}
+
+// Always-on: the trace's peak (one replica) from the first tick to the end,
+// so not even the first request is cold.
+TEST_F(SimulatorTest, AlwaysOnTimelineByHand) {
+  const SimResult r = RunBaseline("always-on", OneRequest(101), 200);
+  EXPECT_EQ(r.cold_start_requests, 0);
+  EXPECT_EQ(r.peak_replicas, 1);
+  EXPECT_NEAR(r.gpu_seconds, 200 + 32, 2.5);
+}
+
 // The oracle has no cold start and is never costlier than a policy that
 // had none, on a bursty trace.
 TEST_F(SimulatorTest, OracleIsTheZeroColdStartLowerBound) {
