@@ -367,6 +367,82 @@ Decider::TierPlan Decider::Plan(const Snapshot& s, int tier, int replicas,
   return p;
 }
 
+// The keep-alive for the current or next idle gap: the cost-optimal
+// min(histogram window, T*), the pre-warm when a gap is predicted, and the
+// SLO's cause to keep longer (docs/policy.md, rule 5).
+Decider::KeepAlivePlan Decider::PlanKeepAlive(const EndpointSpec& spec,
+                                              const Tier& tier,
+                                              absl::Duration tier_lead) const {
+  const Variant& keep_variant = variants_[static_cast<size_t>(
+      tier.on_demand >= 0 && (tier.spot < 0 || spec.mode == Mode::kRealtime)
+          ? tier.on_demand
+          : tier.spot)];
+  const double idle_rate_per_s = keep_variant.price_per_replica_hour / 3600.0;
+  const double burn_usd = idle_rate_per_s * absl::ToDoubleSeconds(tier_lead);
+  const double penalty_usd = spec.slo.cold_start_penalty_usd.value_or(burn_usd);
+  const absl::Duration break_even =
+      idle_rate_per_s > 0
+          ? absl::Seconds((burn_usd + penalty_usd) / idle_rate_per_s)
+          : absl::InfiniteDuration();
+  const IdleHistogram::Windows win = idle_gaps_.Compute();
+  const bool over_budget =
+      requests_ >= 20 &&
+      cold_start_requests_ > spec.slo.max_cold_start_fraction * requests_;
+  absl::Duration keep_alive;
+  absl::Duration prewarm_from = absl::InfiniteDuration();
+  if (win.prewarm > absl::ZeroDuration()) {
+    // A predicted gap: unload after the grace, come back one lead early.
+    keep_alive = std::min(config_.scale_to_zero_grace, break_even);
+    prewarm_from = std::max(absl::ZeroDuration(), win.prewarm - tier_lead);
+  } else {
+    keep_alive = std::min(win.warm_until, break_even);
+    keep_alive =
+        std::max(keep_alive, std::min(config_.scale_to_zero_grace, break_even));
+  }
+  // The SLO is cause to keep longer than T*, in two ways (only without a
+  // predicted gap to pre-warm for: the pre-warm is what avoids those cold
+  // starts).
+  absl::Duration slo_keep;
+  if (prewarm_from == absl::InfiniteDuration()) {
+    // Predicted: a keep-alive K lets the gaps longer than K end in a cold
+    // start, each delaying the requests of a busy period's first lead
+    // (measured). Expected cold fraction = gaps/request x P(gap > K) x
+    // requests/cold start; keep K long enough that it is within f.
+    // The budget is what the SLO allows minus what was already spent (at
+    // least a quarter of it, so one early burst does not pin the endpoint).
+    if (requests_ > 0 && gaps_ > 0 && requests_per_cold_start_ > 0) {
+      const double f = spec.slo.max_cold_start_fraction;
+      const double budget =
+          std::max(f / 4, f - cold_start_requests_ / requests_);
+      const double gaps_per_request = gaps_ / requests_;
+      const double allowed =
+          budget / (gaps_per_request * requests_per_cold_start_);
+      slo_keep = idle_gaps_.KeepAliveCovering(allowed);
+    }
+    // Observed: cold starts over budget extend it to the histogram's tail.
+    if (over_budget) {
+      slo_keep = std::max(slo_keep, win.warm_until);
+    }
+    keep_alive = std::max(keep_alive, slo_keep);
+  }
+
+  // Why the keep-alive exceeds T*, when it does.
+  std::string keep_cause;
+  if (keep_alive > break_even) {
+    keep_cause = over_budget
+                     ? "; cold starts over budget"
+                     : absl::StrFormat("; SLO needs %s", Secs(slo_keep));
+  }
+
+  KeepAlivePlan plan;
+  plan.keep_alive = keep_alive;
+  plan.break_even = break_even;
+  plan.prewarm_from = prewarm_from;
+  plan.windows = win;
+  plan.cause = std::move(keep_cause);
+  return plan;
+}
+
 // --- Decide -----------------------------------------------------------------
 
 Decision Decider::Hold(const Snapshot& s, ScaleReason reason,
@@ -567,66 +643,12 @@ Decision Decider::Decide(const Snapshot& s, absl::Time now) {
   }
 
   // --- Idle: keep-alive, pre-warm, scale to zero.
-  const Variant& keep_variant = variants_[static_cast<size_t>(
-      tier.on_demand >= 0 && (tier.spot < 0 || spec.mode == Mode::kRealtime)
-          ? tier.on_demand
-          : tier.spot)];
-  const double idle_rate_per_s = keep_variant.price_per_replica_hour / 3600.0;
-  const double burn_usd = idle_rate_per_s * absl::ToDoubleSeconds(tier_lead);
-  const double penalty_usd = spec.slo.cold_start_penalty_usd.value_or(burn_usd);
-  const absl::Duration break_even =
-      idle_rate_per_s > 0
-          ? absl::Seconds((burn_usd + penalty_usd) / idle_rate_per_s)
-          : absl::InfiniteDuration();
-  const IdleHistogram::Windows win = idle_gaps_.Compute();
-  const bool over_budget =
-      requests_ >= 20 &&
-      cold_start_requests_ > spec.slo.max_cold_start_fraction * requests_;
-  absl::Duration keep_alive;
-  absl::Duration prewarm_from = absl::InfiniteDuration();
-  if (win.prewarm > absl::ZeroDuration()) {
-    // A predicted gap: unload after the grace, come back one lead early.
-    keep_alive = std::min(config_.scale_to_zero_grace, break_even);
-    prewarm_from = std::max(absl::ZeroDuration(), win.prewarm - tier_lead);
-  } else {
-    keep_alive = std::min(win.warm_until, break_even);
-    keep_alive =
-        std::max(keep_alive, std::min(config_.scale_to_zero_grace, break_even));
-  }
-  // The SLO is cause to keep longer than T*, in two ways (only without a
-  // predicted gap to pre-warm for: the pre-warm is what avoids those cold
-  // starts).
-  absl::Duration slo_keep;
-  if (prewarm_from == absl::InfiniteDuration()) {
-    // Predicted: a keep-alive K lets the gaps longer than K end in a cold
-    // start, each delaying the requests of a busy period's first lead
-    // (measured). Expected cold fraction = gaps/request x P(gap > K) x
-    // requests/cold start; keep K long enough that it is within f.
-    // The budget is what the SLO allows minus what was already spent (at
-    // least a quarter of it, so one early burst does not pin the endpoint).
-    if (requests_ > 0 && gaps_ > 0 && requests_per_cold_start_ > 0) {
-      const double f = spec.slo.max_cold_start_fraction;
-      const double budget =
-          std::max(f / 4, f - cold_start_requests_ / requests_);
-      const double gaps_per_request = gaps_ / requests_;
-      const double allowed =
-          budget / (gaps_per_request * requests_per_cold_start_);
-      slo_keep = idle_gaps_.KeepAliveCovering(allowed);
-    }
-    // Observed: cold starts over budget extend it to the histogram's tail.
-    if (over_budget) {
-      slo_keep = std::max(slo_keep, win.warm_until);
-    }
-    keep_alive = std::max(keep_alive, slo_keep);
-  }
-
-  // Why the keep-alive exceeds T*, when it does.
-  std::string keep_cause;
-  if (keep_alive > break_even) {
-    keep_cause = over_budget
-                     ? "; cold starts over budget"
-                     : absl::StrFormat("; SLO needs %s", Secs(slo_keep));
-  }
+  const KeepAlivePlan ka = PlanKeepAlive(spec, tier, tier_lead);
+  const absl::Duration keep_alive = ka.keep_alive;
+  const absl::Duration break_even = ka.break_even;
+  const absl::Duration prewarm_from = ka.prewarm_from;
+  const IdleHistogram::Windows& win = ka.windows;
+  const std::string& keep_cause = ka.cause;
 
   int idle_floor = 0;
   ScaleReason idle_reason = ScaleReason::kScaledToZero;

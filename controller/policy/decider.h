@@ -97,7 +97,17 @@ class Decider {
     bool meets_slo = false;
   };
 
+  struct KeepAlivePlan {
+    absl::Duration keep_alive;
+    absl::Duration break_even;                               // ski-rental T*
+    absl::Duration prewarm_from = absl::InfiniteDuration();  // into the gap
+    IdleHistogram::Windows windows;
+    std::string cause;  // why keep_alive > break_even, when it is
+  };
+
   absl::Status Derive(const Snapshot& s);
+  KeepAlivePlan PlanKeepAlive(const EndpointSpec& spec, const Tier& tier,
+                              absl::Duration tier_lead) const;
   void Ingest(const Snapshot& s);
   int Capacity(const Tier& t) const;
   absl::Duration Lead(const Snapshot& s, int tier) const;
