@@ -282,14 +282,14 @@ class Engine {
   void Dispatch() {
     while (!queue_.empty()) {
       int best = -1;
-      for (size_t i = 0; i < ready_ids_.size(); ++i) {
-        const Replica& r = replicas_[static_cast<size_t>(ready_ids_[i])];
+      for (size_t i = 0; i < live_ids_.size(); ++i) {
+        const Replica& r = replicas_[static_cast<size_t>(live_ids_[i])];
         if (r.state != Replica::State::kReady ||
             r.busy >= models_[static_cast<size_t>(r.variant)].slots) {
           continue;
         }
         if (best < 0 || r.busy < replicas_[static_cast<size_t>(best)].busy) {
-          best = ready_ids_[i];
+          best = live_ids_[i];
         }
       }
       if (best < 0) {
@@ -353,7 +353,7 @@ class Engine {
             : t;
     replicas_.push_back(r);
     const int id = static_cast<int>(replicas_.size()) - 1;
-    ready_ids_.push_back(id);
+    live_ids_.push_back(id);
     starting_.push({placed + absl::ToDoubleSeconds(models_[v].cold_start), id});
   }
 
@@ -393,7 +393,7 @@ class Engine {
     zone_free_at_[v][static_cast<size_t>(p.zone)] =
         p.t + absl::ToDoubleSeconds(config_.spot_zone_outage);
     last_preemption_[v] = config_.epoch + absl::Seconds(p.t);
-    const std::vector<int> live = ready_ids_;
+    const std::vector<int> live = live_ids_;
     for (int id : live) {
       Replica& r = replicas_[static_cast<size_t>(id)];
       if (r.variant != p.variant || r.zone != p.zone) {
@@ -418,13 +418,13 @@ class Engine {
     const double billed = g > 0 ? std::ceil(lived / g - 1e-9) * g : lived;
     billed_cost_ += billed * m.price_per_hour / 3600.0;
     result_.gpu_seconds += lived * m.gpus;
-    ready_ids_.erase(std::find(ready_ids_.begin(), ready_ids_.end(), id));
+    live_ids_.erase(std::find(live_ids_.begin(), live_ids_.end(), id));
   }
 
   // Scales variant `v` from its live replicas to `want`.
   void Apply(int v, int want) {
     std::vector<int> live;
-    for (int id : ready_ids_) {
+    for (int id : live_ids_) {
       const Replica& r = replicas_[static_cast<size_t>(id)];
       if (r.variant == v && r.state != Replica::State::kDraining) {
         live.push_back(id);
@@ -493,7 +493,7 @@ class Engine {
             absl::Seconds(s[std::min(s.size() - 1, s.size() * 9 / 10)]);
       }
     }
-    for (int id : ready_ids_) {
+    for (int id : live_ids_) {
       const Replica& r = replicas_[static_cast<size_t>(id)];
       policy::VariantState& vs = o.variants[static_cast<size_t>(r.variant)];
       if (r.state == Replica::State::kReady) {
@@ -529,7 +529,7 @@ class Engine {
     TimelinePoint p;
     p.t_s = t;
     p.demand = in_flight_ + static_cast<double>(queue_.size());
-    for (int id : ready_ids_) {
+    for (int id : live_ids_) {
       const Replica& r = replicas_[static_cast<size_t>(id)];
       ++p.replicas;
       p.ready += r.state == Replica::State::kReady ? 1 : 0;
@@ -537,7 +537,7 @@ class Engine {
     p.cold_starts = result_.cold_start_requests;
     // Cost so far: billed replicas + the running ones up to now.
     double running = 0;
-    for (int id : ready_ids_) {
+    for (int id : live_ids_) {
       const Replica& r = replicas_[static_cast<size_t>(id)];
       running += (t - r.requested_s) *
                  models_[static_cast<size_t>(r.variant)].price_per_hour / 3600;
@@ -566,7 +566,7 @@ class Engine {
                       std::vector<std::pair<double, int>>, std::greater<>>
       starting_;
   std::vector<Replica> replicas_;
-  std::vector<int> ready_ids_;  // every replica not gone (any state)
+  std::vector<int> live_ids_;  // every replica not gone (any state)
   int ready_count_ = 0;
   int in_flight_ = 0;
   int64_t arrivals_since_tick_ = 0;
