@@ -384,6 +384,84 @@ TEST(DeciderTest, WarmPoolFromOwnRises) {
   EXPECT_GE(w.TotalDesired(), 2) << w.last().message;
 }
 
+// After a day of history, the time-of-day profile scales ahead of the
+// daily 08:00 ramp one cold start before it arrives.
+TEST(DeciderTest, SeasonalScaleAheadOfTheDailyRamp) {
+  World w = OneA100();
+  const absl::Time midnight = absl::FromUnixSeconds(1'699'920'000);  // 00:00Z
+  const absl::Duration tick = absl::Seconds(10);
+  int cap = 0;
+  const auto level = [&](absl::Time t) {
+    const absl::Duration in_day =
+        (t - midnight) - absl::Floor(t - midnight, absl::Hours(24));
+    return in_day >= absl::Hours(8) && in_day < absl::Hours(20) ? 3.0 : 0.5;
+  };
+  absl::Time t = midnight;
+  w.Step(t, {World::Sample(t, 1, 1)});
+  cap = w.last().capacity_per_replica;
+  ASSERT_GT(cap, 0);
+  // Day 1 and day 2 up to 07:59:30.
+  const absl::Time before_ramp =
+      midnight + absl::Hours(24 + 7) + absl::Minutes(59) + absl::Seconds(30);
+  for (t += tick; t < before_ramp; t += tick) {
+    w.Step(t, {World::Sample(t, level(t) * cap, 5)});
+  }
+  const Decision& d = w.Step(t, {World::Sample(t, 0.5 * cap, 5)});
+  EXPECT_EQ(d.reason, ScaleReason::kScaleAhead) << d.message;
+  EXPECT_THAT(d.message, HasSubstr("time of day"));
+  EXPECT_GE(d.load_replicas, 2) << d.message;  // 1 replica holds 0.5 x cap
+}
+
+// A tier that cannot serve the forecast within max replicas is left at
+// once (no 10-minute hysteresis), still make-before-break.
+TEST(DeciderTest, TierSwitchAtOnceWhenTheTierCannotMeetTheSlo) {
+  EndpointSpec spec =
+      Llama8b({Variant("chat-l40s", "l40s"), Variant("chat-h200", "h200")});
+  spec.max_replicas = 2;
+  World w(spec, DefaultCatalog());
+  w.ReportColdStart(0, absl::Seconds(60), 5);
+  w.ReportColdStart(1, absl::Seconds(60), 5);
+  w.SetRunning(0, 2);
+  // Capacities from the sizing model: H200 holds more sequences than L40S.
+  const model::Catalog catalog = DefaultCatalog();
+  const model::ReplicaModel l40s(spec.model, *catalog.Find("l40s"), 1,
+                                 model::Precision::kBf16,
+                                 model::Precision::kBf16, {});
+  const model::ReplicaModel h200(spec.model, *catalog.Find("h200"), 1,
+                                 model::Precision::kBf16,
+                                 model::Precision::kBf16, {});
+  const double slo = 0.08;
+  const int cap_l40s = l40s.MaxConcurrency(spec.workload, slo);
+  const int cap_h200 = h200.MaxConcurrency(spec.workload, slo);
+  ASSERT_GT(cap_h200, cap_l40s);
+  const double demand = 2 * cap_l40s + 0.5 * (2 * cap_h200 - 2 * cap_l40s);
+  absl::Time t = T0();
+  std::optional<absl::Time> switched;
+  for (const absl::Time end = T0() + absl::Minutes(3); t < end; t += kTick) {
+    const Decision& d = w.Step(t, {World::Sample(t, demand, 5)});
+    if (!switched && d.variants[1].replicas > 0) {
+      switched = t;
+      EXPECT_THAT(d.message, HasSubstr("cannot meet the SLO"));
+      EXPECT_EQ(d.variants[0].replicas, 2);  // the old keeps serving
+    }
+  }
+  ASSERT_TRUE(switched.has_value());
+  EXPECT_LT(*switched - T0(), absl::Seconds(10));
+  EXPECT_EQ(w.state(0).desired, 0);
+  EXPECT_GE(w.state(1).ready, 1);
+}
+
+// A server that is not an LLM (or was load-tested) states its own
+// per-replica concurrency; the decider sizes with it.
+TEST(DeciderTest, ConcurrencyPerReplicaOverride) {
+  EndpointSpec spec = Llama8b({Variant("sd", "l40s")});
+  spec.concurrency_per_replica = 1;
+  World w(spec, DefaultCatalog());
+  const Decision& d = w.Step(T0(), {World::Sample(T0(), 3, 3)});
+  EXPECT_EQ(d.capacity_per_replica, 1);
+  EXPECT_EQ(d.variants[0].replicas, 3);
+}
+
 // The Knative preset is the KPA's documented defaults.
 TEST(DeciderTest, KnativePresetIsKpaDefaults) {
   const DeciderConfig k = DeciderConfig::Knative();
