@@ -1,0 +1,86 @@
+// pilotlight-model-server: a model-server stand-in for the local test
+// cluster (model_server.h). Prints "listening on ADDRESS:PORT" once bound.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "controller/cmd/flags.h"
+#include "tests/tools/model_server/model_server.h"
+
+int main(int argc, char** argv) {
+  using pilotlight::cmd::FlagSpec;
+  const std::vector<FlagSpec> specs = {
+      {"address", false, "IP", "address to listen on (default 127.0.0.1)"},
+      {"port", false, "N", "port (default 0: any free port)"},
+      {"model", false, "NAME", "model preset (default llama-3.1-8b)"},
+      {"gpu", false, "CLASS", "GPU class (default a100-80gb)"},
+      {"tensor-parallel", false, "N", "GPUs per replica (default 1)"},
+      {"served-model-name", false, "NAME", "name in /v1/models"},
+      {"metrics", false, "F",
+       "vllm, tgi or triton metric names (default vllm)"},
+      {"time-scale", false, "F", "multiply every latency (default 1)"},
+      {"max-num-seqs", false, "N",
+       "most requests running at once (default: the sizing model's)"},
+      {"help", true, "", "show this help"},
+  };
+  absl::StatusOr<pilotlight::cmd::ParsedFlags> f = pilotlight::cmd::ParseFlags(
+      std::vector<std::string>(argv + 1, argv + argc), specs);
+  if (!f.ok() || f->Bool("help")) {
+    (f.ok() ? std::cout : std::cerr)
+        << (f.ok() ? "" : std::string(f.status().message()) + "\n")
+        << "usage: pilotlight-model-server [flags]\n"
+        << pilotlight::cmd::FlagsHelp(specs);
+    return f.ok() ? 0 : 2;
+  }
+  pilotlight::tools::ModelServerOptions o;
+  o.address = f->String("address").value_or(o.address);
+  o.model = f->String("model").value_or(o.model);
+  o.gpu_class = f->String("gpu").value_or(o.gpu_class);
+  o.served_model_name = f->String("served-model-name").value_or("");
+  const std::string flavor = f->String("metrics").value_or("vllm");
+  if (flavor == "tgi") {
+    o.metrics = pilotlight::tools::MetricsFlavor::kTgi;
+  } else if (flavor == "triton") {
+    o.metrics = pilotlight::tools::MetricsFlavor::kTriton;
+  } else if (flavor != "vllm") {
+    std::cerr << "--metrics " << flavor << ": want vllm, tgi or triton\n";
+    return 2;
+  }
+  for (const auto& [name, target] :
+       {std::pair<const char*, int*>{"port", &o.port},
+        {"tensor-parallel", &o.tensor_parallel},
+        {"max-num-seqs", &o.max_num_seqs}}) {
+    absl::StatusOr<std::optional<int>> v = f->Int(name);
+    if (!v.ok()) {
+      std::cerr << v.status().message() << "\n";
+      return 2;
+    }
+    if (*v) {
+      *target = **v;
+    }
+  }
+  absl::StatusOr<std::optional<double>> scale = f->Double("time-scale");
+  if (!scale.ok()) {
+    std::cerr << scale.status().message() << "\n";
+    return 2;
+  }
+  if (*scale) {
+    o.time_scale = **scale;
+  }
+  absl::StatusOr<std::unique_ptr<pilotlight::tools::ModelServer>> server =
+      pilotlight::tools::ModelServer::Create(o);
+  if (!server.ok()) {
+    std::cerr << "pilotlight-model-server: " << server.status().message()
+              << "\n";
+    return 2;
+  }
+  absl::StatusOr<int> port = (*server)->Bind();
+  if (!port.ok()) {
+    std::cerr << "pilotlight-model-server: " << port.status().message() << "\n";
+    return 1;
+  }
+  std::cout << "listening on " << o.address << ":" << *port << " ("
+            << (*server)->slots() << " slots)" << std::endl;
+  (*server)->Serve();
+  return 0;
+}

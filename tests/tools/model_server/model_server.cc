@@ -1,0 +1,346 @@
+#include "tests/tools/model_server/model_server.h"
+
+#include <httplib.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <sstream>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "controller/model/catalog.h"
+#include "controller/model/model_profile.h"
+#include "nlohmann/json.hpp"
+#include "prometheus/counter.h"
+#include "prometheus/family.h"
+#include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
+#include "prometheus/text_serializer.h"
+
+namespace pilotlight::tools {
+
+// The metric names of each server family (research/anchors.md section 3).
+struct ModelServer::Metrics {
+  prometheus::Gauge* running;
+  prometheus::Gauge* waiting;
+  prometheus::Gauge* kv_usage;
+  prometheus::Histogram* ttft;
+  prometheus::Histogram* itl;
+  prometheus::Counter* prompt_tokens;
+  prometheus::Counter* generation_tokens;
+  prometheus::Counter* success;
+
+  Metrics(prometheus::Registry& r, MetricsFlavor flavor,
+          const std::string& model) {
+    const prometheus::Labels labels = {{"model_name", model}};
+    const auto name = [&](const char* vllm, const char* tgi,
+                          const char* triton) {
+      switch (flavor) {
+        case MetricsFlavor::kTgi:
+          return std::string(tgi);
+        case MetricsFlavor::kTriton:
+          return std::string(triton);
+        case MetricsFlavor::kVllm:
+          break;
+      }
+      return std::string(vllm);
+    };
+    const auto gauge = [&](const std::string& n, const char* help) {
+      return &prometheus::BuildGauge().Name(n).Help(help).Register(r).Add(
+          labels);
+    };
+    const auto counter = [&](const std::string& n, const char* help) {
+      return &prometheus::BuildCounter().Name(n).Help(help).Register(r).Add(
+          labels);
+    };
+    const prometheus::Histogram::BucketBoundaries latency = {
+        0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5,
+        0.75,  1,     2.5,  5,    7.5,  10,   20,   40,  80};
+    const auto histogram = [&](const std::string& n, const char* help) {
+      return &prometheus::BuildHistogram().Name(n).Help(help).Register(r).Add(
+          labels, latency);
+    };
+    running = gauge(name("vllm:num_requests_running", "tgi_batch_current_size",
+                         "nv_inference_exec_count_running"),
+                    "Requests running on the engine");
+    waiting = gauge(name("vllm:num_requests_waiting", "tgi_queue_size",
+                         "nv_inference_pending_request_count"),
+                    "Requests waiting for a slot");
+    kv_usage = gauge(name("vllm:kv_cache_usage_perc", "tgi_kv_cache_usage",
+                          "nv_kv_cache_usage_perc"),
+                     "KV-cache usage, 0 to 1");
+    ttft = histogram(name("vllm:time_to_first_token_seconds",
+                          "tgi_request_time_to_first_token_seconds",
+                          "nv_time_to_first_token_seconds"),
+                     "Time to first token");
+    itl = histogram(name("vllm:inter_token_latency_seconds",
+                         "tgi_request_mean_time_per_token_duration",
+                         "nv_inter_token_latency_seconds"),
+                    "Time per output token");
+    prompt_tokens = counter(
+        name("vllm:prompt_tokens_total", "tgi_request_input_length_total",
+             "nv_prompt_tokens_total"),
+        "Prompt tokens processed");
+    generation_tokens = counter(name("vllm:generation_tokens_total",
+                                     "tgi_request_generated_tokens_total",
+                                     "nv_generation_tokens_total"),
+                                "Tokens generated");
+    success = counter(name("vllm:request_success_total", "tgi_request_success",
+                           "nv_inference_request_success"),
+                      "Requests finished");
+  }
+};
+
+ModelServer::ModelServer(const ModelServerOptions& options)
+    : options_(options) {}
+
+ModelServer::~ModelServer() { Stop(); }
+
+absl::StatusOr<std::unique_ptr<ModelServer>> ModelServer::Create(
+    const ModelServerOptions& options) {
+  absl::StatusOr<model::ModelProfile> profile =
+      model::FindPreset(options.model);
+  if (!profile.ok()) {
+    return profile.status();
+  }
+  absl::StatusOr<model::Catalog> catalog = model::Catalog::Default();
+  if (!catalog.ok()) {
+    return catalog.status();
+  }
+  absl::StatusOr<const model::GpuClass*> gpu = catalog->Get(options.gpu_class);
+  if (!gpu.ok()) {
+    return gpu.status();
+  }
+  if (!(options.time_scale >= 0)) {
+    return absl::InvalidArgumentError("time scale must be >= 0");
+  }
+  auto s = std::unique_ptr<ModelServer>(new ModelServer(options));
+  if (s->options_.served_model_name.empty()) {
+    s->options_.served_model_name = options.model;
+  }
+  s->replica_ = std::make_unique<model::ReplicaModel>(
+      *profile, **gpu, options.tensor_parallel, model::Precision::kBf16,
+      model::Precision::kBf16, model::EngineTuning{});
+  s->slots_ =
+      options.max_num_seqs > 0
+          ? options.max_num_seqs
+          : std::max(1, s->replica_->MaxConcurrency(s->workload_, 0.08));
+  s->kv_capacity_tokens_ = std::max(1.0, s->replica_->kv_capacity_tokens());
+  s->registry_ = std::make_shared<prometheus::Registry>();
+  s->metrics_ = std::make_unique<Metrics>(*s->registry_, options.metrics,
+                                          s->options_.served_model_name);
+  s->server_ = std::make_unique<httplib::Server>();
+  s->server_->new_task_queue = [] { return new httplib::ThreadPool(64); };
+  s->Routes();
+  return s;
+}
+
+absl::StatusOr<int> ModelServer::Bind() {
+  const int port = options_.port == 0
+                       ? server_->bind_to_any_port(options_.address)
+                       : (server_->bind_to_port(options_.address, options_.port)
+                              ? options_.port
+                              : -1);
+  if (port <= 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot bind ", options_.address, ":", options_.port));
+  }
+  return port;
+}
+
+void ModelServer::Serve() { server_->listen_after_bind(); }
+
+void ModelServer::Stop() {
+  if (server_) {
+    server_->stop();
+  }
+}
+
+double ModelServer::TpotSeconds(int batch) const {
+  return replica_->TpotSeconds(std::max(1, batch), workload_);
+}
+
+int ModelServer::Admit() {
+  std::unique_lock<std::mutex> lock(mu_);
+  ++waiting_;
+  metrics_->waiting->Set(waiting_);
+  slot_free_.wait(lock, [this] { return running_ < slots_; });
+  --waiting_;
+  ++running_;
+  metrics_->waiting->Set(waiting_);
+  metrics_->running->Set(running_);
+  return running_;
+}
+
+void ModelServer::Release() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    --running_;
+    metrics_->running->Set(running_);
+  }
+  slot_free_.notify_one();
+}
+
+namespace {
+
+void Sleep(double seconds) {
+  if (seconds > 0) {
+    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  }
+}
+
+int EstimateTokens(const std::string& text) {
+  return std::max(1, static_cast<int>(text.size() / 4));
+}
+
+}  // namespace
+
+void ModelServer::Routes() {
+  server_->Get("/health", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("", "text/plain");
+  });
+  server_->Get(
+      "/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+        const nlohmann::json j = {{"object", "list"},
+                                  {"data",
+                                   {{{"id", options_.served_model_name},
+                                     {"object", "model"},
+                                     {"owned_by", "pilotlight-test"}}}}};
+        res.set_content(j.dump(), "application/json");
+      });
+  server_->Get(
+      "/metrics", [this](const httplib::Request&, httplib::Response& res) {
+        std::ostringstream out;
+        prometheus::TextSerializer().Serialize(out, registry_->Collect());
+        res.set_content(out.str(), "text/plain; version=0.0.4");
+      });
+  const auto complete = [this](bool chat) {
+    return [this, chat](const httplib::Request& req, httplib::Response& res) {
+      const nlohmann::json body =
+          nlohmann::json::parse(req.body, nullptr, false);
+      if (body.is_discarded() || !body.is_object()) {
+        res.status = 400;
+        res.set_content(
+            R"({"error": {"message": "body is not a JSON object"}})",
+            "application/json");
+        return;
+      }
+      std::string prompt;
+      if (chat) {
+        for (const auto& m : body.value("messages", nlohmann::json::array())) {
+          if (m.is_object()) {
+            prompt += m.value("content", "");
+          }
+        }
+      } else {
+        prompt = body.value("prompt", "");
+      }
+      const int prompt_tokens = EstimateTokens(prompt);
+      const int max_tokens =
+          std::max(1, body.value("max_tokens", options_.default_max_tokens));
+      const bool stream = body.value("stream", false);
+      const std::string id =
+          absl::StrCat(chat ? "chatcmpl-" : "cmpl-", next_id_.fetch_add(1));
+      const auto start = std::chrono::steady_clock::now();
+      const int batch = Admit();
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        kv_tokens_ += prompt_tokens + max_tokens;
+        metrics_->kv_usage->Set(
+            std::min(1.0, kv_tokens_ / kv_capacity_tokens_));
+      }
+      Sleep(options_.time_scale * replica_->TtftSeconds(prompt_tokens));
+      const double ttft = std::chrono::duration<double>(
+                              std::chrono::steady_clock::now() - start)
+                              .count();
+      metrics_->ttft->Observe(ttft);
+      metrics_->prompt_tokens->Increment(prompt_tokens);
+      const double tpot = TpotSeconds(batch);
+      const auto finish = [this, prompt_tokens, max_tokens] {
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          kv_tokens_ -= prompt_tokens + max_tokens;
+          metrics_->kv_usage->Set(
+              std::min(1.0, std::max(0.0, kv_tokens_) / kv_capacity_tokens_));
+        }
+        metrics_->success->Increment();
+        Release();
+      };
+      const auto chunk = [this, id, chat](int i, bool last) {
+        nlohmann::json c = {
+            {"id", id},
+            {"object", chat ? "chat.completion.chunk" : "text_completion"},
+            {"model", options_.served_model_name}};
+        nlohmann::json choice = {{"index", 0}};
+        if (chat) {
+          choice["delta"] = {{"content", absl::StrCat(" tok", i)}};
+        } else {
+          choice["text"] = absl::StrCat(" tok", i);
+        }
+        choice["finish_reason"] =
+            last ? nlohmann::json("length") : nlohmann::json(nullptr);
+        c["choices"] = nlohmann::json::array({choice});
+        return c;
+      };
+      if (!stream) {
+        for (int i = 0; i < max_tokens; ++i) {
+          metrics_->itl->Observe(tpot);
+        }
+        Sleep(options_.time_scale * tpot * max_tokens);
+        metrics_->generation_tokens->Increment(max_tokens);
+        std::string text;
+        for (int i = 0; i < max_tokens; ++i) {
+          absl::StrAppend(&text, " tok", i);
+        }
+        nlohmann::json choice = {{"index", 0}, {"finish_reason", "length"}};
+        if (chat) {
+          choice["message"] = {{"role", "assistant"}, {"content", text}};
+        } else {
+          choice["text"] = text;
+        }
+        const nlohmann::json j = {
+            {"id", id},
+            {"object", chat ? "chat.completion" : "text_completion"},
+            {"model", options_.served_model_name},
+            {"choices", nlohmann::json::array({choice})},
+            {"usage",
+             {{"prompt_tokens", prompt_tokens},
+              {"completion_tokens", max_tokens},
+              {"total_tokens", prompt_tokens + max_tokens}}}};
+        finish();
+        res.set_content(j.dump(), "application/json");
+        return;
+      }
+      // Server-sent events: one chunk per token, then [DONE].
+      auto sent = std::make_shared<int>(0);
+      res.set_chunked_content_provider(
+          "text/event-stream",
+          [this, sent, max_tokens, tpot, chunk](size_t,
+                                                httplib::DataSink& sink) {
+            if (*sent < max_tokens) {
+              Sleep(options_.time_scale * tpot);
+              metrics_->itl->Observe(tpot);
+              metrics_->generation_tokens->Increment();
+              const std::string ev = absl::StrCat(
+                  "data: ", chunk(*sent, *sent + 1 == max_tokens).dump(),
+                  "\n\n");
+              ++*sent;
+              return sink.write(ev.data(), ev.size());
+            }
+            static constexpr char kDone[] = "data: [DONE]\n\n";
+            sink.write(kDone, sizeof(kDone) - 1);
+            sink.done();
+            return true;
+          },
+          [finish](bool) { finish(); });
+    };
+  };
+  server_->Post("/v1/completions", complete(false));
+  server_->Post("/v1/chat/completions", complete(true));
+}
+
+}  // namespace pilotlight::tools

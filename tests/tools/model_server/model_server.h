@@ -1,0 +1,101 @@
+// File: tests/tools/model_server/model_server.h
+//
+// ModelServer: a stand-in for a GPU model server (vLLM-like) for the local
+// test cluster -- real HTTP, with latencies and batching from Pilotlight's
+// sizing model instead of a GPU. It speaks the OpenAI API the activator and
+// load generators use and exports the metric names the operator reads:
+//
+//   GET  /health                200 once started
+//   GET  /v1/models             {"object": "list", "data": [{"id": ...}]}
+//   POST /v1/completions        OpenAI completions, "stream": true as SSE
+//   POST /v1/chat/completions   OpenAI chat completions, likewise
+//   GET  /metrics               Prometheus text: vllm:* (default), or the
+//                               TGI (tgi_*) or Triton (nv_inference_*) names
+//
+// Serving model: at most `slots` requests run at once (the sizing model's
+// concurrency at the TPOT SLO); the rest wait in FIFO order. A running
+// request takes the model's prefill time for its prompt, then one TPOT per
+// output token at the current batch size. Prompt tokens are estimated as
+// characters / 4. All sleeps are multiplied by `time_scale` so tests run
+// fast. Thread-safety: the server's methods may be called from any thread.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "controller/model/sizing.h"
+
+namespace httplib {
+class Server;
+}
+namespace prometheus {
+class Registry;
+}
+
+namespace pilotlight::tools {
+
+enum class MetricsFlavor { kVllm, kTgi, kTriton };
+
+struct ModelServerOptions {
+  std::string address = "127.0.0.1";
+  int port = 0;  // 0: any free port
+  std::string model = "llama-3.1-8b";
+  std::string gpu_class = "a100-80gb";
+  int tensor_parallel = 1;
+  std::string served_model_name;  // default: `model`
+  MetricsFlavor metrics = MetricsFlavor::kVllm;
+  double time_scale = 1.0;
+  // Most requests running at once (vLLM's max_num_seqs); 0: the sizing
+  // model's concurrency at an 80 ms TPOT.
+  int max_num_seqs = 0;
+  int default_max_tokens = 16;
+};
+
+class ModelServer {
+ public:
+  // Builds the service model from the sizing model; errors name the model
+  // or class.
+  static absl::StatusOr<std::unique_ptr<ModelServer>> Create(
+      const ModelServerOptions& options);
+  ~ModelServer();
+
+  // Binds (to a free port when options.port == 0); returns the port.
+  absl::StatusOr<int> Bind();
+  // Serves until Stop(); call after Bind(), typically on its own thread.
+  void Serve();
+  void Stop();
+
+  int slots() const { return slots_; }
+
+ private:
+  struct Metrics;
+  explicit ModelServer(const ModelServerOptions& options);
+  void Routes();
+  // Waits for a slot; returns the batch size once running.
+  int Admit();
+  void Release();
+  double TpotSeconds(int batch) const;
+
+  ModelServerOptions options_;
+  std::unique_ptr<model::ReplicaModel> replica_;
+  model::Workload workload_;
+  int slots_ = 1;
+  double kv_capacity_tokens_ = 1;
+  std::unique_ptr<httplib::Server> server_;
+  std::shared_ptr<prometheus::Registry> registry_;
+  std::unique_ptr<Metrics> metrics_;
+
+  std::mutex mu_;
+  std::condition_variable slot_free_;
+  int running_ = 0;
+  int waiting_ = 0;
+  double kv_tokens_ = 0;
+  std::atomic<int64_t> next_id_{0};
+};
+
+}  // namespace pilotlight::tools

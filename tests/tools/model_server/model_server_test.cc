@@ -1,0 +1,173 @@
+// The model-server stand-in over real HTTP on a free loopback port.
+#include "tests/tools/model_server/model_server.h"
+
+#include <httplib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace pilotlight::tools {
+namespace {
+
+using ::testing::HasSubstr;
+
+class ModelServerTest : public ::testing::Test {
+ protected:
+  void Start(MetricsFlavor flavor = MetricsFlavor::kVllm, int seqs = 0,
+             double time_scale = 0.01) {
+    ModelServerOptions o;
+    o.time_scale = time_scale;  // latencies from the sizing model, scaled
+    o.metrics = flavor;
+    o.max_num_seqs = seqs;
+    server_ = *ModelServer::Create(o);
+    port_ = *server_->Bind();
+    thread_ = std::thread([this] { server_->Serve(); });
+  }
+  void TearDown() override {
+    if (server_) {
+      server_->Stop();
+    }
+    if (thread_.joinable()) {
+      thread_.join();
+    }
+  }
+  httplib::Client Client() const {
+    httplib::Client c("127.0.0.1", port_);
+    c.set_read_timeout(10, 0);
+    return c;
+  }
+  std::string Metrics() {
+    auto r = Client().Get("/metrics");
+    return r ? r->body : "";
+  }
+
+  std::unique_ptr<ModelServer> server_;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+// Health, the model list, and a completion with its usage.
+TEST_F(ModelServerTest, OpenAiCompletion) {
+  Start();
+  httplib::Client c = Client();
+  auto health = c.Get("/health");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  auto models = c.Get("/v1/models");
+  ASSERT_TRUE(models);
+  EXPECT_EQ(nlohmann::json::parse(models->body)["data"][0]["id"],
+            "llama-3.1-8b");
+  auto r = c.Post("/v1/completions",
+                  R"({"model": "llama-3.1-8b", "prompt": "count to five please",
+                      "max_tokens": 5})",
+                  "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const nlohmann::json j = nlohmann::json::parse(r->body);
+  EXPECT_EQ(j["usage"]["completion_tokens"], 5);
+  EXPECT_EQ(j["usage"]["prompt_tokens"], 5);  // 20 characters / 4
+  EXPECT_THAT(j["choices"][0]["text"].get<std::string>(), HasSubstr("tok4"));
+}
+
+// stream: true answers with one server-sent event per token, then [DONE].
+TEST_F(ModelServerTest, ChatStreamsServerSentEvents) {
+  Start();
+  auto r = Client().Post(
+      "/v1/chat/completions",
+      R"({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4,
+          "stream": true})",
+      "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200);
+  EXPECT_THAT(r->get_header_value("Content-Type"),
+              HasSubstr("text/event-stream"));
+  int events = 0;
+  for (size_t at = r->body.find("data: {"); at != std::string::npos;
+       at = r->body.find("data: {", at + 1)) {
+    ++events;
+  }
+  EXPECT_EQ(events, 4);
+  EXPECT_THAT(r->body, HasSubstr("data: [DONE]"));
+  EXPECT_THAT(r->body, HasSubstr("chat.completion.chunk"));
+}
+
+// The vLLM metric names, counting what was served; concurrent requests
+// beyond the slots wait (seen in the waiting gauge) and all finish. (Kept
+// to 8 connections: Debian's cpp-httplib listens with a backlog of 5.)
+TEST_F(ModelServerTest, VllmMetricsCountTheWork) {
+  Start(MetricsFlavor::kVllm, /*seqs=*/2, /*time_scale=*/2.0);
+  ASSERT_EQ(server_->slots(), 2);
+  const int n = 8;
+  std::atomic<bool> done{false};
+  double max_waiting = 0;
+  std::thread watcher([&] {
+    while (!done) {
+      const std::string m = Metrics();
+      const std::string key =
+          "vllm:num_requests_waiting{model_name=\"llama-3.1-8b\"} ";
+      const size_t at = m.find(key);
+      if (at != std::string::npos) {
+        max_waiting =
+            std::max(max_waiting, std::stod(m.substr(at + key.size())));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  });
+  std::vector<std::thread> clients;
+  for (int i = 0; i < n; ++i) {
+    clients.emplace_back([this] {
+      auto r = Client().Post("/v1/completions",
+                             R"({"prompt": "abcd", "max_tokens": 3})",
+                             "application/json");
+      ASSERT_TRUE(r) << httplib::to_string(r.error());
+      EXPECT_EQ(r->status, 200) << r->body;
+    });
+  }
+  for (std::thread& t : clients) {
+    t.join();
+  }
+  done = true;
+  watcher.join();
+  EXPECT_GE(max_waiting, 1) << "requests beyond the 2 slots should wait";
+  const std::string m = Metrics();
+  for (const char* name :
+       {"vllm:num_requests_running", "vllm:num_requests_waiting",
+        "vllm:kv_cache_usage_perc", "vllm:time_to_first_token_seconds_bucket",
+        "vllm:inter_token_latency_seconds_count", "vllm:prompt_tokens_total",
+        "vllm:generation_tokens_total", "vllm:request_success_total"}) {
+    EXPECT_THAT(m, HasSubstr(name));
+  }
+  EXPECT_THAT(
+      m, HasSubstr(absl::StrCat(
+             "vllm:request_success_total{model_name=\"llama-3.1-8b\"} ", n)));
+  EXPECT_THAT(m,
+              HasSubstr(absl::StrCat(
+                  "vllm:generation_tokens_total{model_name=\"llama-3.1-8b\"} ",
+                  3 * n)));
+  EXPECT_THAT(
+      m, HasSubstr("vllm:num_requests_running{model_name=\"llama-3.1-8b\"} 0"));
+}
+
+// Bad bodies get a 400 with a message; the TGI flavour renames the metrics.
+TEST_F(ModelServerTest, BadBodyAndTgiNames) {
+  Start(MetricsFlavor::kTgi);
+  auto r = Client().Post("/v1/completions", "not json", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  EXPECT_THAT(r->body, HasSubstr("not a JSON object"));
+  const std::string m = Metrics();
+  EXPECT_THAT(m, HasSubstr("tgi_queue_size"));
+  EXPECT_THAT(m, ::testing::Not(HasSubstr("vllm:")));
+}
+
+}  // namespace
+}  // namespace pilotlight::tools
