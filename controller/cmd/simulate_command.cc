@@ -52,6 +52,9 @@ const std::vector<FlagSpec>& SimulateFlags() {
        "override the sizing model's per-replica concurrency"},
       {"cold-start", false, "DURATION",
        "fixed cold start (default: the cold-start model's estimate)"},
+      {"cold-start-samples", false, "FILE",
+       "measured cold starts (CSV, `value` column in ms, .gz ok), one "
+       "drawn per new replica"},
       {"billing", false, "DURATION",
        "billing granularity: 1s, 1m, 1h (default 1s)"},
       {"max-replicas", false, "N", "replica bound for pilotlight (default 64)"},
@@ -166,6 +169,11 @@ absl::Status BuildConfig(const ParsedFlags& f, const model::Catalog& catalog,
   std::optional<absl::Duration> cold;
   PL_RETURN_IF_ERROR(Set(f.Duration("cold-start"), cold));
   c.cold_start = cold;
+  if (const std::optional<std::string> file = f.String("cold-start-samples")) {
+    sim::BadRows bad;
+    PL_ASSIGN_OR_RETURN(c.cold_start_samples,
+                        sim::LoadColdStartSamples(*file, &bad));
+  }
   PL_RETURN_IF_ERROR(Set(f.Duration("billing"), c.billing_granularity));
   PL_RETURN_IF_ERROR(
       Set(f.Double("spot-preemptions-per-hour"), c.spot_preemptions_per_hour));

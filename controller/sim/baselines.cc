@@ -455,9 +455,15 @@ absl::StatusOr<ScalingPolicyPtr> MakePolicy(const std::string& name,
     if (name == "always-on") {
       return ScalingPolicyPtr(new AlwaysOnPolicy(n, std::max(1, layers.peak)));
     }
-    return ScalingPolicyPtr(
-        new OraclePolicy(n, layers, absl::ToDoubleSeconds(m.cold_start),
-                         absl::ToDoubleSeconds(c.tick), c.epoch));
+    // With measured cold starts the oracle plans for the longest one, so no
+    // request meets a cold start whichever is drawn.
+    double lead = absl::ToDoubleSeconds(m.cold_start);
+    if (!c.cold_start_samples.empty()) {
+      lead = *std::max_element(c.cold_start_samples.begin(),
+                               c.cold_start_samples.end());
+    }
+    return ScalingPolicyPtr(new OraclePolicy(
+        n, layers, lead, absl::ToDoubleSeconds(c.tick), c.epoch));
   }
   return absl::InvalidArgumentError(
       absl::StrCat("unknown policy '", name,

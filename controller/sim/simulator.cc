@@ -9,7 +9,9 @@
 #include <random>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "controller/model/cold_start.h"
 
 namespace pilotlight::sim {
@@ -71,6 +73,56 @@ void SimResult::Merge(const SimResult& o) {
   peak_replicas = std::max(peak_replicas, o.peak_replicas);
   preemptions += o.preemptions;
   retried_requests += o.retried_requests;
+}
+
+// --- Measured cold starts ----------------------------------------------------
+
+absl::StatusOr<std::vector<double>> LoadColdStartSamples(
+    const std::string& path, BadRows* bad) {
+  absl::StatusOr<std::string> text = ReadMaybeGzip(path);
+  if (!text.ok()) {
+    return text.status();
+  }
+  std::vector<double> out;
+  int column = -1;
+  int64_t line_no = 0;
+  for (absl::string_view line : absl::StrSplit(*text, '\n')) {
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') {
+      line.remove_suffix(1);
+    }
+    if (line.empty()) {
+      continue;
+    }
+    const std::vector<absl::string_view> f = absl::StrSplit(line, ',');
+    if (line_no == 1) {
+      double x = 0;
+      for (size_t i = 0; i < f.size(); ++i) {
+        if (f[i] == "value") {
+          column = static_cast<int>(i);
+        }
+      }
+      if (column >= 0 || !absl::SimpleAtod(f.back(), &x)) {
+        if (column < 0) {
+          column = static_cast<int>(f.size()) - 1;
+        }
+        continue;  // a header line
+      }
+      column = static_cast<int>(f.size()) - 1;  // no header: the last column
+    }
+    double ms = 0;
+    if (static_cast<size_t>(column) >= f.size() ||
+        !absl::SimpleAtod(f[static_cast<size_t>(column)], &ms) || !(ms > 0)) {
+      bad->Add(line_no, "cold-start value must be a number of ms > 0");
+      continue;
+    }
+    out.push_back(ms / 1000.0);
+  }
+  if (out.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": no cold-start values (want a `value` column in ms)"));
+  }
+  return out;
 }
 
 // --- Service models
@@ -176,6 +228,9 @@ class Engine {
     double lead = 0;
     for (const ServiceModel& m : models_) {
       lead = std::max(lead, absl::ToDoubleSeconds(m.cold_start));
+    }
+    for (double s : config_.cold_start_samples) {
+      lead = std::max(lead, s);
     }
     double next_tick = -std::ceil((lead + tick) / tick) * tick;
     last_tick_ = next_tick;
@@ -354,7 +409,13 @@ class Engine {
     replicas_.push_back(r);
     const int id = static_cast<int>(replicas_.size()) - 1;
     live_ids_.push_back(id);
-    starting_.push({placed + absl::ToDoubleSeconds(models_[v].cold_start), id});
+    double cold = absl::ToDoubleSeconds(models_[v].cold_start);
+    if (!config_.cold_start_samples.empty()) {
+      std::uniform_int_distribution<size_t> pick(
+          0, config_.cold_start_samples.size() - 1);
+      cold = config_.cold_start_samples[pick(cold_rng_)];
+    }
+    starting_.push({placed + cold, id});
   }
 
   struct Preemption {
@@ -581,6 +642,7 @@ class Engine {
   std::vector<Preemption> preemptions_;
   size_t next_preemption_ = 0;
   std::vector<bool> started_;  // per request: dispatched once already
+  std::mt19937_64 cold_rng_{config_.seed ^ 0xC01DULL};
   SimResult result_;
 };
 

@@ -46,6 +46,10 @@ struct SimConfig {
   absl::Duration billing_granularity = absl::Seconds(1);
   // Replaces the cold-start model's estimate for every variant.
   std::optional<absl::Duration> cold_start;
+  // Measured cold starts, seconds: each new replica draws one (seeded),
+  // replacing the model's estimate and `cold_start` (e.g. the Alibaba
+  // trace's base-model load latencies; see LoadColdStartSamples).
+  std::vector<double> cold_start_samples;
   model::EngineTuning tuning;
   // Where the simulated clock starts (time of day matters to the policy's
   // seasonal profile).
@@ -113,6 +117,12 @@ struct ServiceModel {
   double price_per_hour = 0;  // per replica
   absl::Duration cold_start;
 };
+
+// Reads measured cold starts from a CSV (optionally gzipped) with a header:
+// the `value` column, or the last numeric column, in milliseconds (as in the
+// Alibaba GenTD26 latency files). Bad rows are counted in `bad`.
+absl::StatusOr<std::vector<double>> LoadColdStartSamples(
+    const std::string& path, BadRows* bad);
 
 // Builds each variant's service model (slots, TPOT table, price, cold start).
 absl::StatusOr<std::vector<ServiceModel>> BuildServiceModels(
