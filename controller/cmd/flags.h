@@ -45,6 +45,30 @@ class ParsedFlags {
 absl::StatusOr<ParsedFlags> ParseFlags(const std::vector<std::string>& args,
                                        const std::vector<FlagSpec>& specs);
 
+// Copies a parsed flag into `target` when it was given; passes a parse
+// error through.
+template <typename T>
+absl::Status Set(const absl::StatusOr<std::optional<T>>& v, T& target) {
+  if (!v.ok()) {
+    return v.status();
+  }
+  if (v->has_value()) {
+    target = **v;
+  }
+  return absl::OkStatus();
+}
+
+// The same into an optional (left empty when the flag was not given).
+template <typename T>
+absl::Status Set(const absl::StatusOr<std::optional<T>>& v,
+                 std::optional<T>& target) {
+  if (!v.ok()) {
+    return v.status();
+  }
+  target = *v;
+  return absl::OkStatus();
+}
+
 // "  --name VALUE   help" lines, aligned.
 std::string FlagsHelp(const std::vector<FlagSpec>& specs);
 

@@ -113,28 +113,6 @@ void ShapeFromTrace(const sim::Trace& t, policy::EndpointSpec& spec) {
                std::max(8192, static_cast<int>((p99 + 1023) / 1024 * 1024)));
 }
 
-template <typename T>
-absl::Status Set(const absl::StatusOr<std::optional<T>>& v, T& target) {
-  if (!v.ok()) {
-    return v.status();
-  }
-  if (v->has_value()) {
-    target = **v;
-  }
-  return absl::OkStatus();
-}
-
-// Copies an optional flag into an optional.
-template <typename T>
-absl::Status Set(const absl::StatusOr<std::optional<T>>& v,
-                 std::optional<T>& target) {
-  if (!v.ok()) {
-    return v.status();
-  }
-  target = *v;
-  return absl::OkStatus();
-}
-
 absl::Status BuildConfig(const ParsedFlags& f, const model::Catalog& catalog,
                          sim::SimConfig& c) {
   policy::EndpointSpec& s = c.spec;

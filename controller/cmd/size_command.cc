@@ -84,18 +84,6 @@ std::string SizeUsage() {
       "the request, 1 internal error.\n");
 }
 
-// Copies an optional flag into `target` when present.
-template <typename T>
-absl::Status Set(const absl::StatusOr<std::optional<T>>& v, T& target) {
-  if (!v.ok()) {
-    return v.status();
-  }
-  if (v->has_value()) {
-    target = **v;
-  }
-  return absl::OkStatus();
-}
-
 absl::StatusOr<model::ModelProfile> CustomModel(const ParsedFlags& f) {
   model::ModelProfile m;
   m.name = "custom";
