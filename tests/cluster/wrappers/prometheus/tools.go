@@ -1,0 +1,9 @@
+//go:build tools
+
+// Package tools pins the Prometheus binary the local test cluster builds
+// (tests/cluster/build): Debian's prometheus 2.42.0+ds is built without
+// kubernetes_sd_configs, which the cluster's scrape config needs. It is
+// never compiled into Pilotlight.
+package tools
+
+import _ "github.com/prometheus/prometheus/cmd/prometheus"
