@@ -4,21 +4,41 @@
 #include <cmath>
 
 namespace pilotlight::policy {
+namespace {
+
+// The ring both windows use: `window / granularity` slots (at least one),
+// bucket number = floor(t / granularity), slot = bucket mod slots.
+absl::Duration ValidGranularity(absl::Duration g) {
+  return g > absl::ZeroDuration() ? g : absl::Seconds(1);
+}
+
+size_t SlotCount(absl::Duration window, absl::Duration granularity) {
+  return static_cast<size_t>(std::max<int64_t>(1, window / granularity));
+}
+
+int64_t BucketIndex(absl::Time t, absl::Duration granularity) {
+  return FloorDiv(t - absl::UnixEpoch(), granularity);
+}
+
+size_t Slot(int64_t index, size_t slots) {
+  const auto n = static_cast<int64_t>(slots);
+  return static_cast<size_t>(((index % n) + n) % n);
+}
+
+}  // namespace
 
 TimeBuckets::TimeBuckets(absl::Duration window, absl::Duration granularity)
-    : granularity_(granularity > absl::ZeroDuration() ? granularity
-                                                      : absl::Seconds(1)) {
-  const int64_t n = std::max<int64_t>(1, window / granularity_);
-  buckets_.resize(static_cast<size_t>(n));
+    : granularity_(ValidGranularity(granularity)) {
+  buckets_.resize(SlotCount(window, granularity_));
 }
 
 int64_t TimeBuckets::IndexOf(absl::Time t) const {
-  return FloorDiv(t - absl::UnixEpoch(), granularity_);
+  return BucketIndex(t, granularity_);
 }
 
 void TimeBuckets::Record(absl::Time t, double value) {
   const int64_t idx = IndexOf(t);
-  Bucket& b = buckets_[static_cast<size_t>(((idx % size()) + size()) % size())];
+  Bucket& b = buckets_[Slot(idx, buckets_.size())];
   if (b.index > idx) {
     return;  // older than what the slot holds now: outside the window
   }
@@ -98,25 +118,21 @@ std::optional<TimeBuckets::Fit> TimeBuckets::Slope(
   return fit;
 }
 
-}  // namespace pilotlight::policy
-
-namespace pilotlight::policy {
+// --- WindowedMax
+// ---------------------------------------------------------------
 
 WindowedMax::WindowedMax(absl::Duration window, absl::Duration granularity)
-    : granularity_(granularity > absl::ZeroDuration() ? granularity
-                                                      : absl::Seconds(1)) {
-  const int64_t n = std::max<int64_t>(1, window / granularity_);
-  buckets_.resize(static_cast<size_t>(n));
+    : granularity_(ValidGranularity(granularity)) {
+  buckets_.resize(SlotCount(window, granularity_));
 }
 
 int64_t WindowedMax::IndexOf(absl::Time t) const {
-  return FloorDiv(t - absl::UnixEpoch(), granularity_);
+  return BucketIndex(t, granularity_);
 }
 
 void WindowedMax::Record(absl::Time t, double value) {
   const int64_t idx = IndexOf(t);
-  const auto n = static_cast<int64_t>(buckets_.size());
-  Bucket& b = buckets_[static_cast<size_t>(((idx % n) + n) % n)];
+  Bucket& b = buckets_[Slot(idx, buckets_.size())];
   if (b.index > idx) {
     return;
   }
