@@ -199,12 +199,8 @@ void Decider::Ingest(const Snapshot& s) {
     // (Taking the larger of the two when both are known was tried on the
     // Azure and Mooncake traces: it cost 1-16 % more for no fewer cold
     // starts, so in-flight + queued wins when present.)
-    double rate = 0;
-    if (d.arrivals && dt > absl::ZeroDuration()) {
-      rate = *d.arrivals / absl::ToDoubleSeconds(dt);
-      if (!c) {
-        c = rate * service_s;
-      }
+    if (!c && d.arrivals && dt > absl::ZeroDuration()) {
+      c = *d.arrivals / absl::ToDoubleSeconds(dt) * service_s;
     }
     if (!c) {
       continue;  // carries no demand information
@@ -279,7 +275,6 @@ void Decider::Ingest(const Snapshot& s) {
       }
     }
     last_concurrency_ = conc;
-    last_arrival_rate_ = rate;
   }
 }
 

@@ -141,7 +141,6 @@ class Decider {
   bool idle_ = true;
   absl::Time idle_since_;
   double last_concurrency_ = 0;
-  double last_arrival_rate_ = 0;
 
   // Cold-start budget: exponentially decayed request and gap counts, and
   // the requests a cold start delays (those of a busy period's first lead).

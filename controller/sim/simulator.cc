@@ -213,6 +213,7 @@ class Engine {
         policy_(policy),
         desired_(models.size(), 0),
         learned_(models.size()),
+        cold_start_stats_(models.size()),
         next_zone_(models.size(), 0),
         zone_free_at_(models.size(),
                       std::vector<double>(
@@ -266,8 +267,6 @@ class Engine {
   }
 
  private:
-  double Now() const { return now_; }
-
   void ProcessUntil(double until) {
     for (;;) {
       const double t_arrival = next_ < trace_.requests.size()
@@ -382,12 +381,21 @@ class Engine {
     }
   }
 
+  // Records a measured cold start (the last 64 per variant) and refreshes
+  // the p50/p90 the policies see -- once per replica start, not per tick.
   void Learn(int variant, double seconds) {
-    std::vector<double>& v = learned_[static_cast<size_t>(variant)];
-    v.push_back(seconds);
-    if (v.size() > 64) {
-      v.erase(v.begin());
+    const auto v = static_cast<size_t>(variant);
+    std::vector<double>& l = learned_[v];
+    l.push_back(seconds);
+    if (l.size() > 64) {
+      l.erase(l.begin());
     }
+    std::vector<double> s = l;
+    std::sort(s.begin(), s.end());
+    policy::ColdStartStats& stats = cold_start_stats_[v];
+    stats.samples = static_cast<int32_t>(s.size());
+    stats.p50 = absl::Seconds(s[s.size() / 2]);
+    stats.p90 = absl::Seconds(s[std::min(s.size() - 1, s.size() * 9 / 10)]);
   }
 
   bool IsSpot(int variant) const {
@@ -544,15 +552,7 @@ class Engine {
     o.variants.resize(models_.size());
     for (size_t v = 0; v < models_.size(); ++v) {
       o.variants[v].desired = desired_[v];
-      const std::vector<double>& l = learned_[v];
-      if (!l.empty()) {
-        std::vector<double> s = l;
-        std::sort(s.begin(), s.end());
-        o.variants[v].cold_start.samples = static_cast<int32_t>(s.size());
-        o.variants[v].cold_start.p50 = absl::Seconds(s[s.size() / 2]);
-        o.variants[v].cold_start.p90 =
-            absl::Seconds(s[std::min(s.size() - 1, s.size() * 9 / 10)]);
-      }
+      o.variants[v].cold_start = cold_start_stats_[v];
     }
     for (int id : live_ids_) {
       const Replica& r = replicas_[static_cast<size_t>(id)];
@@ -634,6 +634,7 @@ class Engine {
   double tokens_since_tick_ = 0;
   std::vector<int> desired_;
   std::vector<std::vector<double>> learned_;
+  std::vector<policy::ColdStartStats> cold_start_stats_;  // from learned_
   double billed_cost_ = 0;
   bool service_times_ = false;
   std::vector<int> next_zone_;
