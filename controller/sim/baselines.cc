@@ -39,7 +39,9 @@ std::vector<int> OnFirst(size_t n, int replicas) {
 class PilotlightPolicy final : public ScalingPolicy {
  public:
   PilotlightPolicy(const SimConfig& c, bool service_times)
-      : config_(c), service_times_(service_times) {}
+      : config_(c),
+        service_times_(service_times),
+        debug_(std::getenv("PL_DEBUG") != nullptr) {}
   std::string name() const override { return "pilotlight"; }
   std::vector<int> Tick(const Observation& o) override {
     policy::DemandSample d;
@@ -57,7 +59,7 @@ class PilotlightPolicy final : public ScalingPolicy {
     s.variants = o.variants;
     s.spot = o.spot;
     const policy::Decision dec = decider_.Decide(s, o.now);
-    if (std::getenv("PL_DEBUG") != nullptr) {
+    if (debug_) {
       int total = 0;
       for (const auto& v : dec.variants) {
         total += v.replicas;
@@ -82,6 +84,7 @@ class PilotlightPolicy final : public ScalingPolicy {
  private:
   const SimConfig& config_;
   bool service_times_;
+  bool debug_;  // PL_DEBUG set: print each replica change with its reason
   int last_total_ = 0;
   policy::Decider decider_;
 };
