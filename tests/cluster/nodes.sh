@@ -5,28 +5,47 @@
 # nodes commonly carry.
 NODES_PER_POOL=${NODES_PER_POOL:-2}
 
+# gpu_nodes [loopback]: with "loopback", one node per pool for the loopback
+# kubelet instead (named loopback-CLASS-CAP, no kwok annotation, labelled
+# pilotlight.dev/loopback=true and tainted so only pods that tolerate it,
+# the ones meant to run real model servers, land there).
 gpu_nodes() {
   local pool class instance product gpus cap i zone name node_spec
-  for pool in "l4 g6.xlarge NVIDIA-L4 1" \
-              "a100-80gb p4de.24xlarge NVIDIA-A100-SXM4-80GB 8"; do
+  local mode=${1:-kwok} count=$NODES_PER_POOL prefix=gpu annotations taints
+  if [ "$mode" = loopback ]; then
+    count=1
+    prefix=loopback
+  fi
+  local pools=("l4 g6.xlarge NVIDIA-L4 1" "a100-80gb p4de.24xlarge NVIDIA-A100-SXM4-80GB 8")
+  if [ "$mode" = loopback ]; then  # one node a pool: room for 8 replicas
+    pools[0]="l4 g6.48xlarge NVIDIA-L4 8"
+  fi
+  for pool in "${pools[@]}"; do
     read -r class instance product gpus <<<"$pool"
     for cap in on-demand spot; do
-      for ((i = 0; i < NODES_PER_POOL; i++)); do
+      for ((i = 0; i < count; i++)); do
         zone=us-east-1$(printf '%s' abc | cut -c$((i % 3 + 1)))
-        name=gpu-$class-$cap-$i
-        node_spec="spec: {}"
-        if [ "$cap" = spot ]; then
-          node_spec='spec: {taints: [{key: karpenter.sh/capacity-type, value: spot, effect: NoSchedule}]}'
+        name=$prefix-$class-$cap-$i
+        annotations="{kwok.x-k8s.io/node: fake}"
+        taints=()
+        if [ "$mode" = loopback ]; then
+          annotations="{}"
+          taints+=("{key: pilotlight.dev/loopback, value: \"true\", effect: NoSchedule}")
         fi
+        if [ "$cap" = spot ]; then
+          taints+=("{key: karpenter.sh/capacity-type, value: spot, effect: NoSchedule}")
+        fi
+        node_spec="spec: {taints: [$(IFS=,; echo "${taints[*]}")]}"
         cat <<NODE
 ---
 apiVersion: v1
 kind: Node
 metadata:
   name: $name
-  annotations: {kwok.x-k8s.io/node: fake}
+  annotations: $annotations
   labels:
-    type: kwok
+    type: $mode
+    pilotlight.dev/loopback: "$([ "$mode" = loopback ] && echo true || echo false)"
     kubernetes.io/hostname: $name
     kubernetes.io/os: linux
     kubernetes.io/arch: amd64

@@ -1,0 +1,619 @@
+#include "tests/tools/loopback_kubelet/loopback_kubelet.h"
+
+#include <fcntl.h>
+#include <httplib.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "controller/kube/kube_client.h"
+#include "nlohmann/json.hpp"
+
+namespace pilotlight::tools {
+namespace {
+
+using json = nlohmann::json;
+using kube::KubeClient;
+
+constexpr char kColdStartAnnotation[] = "pilotlight.dev/cold-start-seconds";
+constexpr absl::Duration kRestartDelay = absl::Seconds(1);
+constexpr absl::Duration kTick = absl::Milliseconds(100);
+
+std::mutex log_mu;
+void Log(absl::string_view what) {
+  const std::lock_guard<std::mutex> lock(log_mu);
+  std::cerr << absl::FormatTime("%H:%M:%E3S", absl::Now(), absl::UTCTimeZone())
+            << " loopback-kubelet: " << what << std::endl;
+}
+
+// metav1.Time: seconds. metav1.MicroTime (Lease renewTime): microseconds.
+std::string Time(absl::Time t) {
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", t, absl::UTCTimeZone());
+}
+std::string MicroTime(absl::Time t) {
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%E6SZ", t, absl::UTCTimeZone());
+}
+
+// Starts argv[0] with stdout and stderr appended to `log_path`; the child
+// is killed if this thread dies (PR_SET_PDEATHSIG), so no model server
+// outlives its kubelet.
+absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& argv,
+                            const std::string& log_path) {
+  std::vector<char*> args;
+  args.reserve(argv.size() + 1);
+  for (const std::string& a : argv) {
+    args.push_back(const_cast<char*>(a.c_str()));
+  }
+  args.push_back(nullptr);
+  const int fd =
+      ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    return absl::InternalError(absl::StrCat("cannot open ", log_path));
+  }
+  const pid_t pid = ::fork();
+  if (pid == 0) {  // only async-signal-safe calls from here on
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  ::close(fd);
+  if (pid < 0) {
+    return absl::InternalError("fork failed");
+  }
+  return pid;
+}
+
+// SIGTERM, then SIGKILL after two seconds; reaps the child.
+void Kill(pid_t pid) {
+  ::kill(pid, SIGTERM);
+  for (int i = 0; i < 20; ++i) {
+    if (::waitpid(pid, nullptr, WNOHANG) == pid) {
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+}
+
+json Condition(absl::string_view type, bool status, absl::Time since,
+               absl::string_view reason = "") {
+  json c = {{"type", type},
+            {"status", status ? "True" : "False"},
+            {"lastProbeTime", nullptr},
+            {"lastTransitionTime", Time(since)}};
+  if (!reason.empty()) {
+    c["reason"] = reason;
+  }
+  return c;
+}
+
+// What this kubelet knows of one pod it runs.
+struct LocalPod {
+  std::string ns, name, uid;
+  std::vector<std::string> args;  // the container's args
+  std::string container = "model-server";
+  std::string image;
+  int port = 8000;
+  json scheduled;  // the scheduler's PodScheduled condition
+  absl::Time seen;
+  absl::Time start_after;
+  absl::Time not_ready_since;
+  pid_t pid = -1;
+  std::string ip;
+  absl::Time started;
+  bool ready = false;
+  absl::Time ready_at;
+  int restarts = 0;
+  int last_exit = 0;
+  absl::Time last_exit_at;
+  bool dirty = true;  // status to be written
+};
+
+class Kubelet {
+ public:
+  Kubelet(LoopbackKubeletOptions options, const std::atomic<bool>& stop)
+      : o_(std::move(options)), stop_(stop) {}
+
+  absl::Status Run();
+
+ private:
+  void Heartbeat();
+  void WatchNode(const std::string& node);
+  void Reconcile(const json& pod, absl::Time now, KubeClient& client);
+  void Start(LocalPod& p, absl::Time now);
+  void Stop(LocalPod& p);
+  json Status(const LocalPod& p) const;
+  std::string AllocateIp();
+  bool Healthy(const LocalPod& p) const;
+
+  LoopbackKubeletOptions o_;
+  const std::atomic<bool>& stop_;
+
+  std::mutex mu_;                     // guards nodes_ and pods_
+  std::set<std::string> nodes_;       // the Nodes served
+  std::map<std::string, json> pods_;  // uid -> latest pod on those nodes
+
+  // Main loop only.
+  std::map<std::string, LocalPod> local_;  // uid -> process state
+  std::set<std::string> used_ips_;
+  int next_ip_ = 0;
+  std::vector<std::thread> watchers_;
+};
+
+absl::Status Kubelet::Run() {
+  absl::StatusOr<std::unique_ptr<KubeClient>> client =
+      KubeClient::Create(o_.kube);
+  if (!client.ok()) {
+    return client.status();
+  }
+  std::thread heartbeat([this] { Heartbeat(); });
+  while (!stop_.load()) {
+    std::map<std::string, json> pods;
+    {
+      const std::lock_guard<std::mutex> lock(mu_);
+      pods = pods_;
+    }
+    const absl::Time now = absl::Now();
+    for (auto it = local_.begin(); it != local_.end();) {
+      if (pods.count(it->first) == 0) {  // deleted while we were not looking
+        Log(absl::StrCat("pod ", it->second.ns, "/", it->second.name,
+                         " is gone: stopping its model server"));
+        Stop(it->second);
+        it = local_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    for (const auto& [uid, pod] : pods) {
+      Reconcile(pod, now, **client);
+    }
+    std::this_thread::sleep_for(absl::ToChronoMilliseconds(kTick));
+  }
+  for (auto& [uid, p] : local_) {
+    Stop(p);
+  }
+  heartbeat.join();
+  // Watches block until their server-side timeout; the process is ending,
+  // so they are left to it.
+  for (std::thread& t : watchers_) {
+    t.detach();
+  }
+  return absl::OkStatus();
+}
+
+void Kubelet::Reconcile(const json& pod, absl::Time now, KubeClient& client) {
+  const json meta = pod.value("metadata", json::object());
+  const json spec = pod.value("spec", json::object());
+  const json status = pod.value("status", json::object());
+  const std::string uid = meta.value("uid", "");
+  const std::string ns = meta.value("namespace", "");
+  const std::string name = meta.value("name", "");
+  const std::string phase = status.value("phase", "");
+  if (phase == "Succeeded" || phase == "Failed") {
+    return;
+  }
+  auto it = local_.find(uid);
+  if (meta.contains("deletionTimestamp")) {
+    if (it != local_.end()) {
+      Stop(it->second);
+      local_.erase(it);
+    }
+    // No runtime is left to finish the pod: remove it now, this exact one.
+    const json body = {{"gracePeriodSeconds", 0},
+                       {"preconditions", {{"uid", uid}}}};
+    absl::StatusOr<KubeClient::Response> r = client.Request(
+        "DELETE", absl::StrCat("/api/v1/namespaces/", ns, "/pods/", name),
+        body.dump());
+    if (!r.ok() && r.status().code() != absl::StatusCode::kNotFound) {
+      Log(absl::StrCat("delete ", ns, "/", name, ": ", r.status().message()));
+    }
+    return;
+  }
+  if (it == local_.end()) {
+    LocalPod p;
+    p.ns = ns;
+    p.name = name;
+    p.uid = uid;
+    p.seen = now;
+    p.not_ready_since = now;
+    absl::Duration cold = o_.cold_start;
+    const json ann = meta.value("annotations", json::object());
+    if (ann.contains(kColdStartAnnotation)) {
+      double s = 0;
+      if (absl::SimpleAtod(ann.value(kColdStartAnnotation, ""), &s) && s >= 0) {
+        cold = absl::Seconds(s);
+      } else {
+        Log(absl::StrCat(ns, "/", name, ": annotation ", kColdStartAnnotation,
+                         " is not a number of seconds; using the default"));
+      }
+    }
+    p.start_after = now + cold;
+    const json containers = spec.value("containers", json::array());
+    const json c = containers.empty() ? json::object() : containers[0];
+    p.container = c.value("name", p.container);
+    p.image = c.value("image", "");
+    for (const json& a : c.value("args", json::array())) {
+      p.args.push_back(a.get<std::string>());
+    }
+    const json ports = c.value("ports", json::array());
+    if (!ports.empty()) {
+      p.port = ports[0].value("containerPort", p.port);
+    }
+    for (const json& cond : status.value("conditions", json::array())) {
+      if (cond.value("type", "") == "PodScheduled") {
+        p.scheduled = cond;
+      }
+    }
+    Log(absl::StrCat("pod ", ns, "/", name, " on ", spec.value("nodeName", ""),
+                     ": cold start ", absl::FormatDuration(cold)));
+    it = local_.emplace(uid, std::move(p)).first;
+  }
+  LocalPod& p = it->second;
+  if (p.pid > 0) {
+    int wstatus = 0;
+    if (::waitpid(p.pid, &wstatus, WNOHANG) == p.pid) {
+      p.last_exit =
+          WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
+      Log(absl::StrCat(ns, "/", name, ": model server exited (", p.last_exit,
+                       "); restarting"));
+      p.pid = -1;
+      p.last_exit_at = now;
+      ++p.restarts;
+      if (p.ready) {
+        p.not_ready_since = now;
+      }
+      p.ready = false;
+      p.start_after = now + kRestartDelay;
+      p.dirty = true;
+    }
+  }
+  if (p.pid < 0 && now >= p.start_after) {
+    Start(p, now);
+  }
+  if (p.pid > 0 && !p.ready && Healthy(p)) {
+    p.ready = true;
+    p.ready_at = absl::Now();
+    p.dirty = true;
+    Log(absl::StrCat(ns, "/", name, ": ready at ", p.ip, ":", p.port, " after ",
+                     absl::FormatDuration(p.ready_at - p.seen)));
+  }
+  if (p.dirty) {
+    const json patch = {{"status", Status(p)}};
+    absl::StatusOr<KubeClient::Response> r = client.Request(
+        "PATCH",
+        absl::StrCat("/api/v1/namespaces/", ns, "/pods/", name, "/status"),
+        patch.dump(), "application/merge-patch+json");
+    if (r.ok()) {
+      p.dirty = false;
+    } else {
+      Log(absl::StrCat("status of ", ns, "/", name, ": ",
+                       r.status().message()));
+    }
+  }
+}
+
+void Kubelet::Start(LocalPod& p, absl::Time now) {
+  if (p.ip.empty()) {
+    p.ip = AllocateIp();
+  }
+  std::vector<std::string> argv = {o_.model_server};
+  argv.insert(argv.end(), p.args.begin(), p.args.end());
+  for (const std::string& a : {std::string("--address"), p.ip,
+                               std::string("--port"), std::to_string(p.port)}) {
+    argv.push_back(a);
+  }
+  const std::string log_path =
+      absl::StrCat(o_.log_dir, "/", p.ns, "_", p.name, ".log");
+  absl::StatusOr<pid_t> pid = Spawn(argv, log_path);
+  if (!pid.ok()) {
+    Log(absl::StrCat(p.ns, "/", p.name, ": ", pid.status().message()));
+    p.start_after = now + kRestartDelay;
+    return;
+  }
+  p.pid = *pid;
+  p.started = now;
+  p.dirty = true;
+  Log(absl::StrCat(p.ns, "/", p.name, ": started ", absl::StrJoin(argv, " "),
+                   " (pid ", p.pid, ", log ", log_path, ")"));
+}
+
+void Kubelet::Stop(LocalPod& p) {
+  if (p.pid > 0) {
+    Kill(p.pid);
+    p.pid = -1;
+  }
+  if (!p.ip.empty()) {
+    used_ips_.erase(p.ip);
+  }
+}
+
+bool Kubelet::Healthy(const LocalPod& p) const {
+  httplib::Client http(p.ip, p.port);
+  http.set_connection_timeout(0, 100000);
+  http.set_read_timeout(0, 500000);
+  httplib::Result r = http.Get("/health");
+  return r && r->status == 200;
+}
+
+std::string Kubelet::AllocateIp() {
+  // 127.<octet>.Y.Z with Z in 1..254: a /16 of loopback addresses, every
+  // one of which Linux routes to lo without configuration.
+  for (int tries = 0; tries < 256 * 254; ++tries) {
+    const int n = next_ip_++ % (256 * 254);
+    std::string ip = absl::StrCat("127.", o_.ip_second_octet, ".", n / 254, ".",
+                                  n % 254 + 1);
+    if (used_ips_.insert(ip).second) {
+      return ip;
+    }
+  }
+  return "127.0.0.1";  // 65,024 pods on one kubelet: not a test we run
+}
+
+json Kubelet::Status(const LocalPod& p) const {
+  const bool running = p.pid > 0;
+  json scheduled = p.scheduled.is_object()
+                       ? p.scheduled
+                       : Condition("PodScheduled", true, p.seen);
+  json conditions = json::array({
+      Condition("PodReadyToStartContainers", true, p.seen),
+      Condition("Initialized", true, p.seen),
+      p.ready
+          ? Condition("Ready", true, p.ready_at)
+          : Condition("Ready", false, p.not_ready_since, "ContainersNotReady"),
+      p.ready ? Condition("ContainersReady", true, p.ready_at)
+              : Condition("ContainersReady", false, p.not_ready_since,
+                          "ContainersNotReady"),
+      scheduled,
+  });
+  json state;
+  if (running) {
+    state = {{"running", {{"startedAt", Time(p.started)}}}};
+  } else {
+    state = {{"waiting",
+              {{"reason",
+                p.restarts > 0 ? "CrashLoopBackOff" : "ContainerCreating"}}}};
+  }
+  json container = {
+      {"name", p.container}, {"image", p.image},   {"imageID", ""},
+      {"ready", p.ready},    {"started", running}, {"restartCount", p.restarts},
+      {"state", state},
+  };
+  if (running) {
+    container["containerID"] = absl::StrCat("loopback://", p.pid);
+  }
+  if (p.restarts > 0) {
+    container["lastState"] = {{"terminated",
+                               {{"exitCode", p.last_exit},
+                                {"reason", "Error"},
+                                {"finishedAt", Time(p.last_exit_at)}}}};
+  }
+  json status = {
+      {"phase", running || p.restarts > 0 ? "Running" : "Pending"},
+      {"conditions", conditions},
+      {"hostIP", "127.0.0.1"},
+      {"hostIPs", json::array({{{"ip", "127.0.0.1"}}})},
+      {"startTime", Time(p.seen)},
+      {"containerStatuses", json::array({container})},
+  };
+  if (!p.ip.empty()) {
+    status["podIP"] = p.ip;
+    status["podIPs"] = json::array({{{"ip", p.ip}}});
+  }
+  return status;
+}
+
+// Finds the Nodes to serve, starts a pod watch for each, and keeps them
+// Ready: a Lease renewed and the Ready condition posted every heartbeat.
+void Kubelet::Heartbeat() {
+  absl::StatusOr<std::unique_ptr<KubeClient>> client =
+      KubeClient::Create(o_.kube);
+  if (!client.ok()) {
+    Log(absl::StrCat("heartbeat: ", client.status().message()));
+    return;
+  }
+  KubeClient& c = **client;
+  const absl::Time since = absl::Now();
+  absl::Time next = since;
+  while (!stop_.load()) {
+    if (absl::Now() < next) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      continue;
+    }
+    next = absl::Now() + o_.heartbeat;
+    absl::StatusOr<KubeClient::Response> list = c.Request(
+        "GET", absl::StrCat("/api/v1/nodes?labelSelector=", o_.node_selector),
+        "");
+    if (!list.ok()) {
+      Log(absl::StrCat("list nodes: ", list.status().message()));
+      next = absl::Now() + absl::Seconds(1);
+      continue;
+    }
+    const json nodes = json::parse(list->body, nullptr, false);
+    if (!nodes.is_object()) {
+      Log("list nodes: the answer is not JSON");
+      continue;
+    }
+    for (const json& node : nodes.value("items", json::array())) {
+      const std::string name = node["metadata"].value("name", "");
+      const std::string uid = node["metadata"].value("uid", "");
+      bool is_new = false;
+      {
+        const std::lock_guard<std::mutex> lock(mu_);
+        is_new = nodes_.insert(name).second;
+      }
+      if (is_new) {
+        Log(absl::StrCat("serving node ", name));
+        watchers_.emplace_back([this, name] { WatchNode(name); });
+      }
+      const absl::Time now = absl::Now();
+      const json lease = {
+          {"apiVersion", "coordination.k8s.io/v1"},
+          {"kind", "Lease"},
+          {"metadata",
+           {{"name", name},
+            {"namespace", "kube-node-lease"},
+            {"ownerReferences", json::array({{{"apiVersion", "v1"},
+                                              {"kind", "Node"},
+                                              {"name", name},
+                                              {"uid", uid}}})}}},
+          {"spec",
+           {{"holderIdentity", name},
+            {"leaseDurationSeconds", 40},
+            {"renewTime", MicroTime(now)}}}};
+      const std::string lease_path = absl::StrCat(
+          "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/",
+          name);
+      absl::StatusOr<KubeClient::Response> r =
+          c.Request("PATCH", lease_path, json{{"spec", lease["spec"]}}.dump(),
+                    "application/merge-patch+json");
+      if (!r.ok() && r.status().code() == absl::StatusCode::kNotFound) {
+        r = c.Request(
+            "POST",
+            "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases",
+            lease.dump());
+      }
+      if (!r.ok()) {
+        Log(absl::StrCat("lease of ", name, ": ", r.status().message()));
+      }
+      const json& labels = node["metadata"].value("labels", json::object());
+      const std::string gpus = labels.value("nvidia.com/gpu.count", "8");
+      const json capacity = {{"cpu", "96"},
+                             {"memory", "1Ti"},
+                             {"pods", "110"},
+                             {"nvidia.com/gpu", gpus}};
+      json conditions = json::array();
+      for (const char* pressure :
+           {"MemoryPressure", "DiskPressure", "PIDPressure"}) {
+        conditions.push_back(
+            {{"type", pressure},
+             {"status", "False"},
+             {"reason", absl::StrCat("KubeletHasNo", pressure)},
+             {"lastHeartbeatTime", Time(now)},
+             {"lastTransitionTime", Time(since)}});
+      }
+      conditions.push_back(
+          {{"type", "Ready"},
+           {"status", "True"},
+           {"reason", "KubeletReady"},
+           {"message", "loopback kubelet is posting ready status"},
+           {"lastHeartbeatTime", Time(now)},
+           {"lastTransitionTime", Time(since)}});
+      const json status = {
+          {"status",
+           {{"capacity", capacity},
+            {"allocatable", capacity},
+            {"conditions", conditions},
+            {"addresses",
+             json::array({{{"type", "InternalIP"}, {"address", "127.0.0.1"}},
+                          {{"type", "Hostname"}, {"address", name}}})},
+            {"nodeInfo",
+             {{"kubeletVersion", "pilotlight-loopback"},
+              {"containerRuntimeVersion", "loopback://1"},
+              {"operatingSystem", "linux"},
+              {"architecture", "amd64"}}}}}};
+      r = c.Request("PATCH", absl::StrCat("/api/v1/nodes/", name, "/status"),
+                    status.dump(), "application/merge-patch+json");
+      if (!r.ok()) {
+        Log(absl::StrCat("status of node ", name, ": ", r.status().message()));
+      }
+    }
+  }
+}
+
+// List+watch of the pods bound to `node` (fieldSelector spec.nodeName, as a
+// real kubelet does); relists after 410 Gone or any error, so a dropped
+// watch loses no change.
+void Kubelet::WatchNode(const std::string& node) {
+  absl::StatusOr<std::unique_ptr<KubeClient>> client =
+      KubeClient::Create(o_.kube);
+  if (!client.ok()) {
+    Log(absl::StrCat("watch ", node, ": ", client.status().message()));
+    return;
+  }
+  const std::string base =
+      absl::StrCat("/api/v1/pods?fieldSelector=spec.nodeName%3D", node);
+  while (!stop_.load()) {
+    absl::StatusOr<KubeClient::Response> list =
+        (*client)->Request("GET", base, "");
+    if (!list.ok()) {
+      Log(absl::StrCat("list pods on ", node, ": ", list.status().message()));
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+      continue;
+    }
+    const json body = json::parse(list->body, nullptr, false);
+    if (!body.is_object()) {
+      Log(absl::StrCat("list pods on ", node, ": the answer is not JSON"));
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+      continue;
+    }
+    std::string rv =
+        body.value("metadata", json::object()).value("resourceVersion", "");
+    {
+      const std::lock_guard<std::mutex> lock(mu_);
+      for (auto it = pods_.begin(); it != pods_.end();) {
+        it = it->second["spec"].value("nodeName", "") == node ? pods_.erase(it)
+                                                              : std::next(it);
+      }
+      for (const json& pod : body.value("items", json::array())) {
+        pods_[pod["metadata"].value("uid", "")] = pod;
+      }
+    }
+    absl::Status st = absl::OkStatus();
+    while (st.ok() && !stop_.load()) {
+      st = (*client)->Watch(
+          absl::StrCat(base, "&watch=true&allowWatchBookmarks=true",
+                       "&timeoutSeconds=60&resourceVersion=", rv),
+          [&](kube::WatchEvent e) {
+            rv = e.object["metadata"].value("resourceVersion", rv);
+            if (e.type == "BOOKMARK") {
+              return !stop_.load();
+            }
+            const std::string uid = e.object["metadata"].value("uid", "");
+            const std::lock_guard<std::mutex> lock(mu_);
+            if (e.type == "DELETED") {
+              pods_.erase(uid);
+            } else {
+              pods_[uid] = std::move(e.object);
+            }
+            return !stop_.load();
+          });
+    }
+    if (!stop_.load()) {
+      Log(absl::StrCat("watch pods on ", node, ": ", st.message(),
+                       "; relisting"));
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  }
+}
+
+}  // namespace
+
+absl::Status RunLoopbackKubelet(const LoopbackKubeletOptions& options,
+                                const std::atomic<bool>& stop) {
+  if (::access(options.model_server.c_str(), X_OK) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--model-server ", options.model_server, " is not an executable"));
+  }
+  if (options.log_dir.empty()) {
+    return absl::InvalidArgumentError("--log-dir is required");
+  }
+  Kubelet k(options, stop);
+  return k.Run();
+}
+
+}  // namespace pilotlight::tools

@@ -1,0 +1,49 @@
+// File: tests/tools/loopback_kubelet/loopback_kubelet.h
+//
+// LoopbackKubelet: the one part of the local test cluster that stands in
+// for a real node. It serves the Nodes labelled for it (tests/cluster/up
+// creates them next to kwok's fake GPU pools): keeps them Ready (a Lease in
+// kube-node-lease renewed every 10 s, the Ready condition), and runs every
+// pod the real kube-scheduler binds to them as one real
+// pilotlight-model-server process on the pod's own loopback address
+// (127.X.Y.Z), after a cold-start delay. It reports what really happened
+// and when: Pending/ContainerCreating during the delay, Running with the
+// pod IP once the process starts, Ready once /health answers; the pod
+// condition times are the real times (the operator learns cold starts from
+// them). A deleted pod's process is killed and the pod removed (there is no
+// real runtime to finish it); a process that dies is restarted and counted
+// in restartCount.
+//
+// The container's args are passed to the model server (e.g. --model
+// llama-3.1-8b --gpu l4), followed by --address <pod IP> --port <first
+// containerPort, default 8000>. The pod annotation
+// pilotlight.dev/cold-start-seconds overrides the delay.
+#pragma once
+
+#include <atomic>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "controller/kube/kube_config.h"
+
+namespace pilotlight::tools {
+
+struct LoopbackKubeletOptions {
+  kube::KubeConfig kube;
+  // Label selector of the Nodes this kubelet serves.
+  std::string node_selector = "pilotlight.dev/loopback=true";
+  std::string model_server;  // path to pilotlight-model-server
+  absl::Duration cold_start = absl::Seconds(3);
+  std::string log_dir;       // one log file per model-server process
+  int ip_second_octet = 77;  // pods get 127.<this>.Y.Z
+  absl::Duration heartbeat = absl::Seconds(10);
+};
+
+// Runs until `stop` becomes true, then kills every process it started.
+// Returns an error only for what cannot be retried (bad options); API
+// server errors are logged and retried.
+absl::Status RunLoopbackKubelet(const LoopbackKubeletOptions& options,
+                                const std::atomic<bool>& stop);
+
+}  // namespace pilotlight::tools

@@ -1,0 +1,79 @@
+// pilotlight-loopback-kubelet: runs the pods bound to the loopback Nodes of
+// the local test cluster as real model-server processes
+// (loopback_kubelet.h). Stops, killing its processes, on SIGTERM or SIGINT.
+#include <csignal>
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "controller/cmd/flags.h"
+#include "controller/kube/kube_config.h"
+#include "tests/tools/loopback_kubelet/loopback_kubelet.h"
+
+namespace {
+std::atomic<bool> stop{false};
+void OnSignal(int /*sig*/) { stop.store(true); }
+}  // namespace
+
+int main(int argc, char** argv) {
+  using pilotlight::cmd::FlagSpec;
+  const std::vector<FlagSpec> specs = {
+      {"kubeconfig", false, "FILE", "kubeconfig (default $KUBECONFIG)"},
+      {"model-server", false, "PATH", "the pilotlight-model-server binary"},
+      {"cold-start", false, "DURATION",
+       "delay before a pod's process starts (default 3s; the pod annotation "
+       "pilotlight.dev/cold-start-seconds overrides it)"},
+      {"log-dir", false, "DIR", "where each model server's log goes"},
+      {"node-selector", false, "LABELS",
+       "label selector of the Nodes to serve (default "
+       "pilotlight.dev/loopback=true)"},
+      {"help", true, "", "show this help"},
+  };
+  absl::StatusOr<pilotlight::cmd::ParsedFlags> f = pilotlight::cmd::ParseFlags(
+      std::vector<std::string>(argv + 1, argv + argc), specs);
+  if (!f.ok() || f->Bool("help")) {
+    (f.ok() ? std::cout : std::cerr)
+        << (f.ok() ? "" : std::string(f.status().message()) + "\n")
+        << "usage: pilotlight-loopback-kubelet --kubeconfig FILE "
+           "--model-server PATH --log-dir DIR [flags]\n"
+        << pilotlight::cmd::FlagsHelp(specs);
+    return f.ok() ? 0 : 2;
+  }
+  const char* env = std::getenv("KUBECONFIG");
+  const std::string kubeconfig =
+      f->String("kubeconfig").value_or(env != nullptr ? env : "");
+  if (kubeconfig.empty()) {
+    std::cerr << "pilotlight-loopback-kubelet: --kubeconfig is required\n";
+    return 2;
+  }
+  absl::StatusOr<pilotlight::kube::KubeConfig> kube =
+      pilotlight::kube::KubeConfigFromFile(kubeconfig);
+  if (!kube.ok()) {
+    std::cerr << "pilotlight-loopback-kubelet: " << kube.status().message()
+              << "\n";
+    return 2;
+  }
+  pilotlight::tools::LoopbackKubeletOptions o;
+  o.kube = *kube;
+  o.model_server = f->String("model-server").value_or("");
+  o.log_dir = f->String("log-dir").value_or("");
+  o.node_selector = f->String("node-selector").value_or(o.node_selector);
+  if (absl::Status st =
+          pilotlight::cmd::Set(f->Duration("cold-start"), o.cold_start);
+      !st.ok()) {
+    std::cerr << st.message() << "\n";
+    return 2;
+  }
+  std::signal(SIGTERM, OnSignal);
+  std::signal(SIGINT, OnSignal);
+  const absl::Status st = pilotlight::tools::RunLoopbackKubelet(o, stop);
+  if (!st.ok()) {
+    std::cerr << "pilotlight-loopback-kubelet: " << st.message() << "\n";
+    return 2;
+  }
+  // Pod watches block until their server-side timeout; nothing is left to
+  // flush, so end without waiting for them.
+  std::cerr.flush();
+  std::_Exit(0);
+}
