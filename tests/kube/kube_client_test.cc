@@ -1,6 +1,7 @@
 // KubeClient against a real kube-apiserver: the local test cluster
-// (tests/cluster/up). Set PILOTLIGHT_TEST_KUBECONFIG to its kubeconfig to
-// run; without it the test is reported as skipped, not passed.
+// (tests/cluster/up, started by ctest's cluster_up fixture, or by hand with
+// PILOTLIGHT_TEST_KUBECONFIG set); without one the test is reported as
+// skipped, not passed.
 #include "controller/kube/kube_client.h"
 
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/cluster/test_cluster.h"
 
 namespace pilotlight::kube {
 namespace {
@@ -22,11 +24,12 @@ using ::testing::HasSubstr;
 class KubeClientTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const char* path = std::getenv("PILOTLIGHT_TEST_KUBECONFIG");
-    if (path == nullptr) {
-      GTEST_SKIP() << "PILOTLIGHT_TEST_KUBECONFIG not set (tests/cluster/up)";
+    const std::optional<std::string> path = testcluster::TestKubeconfig();
+    if (!path) {
+      GTEST_SKIP() << "no test cluster: run through ctest (the cluster_up "
+                      "fixture) or set PILOTLIGHT_TEST_KUBECONFIG";
     }
-    absl::StatusOr<KubeConfig> c = KubeConfigFromFile(path);
+    absl::StatusOr<KubeConfig> c = KubeConfigFromFile(*path);
     ASSERT_TRUE(c.ok()) << c.status();
     config_ = *c;
     client_ = *KubeClient::Create(config_);
