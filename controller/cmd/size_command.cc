@@ -174,21 +174,6 @@ absl::StatusOr<model::SizingRequest> BuildRequest(const ParsedFlags& f) {
   return r;
 }
 
-absl::StatusOr<model::Catalog> LoadCatalog(const ParsedFlags& f) {
-  std::optional<std::string> path = f.String("catalog");
-  if (!path) {
-    return model::Catalog::Default();
-  }
-  std::ifstream in(*path);
-  if (!in) {
-    return absl::NotFoundError(
-        absl::StrCat("--catalog ", *path, ": cannot open the file"));
-  }
-  std::stringstream text;
-  text << in.rdbuf();
-  return model::Catalog::FromYaml(text.str(), *path);
-}
-
 // For the default table: the row that best represents each class.
 std::vector<const model::SizingOption*> BestPerClass(
     const model::SizingReport& rep) {
@@ -275,6 +260,21 @@ void PrintTable(const model::SizingRequest& r, const model::SizingReport& rep,
 }
 
 }  // namespace
+
+absl::StatusOr<model::Catalog> LoadCatalog(const ParsedFlags& f) {
+  std::optional<std::string> path = f.String("catalog");
+  if (!path) {
+    return model::Catalog::Default();
+  }
+  std::ifstream in(*path);
+  if (!in) {
+    return absl::NotFoundError(
+        absl::StrCat("--catalog ", *path, ": cannot open the file"));
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  return model::Catalog::FromYaml(text.str(), *path);
+}
 
 int RunSize(const std::vector<std::string>& args, std::ostream& out,
             std::ostream& err) {
