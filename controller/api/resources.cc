@@ -348,19 +348,13 @@ absl::StatusOr<AutoscalerResource> ParseInferenceAutoscaler(
   const std::string xp = "spec.metrics.";
   PL_ASSIGN_OR_RETURN(std::string server,
                       String(metrics, "server", xp, "vllm"));
-  static const std::map<std::string, MetricsServer> kServers = {
-      {"vllm", MetricsServer::kVllm},     {"sglang", MetricsServer::kSglang},
-      {"tgi", MetricsServer::kTgi},       {"triton", MetricsServer::kTriton},
-      {"custom", MetricsServer::kCustom},
-  };
-  auto srv = kServers.find(server);
-  if (srv == kServers.end()) {
+  absl::StatusOr<prom::MetricsServer> srv = prom::ParseMetricsServer(server);
+  if (!srv.ok()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(xp, "server: \"", server,
-                     "\" is not vllm, sglang, tgi, triton or custom"));
+        absl::StrCat(xp, "server: ", srv.status().message()));
   }
-  r.metrics.server = srv->second;
-  if (r.metrics.server == MetricsServer::kCustom) {
+  r.metrics.server = *srv;
+  if (r.metrics.server == prom::MetricsServer::kCustom) {
     PL_ASSIGN_OR_RETURN(r.metrics.concurrency_query,
                         String(metrics, "concurrencyQuery", xp, {}));
     PL_ASSIGN_OR_RETURN(r.metrics.arrival_rate_query,

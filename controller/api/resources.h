@@ -20,6 +20,7 @@
 #include "controller/model/cold_start.h"
 #include "controller/model/gpu_class.h"
 #include "controller/policy/endpoint_spec.h"
+#include "controller/prom/demand.h"
 #include "nlohmann/json.hpp"
 
 namespace pilotlight::api {
@@ -50,10 +51,8 @@ nlohmann::json GpuClassObject(const model::GpuClass& entry,
 // entry has a spot price), as one multi-document YAML text.
 std::string DefaultGpuClassesYaml(const model::Catalog& catalog);
 
-enum class MetricsServer { kVllm, kSglang, kTgi, kTriton, kCustom };
-
 struct MetricsSpec {
-  MetricsServer server = MetricsServer::kVllm;
+  prom::MetricsServer server = prom::MetricsServer::kVllm;
   std::string concurrency_query;   // custom only
   std::string arrival_rate_query;  // custom only
 };

@@ -82,7 +82,7 @@ TEST(AutoscalerTest, DefaultsFillWhatTheServerWouldHave) {
   EXPECT_EQ(a->spec.variants[0].capacity, policy::CapacityType::kSpot);
   EXPECT_EQ(a->spec.variants[0].cold_start.node_provisioning,
             absl::Seconds(90));
-  EXPECT_EQ(a->metrics.server, MetricsServer::kVllm);
+  EXPECT_EQ(a->metrics.server, prom::MetricsServer::kVllm);
 }
 
 TEST(AutoscalerTest, WhatTheSchemaCannotSayIsRefusedWithTheField) {

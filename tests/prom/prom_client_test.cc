@@ -1,0 +1,197 @@
+#include "controller/prom/prom_client.h"
+
+#include <httplib.h>
+
+#include <thread>
+
+#include "controller/prom/demand.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace pilotlight::prom {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(ParseInstantAnswerTest, VectorWithLabelsAndValues) {
+  absl::StatusOr<std::vector<Sample>> v = ParseInstantAnswer(200, R"({
+    "status": "success", "data": {"resultType": "vector", "result": [
+      {"metric": {"namespace": "ml", "pod": "a"}, "value": [1700000000.5, "3"]},
+      {"metric": {"namespace": "ml", "pod": "b"}, "value": [1700000000.5, "NaN"]},
+      {"metric": {"namespace": "ml", "pod": "c"}, "value": [1700000000.5, "+Inf"]},
+      {"metric": {"namespace": "ml", "pod": "d"}, "histogram": [1, {}]}]}})");
+  ASSERT_TRUE(v.ok()) << v.status();
+  ASSERT_EQ(v->size(), 1U);  // NaN, Inf and a native histogram say nothing
+  EXPECT_EQ((*v)[0].labels.at("pod"), "a");
+  EXPECT_DOUBLE_EQ((*v)[0].value, 3);
+  EXPECT_EQ((*v)[0].at, absl::FromUnixMillis(1700000000500));
+}
+
+TEST(ParseInstantAnswerTest, EmptyResultIsEmptyNotAnError) {
+  absl::StatusOr<std::vector<Sample>> v = ParseInstantAnswer(
+      200,
+      R"({"status":"success","data":{"resultType":"vector","result":[]}})");
+  ASSERT_TRUE(v.ok());
+  EXPECT_TRUE(v->empty());
+}
+
+TEST(ParseInstantAnswerTest, ErrorsSayWhich) {
+  struct Case {
+    int http;
+    const char* body;
+    absl::StatusCode code;
+    const char* message;
+  };
+  const Case cases[] = {
+      {400,
+       R"({"status":"error","errorType":"bad_data","error":"parse error at char 5"})",
+       absl::StatusCode::kInvalidArgument, "parse error at char 5"},
+      {503,
+       R"({"status":"error","errorType":"timeout","error":"query timed out"})",
+       absl::StatusCode::kUnavailable, "timeout"},
+      {422,
+       R"({"status":"error","errorType":"execution","error":"many-to-many"})",
+       absl::StatusCode::kInternal, "many-to-many"},
+      {502, "<html>Bad Gateway</html>", absl::StatusCode::kDataLoss,
+       "HTTP 502 with something that is not its API's JSON: <html>"},
+      {200,
+       R"({"status":"success","data":{"resultType":"matrix","result":[]}})",
+       absl::StatusCode::kDataLoss, "want vector"},
+      {200, R"({"status":"success"})", absl::StatusCode::kDataLoss,
+       "no data.result"},
+      {200, "", absl::StatusCode::kDataLoss, "not its API's JSON"},
+  };
+  for (const Case& c : cases) {
+    absl::StatusOr<std::vector<Sample>> v = ParseInstantAnswer(c.http, c.body);
+    EXPECT_EQ(v.status().code(), c.code) << c.body;
+    EXPECT_THAT(std::string(v.status().message()), HasSubstr(c.message))
+        << c.body;
+  }
+}
+
+TEST(ParseRangeAnswerTest, Matrix) {
+  absl::StatusOr<std::vector<Series>> m = ParseRangeAnswer(200, R"({
+    "status":"success","data":{"resultType":"matrix","result":[
+      {"metric":{"pod":"a"},"values":[[10,"1"],[11,"NaN"],[12,"2.5"]]}]}})");
+  ASSERT_TRUE(m.ok()) << m.status();
+  ASSERT_EQ(m->size(), 1U);
+  ASSERT_EQ((*m)[0].points.size(), 2U);
+  EXPECT_DOUBLE_EQ((*m)[0].points[1].second, 2.5);
+}
+
+TEST(PromClientTest, BadUrlIsRefused) {
+  EXPECT_EQ(PromClient::Create("prometheus:9090").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(PromClient::Create("http://").status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+// A server that answers what a broken Prometheus (or a proxy in front of
+// it) might, over real HTTP.
+class FakePrometheus {
+ public:
+  explicit FakePrometheus(std::function<void(httplib::Response&)> answer) {
+    server_.Post("/prefix/api/v1/query",
+                 [answer](const httplib::Request& req, httplib::Response& res) {
+                   last_query = req.get_param_value("query");
+                   answer(res);
+                 });
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+    while (!server_.is_running()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  ~FakePrometheus() {
+    server_.stop();
+    thread_.join();
+  }
+  std::string url() const {
+    return "http://127.0.0.1:" + std::to_string(port_) + "/prefix";
+  }
+  static inline std::string last_query;
+
+ private:
+  httplib::Server server_;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+TEST(PromClientTest, GarbageAndSlowAnswersAreErrorsNotData) {
+  FakePrometheus garbage(
+      [](httplib::Response& res) { res.set_content("}{", "text/plain"); });
+  auto c = PromClient::Create(garbage.url());
+  ASSERT_TRUE(c.ok());
+  absl::StatusOr<std::vector<Sample>> v =
+      (*c)->Query("sum by (namespace, pod) (vllm:num_requests_running)");
+  EXPECT_EQ(v.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(FakePrometheus::last_query,
+            "sum by (namespace, pod) (vllm:num_requests_running)");
+
+  FakePrometheus slow([](httplib::Response& res) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    res.set_content(
+        R"({"status":"success","data":{"resultType":"vector","result":[]}})",
+        "application/json");
+  });
+  auto s = PromClient::Create(slow.url(), absl::Milliseconds(300));
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ((*s)->Query("up").status().code(), absl::StatusCode::kUnavailable);
+}
+
+TEST(PromClientTest, UnreachableIsUnavailable) {
+  // A port nothing listens on: bind one, then close it.
+  int port = 0;
+  {
+    httplib::Server s;
+    port = s.bind_to_any_port("127.0.0.1");
+  }
+  auto c = PromClient::Create("http://127.0.0.1:" + std::to_string(port),
+                              absl::Milliseconds(500));
+  ASSERT_TRUE(c.ok());
+  absl::StatusOr<std::vector<Sample>> v = (*c)->Query("up");
+  EXPECT_EQ(v.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(v.status().message()), HasSubstr("127.0.0.1"));
+}
+
+TEST(DemandReaderTest, SumsByPodAndKeepsErrorsPerQuery) {
+  FakePrometheus prom([](httplib::Response& res) {
+    if (FakePrometheus::last_query == "bad") {
+      res.status = 400;
+      res.set_content(
+          R"({"status":"error","errorType":"bad_data","error":"no"})",
+          "application/json");
+      return;
+    }
+    res.set_content(
+        R"({"status":"success","data":{"resultType":"vector","result":[
+      {"metric":{"namespace":"ml","pod":"a"},"value":[1,"2"]},
+      {"metric":{"namespace":"ml","pod":"b"},"value":[1,"5"]},
+      {"metric":{"job":"x"},"value":[1,"9"]}]}})",
+        "application/json");
+  });
+  auto c = PromClient::Create(prom.url());
+  ASSERT_TRUE(c.ok());
+  DemandReader reader(**c);
+  auto got = reader.Read({"good", "bad", ""}, absl::FromUnixSeconds(100));
+  ASSERT_EQ(got.size(), 2U);  // the empty query is not sent
+  ASSERT_TRUE(got.at("good").ok());
+  EXPECT_EQ(*got.at("good"), (PodValues{{"ml/a", 2}, {"ml/b", 5}}));
+  EXPECT_EQ(got.at("bad").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ((*c)->queries(), 2);
+}
+
+TEST(PresetQueriesTest, OneBatchedQueryPerSignal) {
+  const DemandQueries v =
+      PresetQueries(MetricsServer::kVllm, absl::Seconds(30));
+  EXPECT_EQ(v.in_flight, "sum by (namespace, pod) (vllm:num_requests_running)");
+  EXPECT_EQ(v.arrival_rate,
+            "sum by (namespace, pod) (rate(vllm:request_success_total[30s]))");
+  EXPECT_TRUE(PresetQueries(MetricsServer::kTriton, absl::Seconds(30))
+                  .in_flight.empty());
+  EXPECT_EQ(*ParseMetricsServer("tgi"), MetricsServer::kTgi);
+  EXPECT_FALSE(ParseMetricsServer("vLLM").ok());
+}
+
+}  // namespace
+}  // namespace pilotlight::prom
