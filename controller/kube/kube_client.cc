@@ -4,8 +4,13 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
+#include <algorithm>
+#include <chrono>
+#include <csignal>
 #include <fstream>
+#include <mutex>
 #include <sstream>
+#include <thread>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -100,6 +105,24 @@ EVP_PKEY* ParseKey(const std::string& pem) {
   return k;
 }
 
+httplib::Result Send(httplib::SSLClient& http, absl::string_view method,
+                     const std::string& p, const httplib::Headers& headers,
+                     const std::string& b, const std::string& ct) {
+  if (method == "GET") {
+    return http.Get(p, headers);
+  }
+  if (method == "POST") {
+    return http.Post(p, headers, b, ct);
+  }
+  if (method == "PUT") {
+    return http.Put(p, headers, b, ct);
+  }
+  if (method == "PATCH") {
+    return http.Patch(p, headers, b, ct);
+  }
+  return http.Delete(p, headers, b, ct);
+}
+
 }  // namespace
 
 KubeClient::KubeClient(KubeConfig config) : config_(std::move(config)) {}
@@ -107,6 +130,11 @@ KubeClient::~KubeClient() = default;
 
 absl::StatusOr<std::unique_ptr<KubeClient>> KubeClient::Create(
     const KubeConfig& config) {
+  // OpenSSL writes to sockets with write(2): a peer that went away (or a
+  // Cancel()ed stream) would raise SIGPIPE and kill the process. Every
+  // such write already fails with EPIPE, which is handled as an error.
+  static std::once_flag ignore_sigpipe;
+  std::call_once(ignore_sigpipe, [] { std::signal(SIGPIPE, SIG_IGN); });
   auto c = std::unique_ptr<KubeClient>(new KubeClient(config));
   if (absl::Status st = c->Connect(); !st.ok()) {
     return st;
@@ -211,37 +239,42 @@ absl::StatusOr<KubeClient::Response> KubeClient::Request(
       method != "PATCH" && method != "DELETE") {
     return absl::InvalidArgumentError(absl::StrCat("method ", method));
   }
-  httplib::Result r = [&] {
-    if (method == "GET") {
-      return http_->Get(p, headers);
+  for (int attempt = 0;; ++attempt) {
+    if (throttle_ != nullptr) {
+      throttle_->Wait();
     }
-    if (method == "POST") {
-      return http_->Post(p, headers, b, ct);
+    ++requests_;
+    httplib::Result r = Send(*http_, method, p, headers, b, ct);
+    if (r && r->status == 429 && attempt < 3) {
+      int wait_s = 1;
+      (void)absl::SimpleAtoi(r->get_header_value("Retry-After"), &wait_s);
+      std::this_thread::sleep_for(
+          std::chrono::seconds(std::clamp(wait_s, 1, 10)));
+      continue;
     }
-    if (method == "PUT") {
-      return http_->Put(p, headers, b, ct);
+    if (!r) {
+      return absl::UnavailableError(absl::StrCat(method, " ", path, ": ",
+                                                 httplib::to_string(r.error()),
+                                                 " (", config_.server, ")"));
     }
-    if (method == "PATCH") {
-      return http_->Patch(p, headers, b, ct);
+    if (r->status < 200 || r->status >= 300) {
+      return HttpError(r->status, r->body);
     }
-    return http_->Delete(p, headers, b, ct);
-  }();
-  if (!r) {
-    return absl::UnavailableError(absl::StrCat(method, " ", path, ": ",
-                                               httplib::to_string(r.error()),
-                                               " (", config_.server, ")"));
+    return Response{r->status, r->body};
   }
-  if (r->status < 200 || r->status >= 300) {
-    return HttpError(r->status, r->body);
-  }
-  return Response{r->status, r->body};
 }
+
+void KubeClient::Cancel() { http_->stop(); }
 
 absl::Status KubeClient::Watch(
     absl::string_view path, const std::function<bool(WatchEvent)>& on_event) {
   if (absl::Status st = Authorize(); !st.ok()) {
     return st;
   }
+  if (throttle_ != nullptr) {
+    throttle_->Wait();
+  }
+  ++requests_;
   WatchDecoder decoder;
   absl::Status stream_status;
   std::string error_body;

@@ -14,6 +14,7 @@
 //   auto r = (*client)->Request("GET", "/api/v1/namespaces", "");
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -22,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "controller/kube/kube_config.h"
+#include "controller/kube/throttle.h"
 #include "nlohmann/json.hpp"
 
 namespace httplib {
@@ -77,6 +79,17 @@ class KubeClient {
   absl::Status Watch(absl::string_view path,
                      const std::function<bool(WatchEvent)>& on_event);
 
+  // Every request first takes a token from `throttle` (shared by all of a
+  // controller's clients; not owned). A 429 answer is retried after its
+  // Retry-After (at most 10 s, three times).
+  void set_throttle(Throttle* throttle) { throttle_ = throttle; }
+
+  // Aborts the request or watch in progress (from another thread): it
+  // returns Cancelled/Unavailable at once.
+  void Cancel();
+
+  int64_t requests() const { return requests_; }  // sent, since creation
+
  private:
   explicit KubeClient(KubeConfig config);
   absl::Status Connect();
@@ -86,6 +99,8 @@ class KubeClient {
   std::string host_;
   int port_ = 443;
   std::unique_ptr<httplib::SSLClient> http_;
+  Throttle* throttle_ = nullptr;
+  std::atomic<int64_t> requests_{0};
 };
 
 // The absl code for an HTTP status from the API server.

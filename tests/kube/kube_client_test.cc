@@ -6,12 +6,18 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "controller/kube/informer.h"
+#include "controller/kube/leader_election.h"
+#include "controller/runtime/real_clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/cluster/test_cluster.h"
@@ -93,6 +99,111 @@ TEST_F(KubeClientTest, CrudAndWatch) {
   EXPECT_EQ(nlohmann::json::parse(got->body)["data"]["replicas"], "3");
   EXPECT_EQ(client_->Request("GET", base + "/nope", "").status().code(),
             absl::StatusCode::kNotFound);
+}
+
+// The informer: list, watch, and after a gap (a dropped watch, a restarted
+// controller) a relist that reports what was deleted meanwhile.
+TEST_F(KubeClientTest, InformerListsWatchesAndRelistsDeletions) {
+  const std::string base = "/api/v1/namespaces/" + ns_ + "/configmaps";
+  // Labelled, so kube-root-ca.crt (every namespace has it) stays out.
+  ASSERT_TRUE(client_
+                  ->Request("POST", base,
+                            R"({"metadata":{"name":"a","labels":{"t":"1"}}})")
+                  .ok());
+  runtime::RealClock clock;
+  InformerOptions options;
+  options.path = base;
+  options.selector = "labelSelector=t%3D1";
+  Informer informer(config_, options, clock);
+  std::mutex mu;
+  std::vector<std::string> events;
+  informer.AddHandler([&](EventType t, const nlohmann::json& o) {
+    const std::lock_guard<std::mutex> lock(mu);
+    events.push_back(absl::StrCat(t == EventType::kAdded      ? "add:"
+                                  : t == EventType::kModified ? "mod:"
+                                                              : "del:",
+                                  ObjectKey(o)));
+  });
+  const auto saw = [&](const std::string& e) {
+    for (int i = 0; i < 100; ++i) {
+      {
+        const std::lock_guard<std::mutex> lock(mu);
+        if (std::find(events.begin(), events.end(), e) != events.end()) {
+          return true;
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+  };
+  informer.Start();
+  EXPECT_TRUE(saw("add:" + ns_ + "/a"));
+  EXPECT_TRUE(informer.Synced());
+  ASSERT_TRUE(client_
+                  ->Request("POST", base,
+                            R"({"metadata":{"name":"b","labels":{"t":"1"}}})")
+                  .ok());
+  EXPECT_TRUE(saw("add:" + ns_ + "/b"));
+  ASSERT_TRUE(client_
+                  ->Request("PATCH", base + "/a", R"({"data":{"k":"v"}})",
+                            "application/merge-patch+json")
+                  .ok());
+  EXPECT_TRUE(saw("mod:" + ns_ + "/a"));
+  EXPECT_EQ(informer.Size(), 2U);
+  ASSERT_NE(informer.Get(ns_ + "/a"), nullptr);
+  EXPECT_EQ((*informer.Get(ns_ + "/a"))["data"]["k"], "v");
+  EXPECT_FALSE(
+      (*informer.Get(ns_ + "/a"))["metadata"].contains("managedFields"));
+
+  informer.Stop();  // the watch drops...
+  ASSERT_TRUE(client_->Request("DELETE", base + "/b", "").ok());
+  informer.Start();  // ...and the relist finds b gone
+  EXPECT_TRUE(saw("del:" + ns_ + "/b"));
+  EXPECT_EQ(informer.Size(), 1U);
+  EXPECT_EQ(informer.stats().lists, 2);
+  informer.Stop();
+}
+
+// client-go's lease algorithm against the real API server, with short
+// timings: one leader; a standby takes over when the leader stops
+// renewing, but not before the lease expires on its own clock; Release
+// hands over at once.
+TEST_F(KubeClientTest, LeaderElectionOneLeaderAndTakeover) {
+  runtime::RealClock clock;
+  auto client_b = KubeClient::Create(config_);
+  ASSERT_TRUE(client_b.ok());
+  LeaderElectionConfig ca{.lease_namespace = ns_,
+                          .lease_name = "lead",
+                          .identity = "a",
+                          .lease_duration = absl::Seconds(3),
+                          .renew_deadline = absl::Seconds(2),
+                          .retry_period = absl::Milliseconds(500)};
+  ASSERT_TRUE(ValidateLeaderElectionConfig(ca).ok());
+  LeaderElectionConfig cb = ca;
+  cb.identity = "b";
+  LeaderElector a(*client_, ca, clock);
+  LeaderElector b(**client_b, cb, clock);
+  EXPECT_TRUE(a.TryAcquireOrRenew()) << a.last_error();
+  EXPECT_FALSE(b.TryAcquireOrRenew());
+  EXPECT_TRUE(a.TryAcquireOrRenew());  // renew
+  // a stops renewing (as if killed): b must wait out the lease duration
+  // measured from when it saw the record change.
+  const absl::Time start = absl::Now();
+  while (!b.TryAcquireOrRenew()) {
+    ASSERT_LT(absl::Now() - start, absl::Seconds(10)) << "no takeover";
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  EXPECT_GE(absl::Now() - start, absl::Seconds(2.5));
+  EXPECT_FALSE(a.TryAcquireOrRenew());  // a is not leader any more
+  auto lease = client_->Request(
+      "GET", "/apis/coordination.k8s.io/v1/namespaces/" + ns_ + "/leases/lead",
+      "");
+  ASSERT_TRUE(lease.ok());
+  const auto spec = nlohmann::json::parse(lease->body)["spec"];
+  EXPECT_EQ(spec["holderIdentity"], "b");
+  EXPECT_EQ(spec["leaseTransitions"], 1);
+  b.Release();
+  EXPECT_TRUE(a.TryAcquireOrRenew()) << "no handover after Release";
 }
 
 }  // namespace

@@ -1,0 +1,22 @@
+// File: controller/runtime/real_clock.h
+//
+// RealClock: the system clock, for the Kubernetes machinery (kube::Clock).
+// controller/runtime is where the clock may be read (scripts/test checks).
+#pragma once
+
+#include <thread>
+
+#include "absl/time/clock.h"
+#include "controller/kube/clock.h"
+
+namespace pilotlight::runtime {
+
+class RealClock final : public kube::Clock {
+ public:
+  absl::Time Now() const override { return absl::Now(); }
+  void SleepFor(absl::Duration d) const override {
+    std::this_thread::sleep_for(absl::ToChronoMicroseconds(d));
+  }
+};
+
+}  // namespace pilotlight::runtime
