@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "controller/cmd/controller_command.h"
 #include "controller/cmd/gpuclasses_command.h"
 #include "controller/cmd/simulate_command.h"
 #include "controller/cmd/size_command.h"
@@ -18,6 +19,7 @@ constexpr absl::string_view kUsage =
     "  size       which GPU class, how many GPUs and what cost for a model\n"
     "  simulate   replay a request trace through the policy and baselines\n"
     "  gpuclasses print the default GPUClass objects from the catalog\n"
+    "  controller run the operator against a cluster\n"
     "  version    print the version\n"
     "\n"
     "Run 'pilotlight <command> --help' for a command's flags.\n";
@@ -36,6 +38,9 @@ int main(int argc, char** argv) {
   }
   if (command == "simulate") {
     return pilotlight::cmd::RunSimulate(args, std::cout, std::cerr);
+  }
+  if (command == "controller") {
+    return pilotlight::cmd::RunController(args, std::cout, std::cerr);
   }
   if (command == "gpuclasses") {
     return pilotlight::cmd::RunGpuClasses(args, std::cout, std::cerr);

@@ -206,6 +206,12 @@ void Decider::Ingest(const Snapshot& s) {
       continue;  // carries no demand information
     }
     const double conc = std::max(0.0, *c);
+    if (!last_sample_at_) {
+      // The first sample: what came before it is unknown, so an idle
+      // endpoint has been idle since now -- not since the epoch (a
+      // restarted controller must not scale everything to zero at once).
+      idle_since_ = d.at;
+    }
     last_sample_at_ = d.at;
     const bool active =
         conc > config_.idle_concurrency || d.arrivals.value_or(0) > 0;
@@ -656,7 +662,13 @@ Decision Decider::Decide(const Snapshot& s, absl::Time now) {
     if (prewarm_from < absl::InfiniteDuration()) {
       prewarm_at = idle_since_ + prewarm_from;
     }
-    if (idle_for < keep_alive) {
+    int running = 0;
+    for (const VariantState& v : s.variants) {
+      running += v.desired;
+    }
+    // Keep-alive keeps what runs; it never starts a replica (pre-warm
+    // does, below, when a request is predicted).
+    if (idle_for < keep_alive && running > 0) {
       idle_floor = 1;
       idle_reason = ScaleReason::kKeepAlive;
       idle_note = absl::StrFormat(

@@ -65,6 +65,25 @@ TEST(DeciderTest, ScalesFromZeroOnFirstArrival) {
   EXPECT_THAT(d.message, HasSubstr("ScaleFromZero"));
 }
 
+// A controller (re)started next to a running, idle endpoint knows nothing of
+// what came before: the endpoint counts as idle from the first sample, so
+// it keeps its replica for the keep-alive instead of dropping to zero at
+// once.
+TEST(DeciderTest, FirstSampleStartsTheIdleClock) {
+  World w = OneA100();
+  w.SetRunning(0, 1);
+  const Decision& first = w.Step(T0(), {World::Sample(T0(), 0)});
+  EXPECT_EQ(first.variants[0].replicas, 1) << first.message;
+  EXPECT_EQ(first.reason, ScaleReason::kKeepAlive) << first.message;
+  ASSERT_TRUE(first.keep_alive_until.has_value());
+  EXPECT_EQ(*first.keep_alive_until, T0() + first.keep_alive);
+  absl::Time t = T0();
+  for (; t < T0() + first.keep_alive + absl::Seconds(30); t += kTick) {
+    w.Step(t, {World::Sample(t, 0)});
+  }
+  EXPECT_EQ(w.last().variants[0].replicas, 0) << w.last().message;
+}
+
 // A burst enters panic and the replicas never fall while it lasts.
 TEST(DeciderTest, PanicOnBurstAndNoScaleDownDuringIt) {
   World w = OneA100();

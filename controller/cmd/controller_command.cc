@@ -1,0 +1,132 @@
+#include "controller/cmd/controller_command.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstdlib>
+#include <ostream>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "controller/cmd/flags.h"
+#include "controller/cmd/size_command.h"
+#include "controller/kube/kube_config.h"
+#include "controller/runtime/controller.h"
+#include "controller/runtime/real_clock.h"
+
+namespace pilotlight::cmd {
+namespace {
+
+std::atomic<bool> stop_requested{false};
+void OnSignal(int /*sig*/) { stop_requested.store(true); }
+
+std::string DefaultIdentity() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) {
+    host[0] = '\0';
+  }
+  std::random_device rd;
+  return absl::StrCat(host[0] != '\0' ? host : "pilotlight", "_",
+                      absl::Hex(rd(), absl::kZeroPad8));
+}
+
+}  // namespace
+
+int RunController(const std::vector<std::string>& args, std::ostream& out,
+                  std::ostream& err) {
+  const std::vector<FlagSpec> specs = {
+      {"kubeconfig", false, "FILE",
+       "kubeconfig (default $KUBECONFIG, else the in-cluster service account)"},
+      {"context", false, "NAME", "kubeconfig context (default: current)"},
+      {"prometheus", false, "URL",
+       "Prometheus base URL (default http://prometheus:9090)"},
+      {"tick", false, "DURATION", "how often every endpoint is decided (2s)"},
+      {"rate-window", false, "DURATION",
+       "rate() window of the metric presets, >= 4 scrape intervals (1m)"},
+      {"listen", false, "HOST:PORT",
+       "/metrics, /healthz, /readyz (0.0.0.0:8080; port 0: any)"},
+      {"qps", false, "N", "API requests per second, sustained (50)"},
+      {"burst", false, "N", "API requests in a burst (100)"},
+      {"workers", false, "N", "endpoints reconciled in parallel (2)"},
+      {"no-leader-election", true, "",
+       "act without a Lease (only ever run one such controller)"},
+      {"lease-namespace", false, "NS",
+       "the Lease's namespace (pilotlight-system)"},
+      {"lease-name", false, "NAME", "the Lease (pilotlight-controller)"},
+      {"identity", false, "ID", "this controller in the Lease (host_random)"},
+      {"stable-window", false, "DURATION", "policy: stable window (60s)"},
+      {"panic-window", false, "DURATION", "policy: panic window (6s)"},
+      {"scale-down-stabilization", false, "DURATION",
+       "policy: scale-down stabilisation (60s)"},
+      {"scale-to-zero-grace", false, "DURATION",
+       "policy: shortest keep-alive before zero (30s)"},
+      {"stale-after", false, "DURATION",
+       "policy: demand older than this holds replicas (30s)"},
+      {"help", true, "", "show this help"},
+  };
+  absl::StatusOr<ParsedFlags> f = ParseFlags(args, specs);
+  if (!f.ok() || f->Bool("help")) {
+    (f.ok() ? out : err)
+        << (f.ok() ? "" : std::string(f.status().message()) + "\n")
+        << "usage: pilotlight controller [flags]\n\n"
+           "Runs the operator: watches InferenceAutoscalers, GPUClasses,\n"
+           "Deployments and Pods, reads demand from Prometheus, and patches\n"
+           "replicas through /scale. Logs are JSON lines on stderr.\n\n"
+        << FlagsHelp(specs);
+    return f.ok() ? kExitOk : kExitUsage;
+  }
+  runtime::ControllerOptions o;
+  const char* env = std::getenv("KUBECONFIG");
+  const std::string path =
+      f->String("kubeconfig").value_or(env != nullptr ? env : "");
+  absl::StatusOr<kube::KubeConfig> kc =
+      path.empty()
+          ? kube::InClusterConfig()
+          : kube::KubeConfigFromFile(path, f->String("context").value_or(""));
+  if (!kc.ok()) {
+    err << "pilotlight controller: " << kc.status().message() << "\n";
+    return kExitUsage;
+  }
+  o.kube = *kc;
+  o.prometheus_url = f->String("prometheus").value_or(o.prometheus_url);
+  o.listen_address = f->String("listen").value_or(o.listen_address);
+  o.leader_elect = !f->Bool("no-leader-election");
+  o.election.lease_namespace =
+      f->String("lease-namespace").value_or(o.election.lease_namespace);
+  o.election.lease_name =
+      f->String("lease-name").value_or(o.election.lease_name);
+  o.election.identity = f->String("identity").value_or(DefaultIdentity());
+  for (const absl::Status& st :
+       {Set(f->Duration("tick"), o.tick),
+        Set(f->Duration("rate-window"), o.rate_window),
+        Set(f->Double("qps"), o.qps), Set(f->Int("burst"), o.burst),
+        Set(f->Int("workers"), o.workers),
+        Set(f->Duration("stable-window"), o.decider.stable_window),
+        Set(f->Duration("panic-window"), o.decider.panic_window),
+        Set(f->Duration("scale-down-stabilization"),
+            o.decider.scale_down_stabilization),
+        Set(f->Duration("scale-to-zero-grace"), o.decider.scale_to_zero_grace),
+        Set(f->Duration("stale-after"), o.decider.stale_after)}) {
+    if (!st.ok()) {
+      err << "pilotlight controller: " << st.message() << "\n";
+      return kExitUsage;
+    }
+  }
+  if (o.tick <= absl::ZeroDuration()) {
+    err << "pilotlight controller: --tick must be positive\n";
+    return kExitUsage;
+  }
+  std::signal(SIGTERM, OnSignal);
+  std::signal(SIGINT, OnSignal);
+  runtime::RealClock clock;
+  runtime::Controller controller(o, clock);
+  const absl::Status st = controller.Run(stop_requested);
+  if (!st.ok()) {
+    err << "pilotlight controller: " << st.message() << "\n";
+    return kExitUsage;
+  }
+  return kExitOk;
+}
+
+}  // namespace pilotlight::cmd

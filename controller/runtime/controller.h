@@ -1,0 +1,70 @@
+// File: controller/runtime/controller.h
+//
+// Controller: `pilotlight controller`, the operator's reconcile loop.
+// Informers keep InferenceAutoscalers, GPUClasses, Deployments and Pods;
+// every tick (2 s by default) one batched read of Prometheus gives demand
+// per pod; each endpoint is then reconciled from a work queue (and at once
+// when its resource, a variant's Deployment or one of its pods changes):
+//
+//   snapshot (spec, GPUClasses, demand, replicas, cold starts learned from
+//   pod condition times)  ->  policy::Decider  ->  /scale patches, Events,
+//   status (optimistic concurrency, only when it changed)
+//
+// Only the leader (a Lease) patches and writes; a standby keeps its caches
+// and deciders warm. Failure behaviour: Prometheus unreachable or answering
+// garbage -> hold (never scale down), condition Degraded; an invalid
+// resource or a missing Deployment/GPUClass -> Ready=False naming the
+// field, no patches; a conflicting write -> retried; a dropped watch or a
+// restarted API server -> the informers relist. Deleting an
+// InferenceAutoscaler leaves its Deployments at their current replicas.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "controller/kube/clock.h"
+#include "controller/kube/kube_config.h"
+#include "controller/kube/leader_election.h"
+#include "controller/policy/decider_config.h"
+
+namespace pilotlight::runtime {
+
+struct ControllerOptions {
+  kube::KubeConfig kube;
+  std::string prometheus_url = "http://prometheus:9090";
+  absl::Duration prometheus_timeout = absl::Seconds(5);
+  absl::Duration tick = absl::Seconds(2);
+  // rate() window of the metric presets: at least 4 scrape intervals.
+  absl::Duration rate_window = absl::Minutes(1);
+  // Client-side throttling of API requests (client-go's QPS/Burst).
+  double qps = 50;
+  int burst = 100;
+  // "host:port" for /metrics, /healthz, /readyz ("" = none).
+  std::string listen_address = "0.0.0.0:8080";
+  bool leader_elect = true;
+  kube::LeaderElectionConfig election;
+  policy::DeciderConfig decider;
+  int workers = 2;
+};
+
+class Controller {
+ public:
+  Controller(ControllerOptions options, const kube::Clock& clock);
+  ~Controller();
+
+  // Runs until `stop`; errors only for what cannot start (bad options, a
+  // port in use).
+  absl::Status Run(const std::atomic<bool>& stop);
+
+  // The port /metrics listens on (after Run started; for tests).
+  int port() const;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace pilotlight::runtime
