@@ -1,0 +1,567 @@
+// `pilotlight controller` end to end on the local test cluster (label
+// integration): the real binary against the real API server, Prometheus
+// scraping real model-server processes (the loopback kubelet), load from
+// pilotlight-load's generator. Policy windows are shortened by flags so a
+// scale-up, scale-down and scale-to-zero fit in a couple of minutes.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "controller/kube/kube_client.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "httplib.h"
+#include "nlohmann/json.hpp"
+#include "tests/cluster/test_cluster.h"
+#include "tests/tools/load_generator/load_generator.h"
+
+namespace pilotlight::runtime {
+namespace {
+
+using json = nlohmann::json;
+using kube::KubeClient;
+using ::testing::HasSubstr;
+
+bool WaitFor(absl::Duration limit, const std::function<bool()>& done) {
+  const absl::Time end = absl::Now() + limit;
+  while (absl::Now() < end) {
+    if (done()) {
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  return done();
+}
+
+std::string Shell(const std::string& cmd) {
+  std::string out;
+  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
+  if (p == nullptr) {
+    return out;
+  }
+  char buf[4096];
+  size_t n = 0;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) {
+    out.append(buf, n);
+  }
+  ::pclose(p);
+  return out;
+}
+
+// One `pilotlight controller` process; its JSON log goes to a file.
+class ControllerProcess {
+ public:
+  ControllerProcess(std::vector<std::string> args, const std::string& log)
+      : log_(log) {
+    std::vector<std::string> argv = {PILOTLIGHT_BINARY, "controller"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    std::vector<char*> cargs;
+    for (std::string& a : argv) {
+      cargs.push_back(a.data());
+    }
+    cargs.push_back(nullptr);
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::dup2(fd, 2);
+      ::dup2(fd, 1);
+      ::execv(cargs[0], cargs.data());
+      ::_exit(127);
+    }
+    ::close(fd);
+  }
+  ~ControllerProcess() { Kill(SIGTERM); }
+
+  void Kill(int sig) {
+    if (pid_ <= 0) {
+      return;
+    }
+    ::kill(pid_, sig);
+    for (int i = 0; i < 100 && ::waitpid(pid_, nullptr, WNOHANG) == 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
+
+  std::string Log() const {
+    std::ifstream in(log_);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+
+  // The /metrics port, from the "controller started" log line.
+  int Port() const {
+    int port = 0;
+    WaitFor(absl::Seconds(20), [&] {
+      for (absl::string_view line : absl::StrSplit(Log(), '\n')) {
+        const json j = json::parse(line, nullptr, false);
+        if (j.is_object() && j.value("msg", "") == "controller started") {
+          port = j.value("metrics_port", 0);
+          return true;
+        }
+      }
+      return false;
+    });
+    return port;
+  }
+
+  // One sample of /metrics (the sum over its label sets).
+  double Metric(const std::string& name) const {
+    httplib::Client http("127.0.0.1", Port());
+    httplib::Result r = http.Get("/metrics");
+    if (!r) {
+      return -1;
+    }
+    double total = 0;
+    for (absl::string_view line : absl::StrSplit(r->body, '\n')) {
+      if (absl::StartsWith(line, name) &&
+          (line.size() > name.size() &&
+           (line[name.size()] == ' ' || line[name.size()] == '{'))) {
+        double v = 0;
+        if (absl::SimpleAtod(line.substr(line.rfind(' ') + 1), &v)) {
+          total += v;
+        }
+      }
+    }
+    return total;
+  }
+
+ private:
+  std::string log_;
+  pid_t pid_ = -1;
+};
+
+class ControllerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::optional<std::string> path = testcluster::TestKubeconfig();
+    if (!path) {
+      GTEST_SKIP() << "no test cluster: run through ctest (the cluster_up "
+                      "fixture) or set PILOTLIGHT_TEST_KUBECONFIG";
+    }
+    kubeconfig_ = *path;
+    prometheus_ = testcluster::TestPrometheusUrl();
+    ASSERT_FALSE(prometheus_.empty());
+    config_ = *kube::KubeConfigFromFile(kubeconfig_);
+    kube_ = *KubeClient::Create(config_);
+    const std::string applied = Shell(absl::StrCat(
+        "kubectl --kubeconfig ", kubeconfig_,
+        " apply --server-side -f deploy/crds/ && kubectl --kubeconfig ",
+        kubeconfig_,
+        " wait --for condition=established --timeout=30s -f deploy/crds/ && "
+        "kubectl --kubeconfig ",
+        kubeconfig_, " apply --server-side -f deploy/gpuclasses/default.yaml"));
+    ASSERT_THAT(applied, HasSubstr("gpuclass.pilotlight.dev/l4-on-demand"));
+    ns_ = absl::StrCat(
+        "rt-", ::getpid(), "-",
+        absl::AsciiStrToLower(
+            ::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    ns_ = ns_.substr(0, 60);
+    ASSERT_TRUE(
+        Request("POST", "/api/v1/namespaces", {{"metadata", {{"name", ns_}}}})
+            .ok());
+  }
+  void TearDown() override {
+    if (kube_) {
+      (void)kube_->Request("DELETE", "/api/v1/namespaces/" + ns_, "");
+    }
+  }
+
+  absl::StatusOr<json> Request(const std::string& method,
+                               const std::string& path,
+                               const json& body = nullptr,
+                               const std::string& ct = "application/json") {
+    absl::StatusOr<KubeClient::Response> r =
+        kube_->Request(method, path, body.is_null() ? "" : body.dump(), ct);
+    if (!r.ok()) {
+      return r.status();
+    }
+    return json::parse(r->body, nullptr, false);
+  }
+
+  std::vector<std::string> FastFlags() const {
+    return {"--kubeconfig",
+            kubeconfig_,
+            "--prometheus",
+            prometheus_,
+            "--listen",
+            "127.0.0.1:0",
+            "--tick",
+            "1s",
+            "--rate-window",
+            "10s",
+            "--stable-window",
+            "6s",
+            "--panic-window",
+            "2s",
+            "--scale-down-stabilization",
+            "6s",
+            "--scale-to-zero-grace",
+            "4s",
+            "--stale-after",
+            "10s"};
+  }
+
+  std::string LogPath(const std::string& what) const {
+    return absl::StrCat(testcluster::TestClusterDir().value_or("/tmp"),
+                        "/logs/", ns_, "-", what, ".log");
+  }
+
+  // A Deployment of model servers on the loopback kubelet's pool.
+  absl::Status CreateDeployment(const std::string& name, int replicas,
+                                const std::string& gpu_class,
+                                const std::string& capacity) {
+    json d = json::parse(R"({
+      "apiVersion": "apps/v1", "kind": "Deployment",
+      "spec": {
+        "template": {
+          "metadata": {"annotations": {"prometheus.io/scrape": "true",
+                                       "prometheus.io/port": "8000",
+                                       "pilotlight.dev/cold-start-seconds": "2"}},
+          "spec": {
+            "tolerations": [
+              {"key": "pilotlight.dev/loopback", "operator": "Exists", "effect": "NoSchedule"},
+              {"key": "karpenter.sh/capacity-type", "operator": "Exists", "effect": "NoSchedule"}],
+            "containers": [{"name": "vllm", "image": "vllm/vllm-openai:v0.11.0",
+              "ports": [{"containerPort": 8000}],
+              "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}}})");
+    d["metadata"]["name"] = name;
+    d["spec"]["replicas"] = replicas;
+    d["spec"]["selector"]["matchLabels"] = {{"app", "chat"}, {"variant", name}};
+    d["spec"]["template"]["metadata"]["labels"] = {{"app", "chat"},
+                                                   {"variant", name}};
+    d["spec"]["template"]["spec"]["nodeSelector"] = {
+        {"pilotlight.dev/loopback", "true"},
+        {"pilotlight.dev/gpu-class", gpu_class},
+        {"karpenter.sh/capacity-type", capacity}};
+    d["spec"]["template"]["spec"]["containers"][0]["args"] = {
+        "--model", "llama-3.1-8b", "--gpu", gpu_class, "--max-num-seqs", "2"};
+    return Request(
+               "POST",
+               absl::StrCat("/apis/apps/v1/namespaces/", ns_, "/deployments"),
+               d)
+        .status();
+  }
+
+  absl::Status CreateAutoscaler(const std::string& name, const json& spec) {
+    return Request("POST",
+                   absl::StrCat("/apis/pilotlight.dev/v1alpha1/namespaces/",
+                                ns_, "/inferenceautoscalers"),
+                   {{"apiVersion", "pilotlight.dev/v1alpha1"},
+                    {"kind", "InferenceAutoscaler"},
+                    {"metadata", {{"name", name}}},
+                    {"spec", spec}})
+        .status();
+  }
+
+  json Autoscaler(const std::string& name) {
+    absl::StatusOr<json> j =
+        Request("GET", absl::StrCat("/apis/pilotlight.dev/v1alpha1/namespaces/",
+                                    ns_, "/inferenceautoscalers/", name));
+    return j.ok() ? *j : json::object();
+  }
+
+  std::string Condition(const json& ia, const std::string& type,
+                        std::string* reason = nullptr,
+                        std::string* message = nullptr) {
+    for (const json& c : ia.value("status", json::object())
+                             .value("conditions", json::array())) {
+      if (c.value("type", "") == type) {
+        if (reason != nullptr) {
+          *reason = c.value("reason", "");
+        }
+        if (message != nullptr) {
+          *message = c.value("message", "");
+        }
+        return c.value("status", "");
+      }
+    }
+    return "";
+  }
+
+  int Replicas(const std::string& deployment) {
+    absl::StatusOr<json> d =
+        Request("GET", absl::StrCat("/apis/apps/v1/namespaces/", ns_,
+                                    "/deployments/", deployment));
+    return d.ok() ? (*d)["spec"].value("replicas", -1) : -1;
+  }
+  int ReadyReplicas(const std::string& deployment) {
+    absl::StatusOr<json> d =
+        Request("GET", absl::StrCat("/apis/apps/v1/namespaces/", ns_,
+                                    "/deployments/", deployment));
+    return d.ok() ? (*d)["status"].value("readyReplicas", 0) : -1;
+  }
+
+  std::vector<std::string> EventReasons() {
+    std::vector<std::string> reasons;
+    absl::StatusOr<json> ev =
+        Request("GET", absl::StrCat("/api/v1/namespaces/", ns_, "/events"));
+    if (ev.ok()) {
+      for (const json& e : (*ev)["items"]) {
+        if (e["involvedObject"].value("kind", "") == "InferenceAutoscaler") {
+          reasons.push_back(e.value("reason", ""));
+        }
+      }
+    }
+    return reasons;
+  }
+
+  static json Spec() {
+    return json::parse(R"({
+      "model": {"preset": "llama-3.1-8b", "maxContextTokens": 4096,
+                "promptTokens": 128, "outputTokens": 32},
+      "slo": {"maxColdStartFraction": 0.2},
+      "concurrencyPerReplica": 2,
+      "variants": [{"deployment": "chat-l4", "gpuClass": "l4-on-demand"},
+                   {"deployment": "chat-a100", "gpuClass": "a100-80gb-spot"}],
+      "replicas": {"min": 0, "max": 4}})");
+  }
+
+  std::string kubeconfig_;
+  std::string prometheus_;
+  kube::KubeConfig config_;
+  std::unique_ptr<KubeClient> kube_;
+  std::string ns_;
+};
+
+// The whole loop: load arrives, the endpoint scales up; load stops, it
+// scales down and, after its keep-alive, to zero -- with status and Events
+// saying so, and cold starts learned from the pods.
+TEST_F(ControllerTest, ScalesUpUnderLoadDownAfterAndToZero) {
+  ASSERT_TRUE(CreateDeployment("chat-l4", 1, "l4", "on-demand").ok());
+  ASSERT_TRUE(CreateDeployment("chat-a100", 0, "a100-80gb", "spot").ok());
+  ASSERT_TRUE(CreateAutoscaler("chat", Spec()).ok());
+  ASSERT_TRUE(WaitFor(absl::Seconds(30),
+                      [&] { return ReadyReplicas("chat-l4") == 1; }));
+  std::vector<std::string> flags = FastFlags();
+  flags.push_back("--no-leader-election");
+  ControllerProcess controller(flags, LogPath("controller"));
+  ASSERT_GT(controller.Port(), 0) << controller.Log();
+
+  tools::LoadOptions lo;
+  lo.kube = config_;
+  lo.ns = ns_;
+  lo.selector = "app=chat";
+  lo.concurrency = 8;
+  lo.max_tokens = 32;
+  tools::LoadGenerator load(lo);
+  load.Start();
+  int peak = 0;
+  EXPECT_TRUE(WaitFor(absl::Seconds(90),
+                      [&] {
+                        peak = std::max(
+                            peak, Replicas("chat-l4") + Replicas("chat-a100"));
+                        return peak >= 3;
+                      }))
+      << "peak " << peak << "\n"
+      << controller.Log();
+  EXPECT_TRUE(WaitFor(absl::Seconds(30), [&] {
+    return Condition(Autoscaler("chat"), "Ready") == "True";
+  }));
+  const json during = Autoscaler("chat");
+  EXPECT_EQ(during["status"]["variants"].size(), 2U) << during.dump();
+  EXPECT_EQ(during["status"]["tier"], "l4-on-demand") << during.dump();
+  EXPECT_GT(during["status"].value("costPerHour", 0.0), 0.0);
+  load.Stop();
+  EXPECT_GT(load.done(), 0);
+  EXPECT_EQ(load.errors(), 0);
+
+  EXPECT_TRUE(WaitFor(absl::Seconds(120), [&] {
+    return Replicas("chat-l4") == 0 && Replicas("chat-a100") == 0;
+  })) << controller.Log();
+  EXPECT_TRUE(WaitFor(absl::Seconds(10), [&] {
+    return Condition(Autoscaler("chat"), "ScaledToZero") == "True";
+  }));
+  const json after = Autoscaler("chat");
+  EXPECT_GE(after["status"]["coldStart"].value("samples", 0), 1)
+      << after.dump();
+  EXPECT_EQ(after["status"]["observedGeneration"], 1);
+  const std::vector<std::string> reasons = EventReasons();
+  EXPECT_THAT(reasons, ::testing::Contains("ScaledUp"));
+  EXPECT_THAT(reasons, ::testing::Contains("ScaledToZero"));
+  EXPECT_GT(controller.Metric("pilotlight_decisions_total"), 0);
+}
+
+// Prometheus gone, or answering something that is not its API: hold the
+// replicas (never scale down), say Degraded, count the errors.
+TEST_F(ControllerTest, PrometheusUnreachableOrGarbageHoldsReplicas) {
+  ASSERT_TRUE(CreateDeployment("chat-l4", 2, "l4", "on-demand").ok());
+  ASSERT_TRUE(CreateDeployment("chat-a100", 0, "a100-80gb", "spot").ok());
+  ASSERT_TRUE(CreateAutoscaler("chat", Spec()).ok());
+  ASSERT_TRUE(WaitFor(absl::Seconds(30),
+                      [&] { return ReadyReplicas("chat-l4") == 2; }));
+  // Garbage: a model server answers /api/v1/query with a 404 page.
+  absl::StatusOr<json> pods =
+      Request("GET", absl::StrCat("/api/v1/namespaces/", ns_, "/pods"));
+  ASSERT_TRUE(pods.ok());
+  const std::string ip = (*pods)["items"][0]["status"].value("podIP", "");
+  ASSERT_FALSE(ip.empty());
+  for (const std::string& url :
+       {std::string("http://127.0.0.1:1"), "http://" + ip + ":8000"}) {
+    std::vector<std::string> flags = FastFlags();
+    flags[3] = url;  // --prometheus
+    flags.push_back("--no-leader-election");
+    ControllerProcess controller(flags, LogPath("controller"));
+    ASSERT_GT(controller.Port(), 0) << controller.Log();
+    std::string reason;
+    std::string message;
+    EXPECT_TRUE(WaitFor(absl::Seconds(20),
+                        [&] {
+                          return Condition(Autoscaler("chat"), "Degraded",
+                                           &reason, &message) == "True" &&
+                                 reason == "MetricsUnavailable";
+                        }))
+        << url << ": " << reason << " " << message;
+    EXPECT_THAT(message, HasSubstr("holding replicas")) << url;
+    // Well past the stale window and the keep-alive: still 2.
+    std::this_thread::sleep_for(std::chrono::seconds(15));
+    EXPECT_EQ(Replicas("chat-l4"), 2) << url << "\n" << controller.Log();
+    EXPECT_GT(controller.Metric("pilotlight_prometheus_errors_total"), 0)
+        << url;
+  }
+}
+
+// What passed the schema but cannot be served: Ready=False naming the
+// field, a Warning Event, and no patches anywhere.
+TEST_F(ControllerTest, InvalidResourcesAreReportedAndNothingIsPatched) {
+  ASSERT_TRUE(CreateDeployment("chat-l4", 1, "l4", "on-demand").ok());
+  json missing_dep = Spec();
+  missing_dep["variants"][1]["deployment"] = "chat-nowhere";
+  ASSERT_TRUE(CreateAutoscaler("no-deployment", missing_dep).ok());
+  json missing_class = Spec();
+  missing_class["variants"] =
+      json::parse(R"([{"deployment": "chat-l4", "gpuClass": "tpu-v9-spot"}])");
+  ASSERT_TRUE(CreateAutoscaler("no-class", missing_class).ok());
+  std::vector<std::string> flags = FastFlags();
+  flags.push_back("--no-leader-election");
+  ControllerProcess controller(flags, LogPath("controller"));
+  std::string reason;
+  std::string message;
+  EXPECT_TRUE(WaitFor(absl::Seconds(20), [&] {
+    return Condition(Autoscaler("no-deployment"), "Ready", &reason, &message) ==
+           "False";
+  })) << controller.Log();
+  EXPECT_EQ(reason, "DeploymentNotFound");
+  EXPECT_THAT(message, HasSubstr("spec.variants[1].deployment"));
+  EXPECT_TRUE(WaitFor(absl::Seconds(20), [&] {
+    return Condition(Autoscaler("no-class"), "Ready", &reason, &message) ==
+           "False";
+  }));
+  EXPECT_EQ(reason, "GPUClassNotFound");
+  EXPECT_THAT(message, HasSubstr("spec.variants[0].gpuClass"));
+  std::this_thread::sleep_for(std::chrono::seconds(8));
+  EXPECT_EQ(Replicas("chat-l4"), 1) << "an invalid endpoint was acted on";
+  EXPECT_THAT(EventReasons(), ::testing::Contains("DeploymentNotFound"));
+}
+
+// Two controllers: only the leader acts; killed, the standby takes over
+// within the lease duration and acts.
+TEST_F(ControllerTest, OnlyTheLeaderActsAndTheStandbyTakesOver) {
+  std::vector<std::string> flags = FastFlags();
+  for (const char* f : {"--lease-duration", "4s", "--renew-deadline", "3s",
+                        "--retry-period", "1s"}) {
+    flags.emplace_back(f);
+  }
+  flags.emplace_back("--lease-namespace");
+  flags.push_back(ns_);
+  std::vector<std::string> fa = flags;
+  fa.insert(fa.end(), {"--identity", "ctl-a"});
+  std::vector<std::string> fb = flags;
+  fb.insert(fb.end(), {"--identity", "ctl-b"});
+  auto a = std::make_unique<ControllerProcess>(fa, LogPath("a"));
+  ASSERT_GT(a->Port(), 0) << a->Log();
+  ASSERT_TRUE(WaitFor(absl::Seconds(15), [&] {
+    return a->Metric("pilotlight_leader") == 1;
+  })) << a->Log();
+  ControllerProcess b(fb, LogPath("b"));
+  ASSERT_GT(b.Port(), 0) << b.Log();
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  EXPECT_EQ(b.Metric("pilotlight_leader"), 0) << "two leaders";
+
+  // The leader acts: a new endpoint is reconciled and its status written.
+  ASSERT_TRUE(CreateDeployment("chat-l4", 1, "l4", "on-demand").ok());
+  json spec = Spec();
+  spec["variants"] =
+      json::parse(R"([{"deployment": "chat-l4", "gpuClass": "l4-on-demand"}])");
+  spec["replicas"]["min"] = 1;
+  ASSERT_TRUE(CreateAutoscaler("chat", spec).ok());
+  EXPECT_TRUE(WaitFor(absl::Seconds(20), [&] {
+    return Condition(Autoscaler("chat"), "Ready") == "True";
+  })) << a->Log();
+
+  // The leader dies without a word; the standby takes over and acts.
+  const absl::Time killed = absl::Now();
+  a->Kill(SIGKILL);
+  EXPECT_TRUE(WaitFor(absl::Seconds(15), [&] {
+    return b.Metric("pilotlight_leader") == 1;
+  })) << b.Log();
+  EXPECT_LT(absl::Now() - killed, absl::Seconds(4 + 1 + 2));
+  absl::StatusOr<json> lease =
+      Request("GET", absl::StrCat("/apis/coordination.k8s.io/v1/namespaces/",
+                                  ns_, "/leases/pilotlight-controller"));
+  ASSERT_TRUE(lease.ok());
+  EXPECT_EQ((*lease)["spec"]["holderIdentity"], "ctl-b");
+  // It acts: a spec change (generation 2) is observed in status.
+  ASSERT_TRUE(Request("PATCH",
+                      absl::StrCat("/apis/pilotlight.dev/v1alpha1/namespaces/",
+                                   ns_, "/inferenceautoscalers/chat"),
+                      {{"spec", {{"replicas", {{"min", 2}, {"max", 4}}}}}},
+                      "application/merge-patch+json")
+                  .ok());
+  EXPECT_TRUE(WaitFor(absl::Seconds(20), [&] {
+    return Autoscaler("chat")["status"].value("observedGeneration", 0) == 2 &&
+           Replicas("chat-l4") == 2;
+  })) << b.Log();
+}
+
+// Deleting an InferenceAutoscaler leaves its Deployments alone.
+TEST_F(ControllerTest, DeletingTheAutoscalerLeavesTheDeployments) {
+  ASSERT_TRUE(CreateDeployment("chat-l4", 1, "l4", "on-demand").ok());
+  json spec = Spec();
+  spec["variants"] =
+      json::parse(R"([{"deployment": "chat-l4", "gpuClass": "l4-on-demand"}])");
+  spec["replicas"]["min"] = 2;
+  ASSERT_TRUE(CreateAutoscaler("chat", spec).ok());
+  std::vector<std::string> flags = FastFlags();
+  flags.push_back("--no-leader-election");
+  ControllerProcess controller(flags, LogPath("controller"));
+  ASSERT_TRUE(WaitFor(absl::Seconds(20), [&] {
+    return Replicas("chat-l4") == 2;
+  })) << controller.Log();
+  ASSERT_TRUE(Request("DELETE",
+                      absl::StrCat("/apis/pilotlight.dev/v1alpha1/namespaces/",
+                                   ns_, "/inferenceautoscalers/chat"))
+                  .ok());
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  ASSERT_TRUE(Request("PATCH",
+                      absl::StrCat("/apis/apps/v1/namespaces/", ns_,
+                                   "/deployments/chat-l4/scale"),
+                      {{"spec", {{"replicas", 3}}}},
+                      "application/merge-patch+json")
+                  .ok());
+  std::this_thread::sleep_for(std::chrono::seconds(6));
+  EXPECT_EQ(Replicas("chat-l4"), 3) << controller.Log();
+  EXPECT_THAT(controller.Log(),
+              HasSubstr("its Deployments keep their replicas"));
+}
+
+}  // namespace
+}  // namespace pilotlight::runtime
