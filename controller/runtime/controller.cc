@@ -20,6 +20,7 @@
 #include "controller/kube/informer.h"
 #include "controller/kube/kube_client.h"
 #include "controller/kube/throttle.h"
+#include "controller/kube/update.h"
 #include "controller/kube/work_queue.h"
 #include "controller/model/status_macros.h"
 #include "controller/policy/decider.h"
@@ -792,29 +793,8 @@ absl::Status Controller::Impl::WriteStatus(KubeClient& client,
   const std::string path =
       absl::StrCat(kGroupPath, "/namespaces/", ns, "/inferenceautoscalers/",
                    name, "/status");
-  // Optimistic concurrency: PUT with the resourceVersion we read; on 409
-  // read again and retry.
-  for (int attempt = 0; attempt < 4; ++attempt) {
-    absl::StatusOr<KubeClient::Response> got = client.Request("GET", path, "");
-    if (!got.ok()) {
-      return got.status();
-    }
-    json obj = json::parse(got->body, nullptr, false);
-    if (!obj.is_object()) {
-      return absl::DataLossError("status GET: not JSON");
-    }
-    obj["status"] = status;
-    absl::StatusOr<KubeClient::Response> put =
-        client.Request("PUT", path, obj.dump());
-    if (put.ok()) {
-      return absl::OkStatus();
-    }
-    if (put.status().code() != absl::StatusCode::kAborted) {
-      return put.status();
-    }
-  }
-  return absl::AbortedError(
-      absl::StrCat("status of ", ns, "/", name, ": 4 conflicts in a row"));
+  return kube::UpdateWithRetry(client, path,
+                               [&](json& obj) { obj["status"] = status; });
 }
 
 void Controller::Impl::Event(KubeClient& client, const json& ia,

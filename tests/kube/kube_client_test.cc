@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "controller/kube/informer.h"
 #include "controller/kube/leader_election.h"
+#include "controller/kube/update.h"
 #include "controller/runtime/real_clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -204,6 +205,36 @@ TEST_F(KubeClientTest, LeaderElectionOneLeaderAndTakeover) {
   EXPECT_EQ(spec["leaseTransitions"], 1);
   b.Release();
   EXPECT_TRUE(a.TryAcquireOrRenew()) << "no handover after Release";
+}
+
+// Optimistic concurrency: a write that lands between our read and our PUT
+// makes the PUT conflict (409); UpdateWithRetry reads again, re-applies
+// our change on top of theirs, and succeeds -- nothing is lost.
+TEST_F(KubeClientTest, UpdateWithRetrySurvivesAConflictingWrite) {
+  const std::string path = "/api/v1/namespaces/" + ns_ + "/configmaps";
+  ASSERT_TRUE(
+      client_->Request("POST", path, R"({"metadata":{"name":"c"}})").ok());
+  auto other = KubeClient::Create(config_);
+  ASSERT_TRUE(other.ok());
+  int calls = 0;
+  const absl::Status st =
+      UpdateWithRetry(*client_, path + "/c", [&](nlohmann::json& obj) {
+        if (++calls == 1) {  // someone else writes after our first read
+          ASSERT_TRUE((*other)
+                          ->Request("PATCH", path + "/c",
+                                    R"({"data":{"theirs":"1"}})",
+                                    "application/merge-patch+json")
+                          .ok());
+        }
+        obj["data"]["ours"] = "1";
+      });
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_EQ(calls, 2);  // the first PUT conflicted
+  auto got = client_->Request("GET", path + "/c", "");
+  ASSERT_TRUE(got.ok());
+  const auto data = nlohmann::json::parse(got->body)["data"];
+  EXPECT_EQ(data["ours"], "1");
+  EXPECT_EQ(data["theirs"], "1");
 }
 
 }  // namespace

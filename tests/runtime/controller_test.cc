@@ -563,5 +563,43 @@ TEST_F(ControllerTest, DeletingTheAutoscalerLeavesTheDeployments) {
               HasSubstr("its Deployments keep their replicas"));
 }
 
+// The API server restarts under the controller: its watches drop, the
+// informers relist, and it carries on -- an endpoint created after the
+// restart is acted on, the one from before is left as it was.
+TEST_F(ControllerTest, ApiServerRestartIsSurvived) {
+  ASSERT_TRUE(CreateDeployment("chat-l4", 1, "l4", "on-demand").ok());
+  ASSERT_TRUE(CreateDeployment("chat-b", 1, "l4", "on-demand").ok());
+  json spec = Spec();
+  spec["variants"] =
+      json::parse(R"([{"deployment": "chat-l4", "gpuClass": "l4-on-demand"}])");
+  spec["replicas"]["min"] = 1;
+  ASSERT_TRUE(CreateAutoscaler("before", spec).ok());
+  std::vector<std::string> flags = FastFlags();
+  flags.push_back("--no-leader-election");
+  ControllerProcess controller(flags, LogPath("controller"));
+  ASSERT_TRUE(WaitFor(absl::Seconds(20), [&] {
+    return Condition(Autoscaler("before"), "Ready") == "True";
+  })) << controller.Log();
+
+  const std::string dir = testcluster::TestClusterDir().value_or("");
+  ASSERT_FALSE(dir.empty());
+  const std::string out =
+      Shell(absl::StrCat("PILOTLIGHT_CLUSTER_DIR=", dir,
+                         " tests/cluster/restart kube-apiserver 3"));
+  ASSERT_EQ(out, "") << out;
+  kube_ = *KubeClient::Create(config_);  // our own connection died too
+
+  spec["variants"][0]["deployment"] = "chat-b";
+  spec["replicas"]["min"] = 2;
+  ASSERT_TRUE(WaitFor(absl::Seconds(10),
+                      [&] { return CreateAutoscaler("after", spec).ok(); }));
+  EXPECT_TRUE(WaitFor(absl::Seconds(60), [&] {
+    return Replicas("chat-b") == 2 &&
+           Condition(Autoscaler("after"), "Ready") == "True";
+  })) << controller.Log();
+  EXPECT_EQ(Replicas("chat-l4"), 1);
+  EXPECT_EQ(Condition(Autoscaler("before"), "Ready"), "True");
+}
+
 }  // namespace
 }  // namespace pilotlight::runtime
