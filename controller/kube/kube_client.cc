@@ -123,6 +123,8 @@ httplib::Result Send(httplib::SSLClient& http, absl::string_view method,
   return http.Delete(p, headers, b, ct);
 }
 
+std::atomic<int64_t> total_requests{0};
+
 }  // namespace
 
 KubeClient::KubeClient(KubeConfig config) : config_(std::move(config)) {}
@@ -244,6 +246,7 @@ absl::StatusOr<KubeClient::Response> KubeClient::Request(
       throttle_->Wait();
     }
     ++requests_;
+    ++total_requests;
     httplib::Result r = Send(*http_, method, p, headers, b, ct);
     if (r && r->status == 429 && attempt < 3) {
       int wait_s = 1;
@@ -266,6 +269,8 @@ absl::StatusOr<KubeClient::Response> KubeClient::Request(
 
 void KubeClient::Cancel() { http_->stop(); }
 
+int64_t KubeClient::TotalRequests() { return total_requests.load(); }
+
 absl::Status KubeClient::Watch(
     absl::string_view path, const std::function<bool(WatchEvent)>& on_event) {
   if (absl::Status st = Authorize(); !st.ok()) {
@@ -275,6 +280,7 @@ absl::Status KubeClient::Watch(
     throttle_->Wait();
   }
   ++requests_;
+  ++total_requests;
   WatchDecoder decoder;
   absl::Status stream_status;
   std::string error_body;

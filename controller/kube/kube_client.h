@@ -89,6 +89,8 @@ class KubeClient {
   void Cancel();
 
   int64_t requests() const { return requests_; }  // sent, since creation
+  // Requests sent by every client of this process, since it started.
+  static int64_t TotalRequests();
 
  private:
   explicit KubeClient(KubeConfig config);

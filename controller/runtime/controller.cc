@@ -191,6 +191,10 @@ struct Endpoint {
   std::optional<policy::Decision> decision;  // the last one
   int64_t decided_generation = -1;
   std::string missing;  // what the last demand read lacked
+  std::unique_ptr<model::Catalog> catalog;  // of the parsed spec's classes
+  std::vector<std::pair<prometheus::Gauge*, prometheus::Gauge*>> gauges;
+  prometheus::Gauge* cost_gauge = nullptr;
+  std::string status_key;  // the inputs of the status last built
 };
 
 struct Metrics {
@@ -240,7 +244,8 @@ struct Metrics {
                        .Add({})),
         api_requests(prometheus::BuildGauge()
                          .Name("pilotlight_api_requests")
-                         .Help("Kubernetes API requests sent by the workers")
+                         .Help("Kubernetes API requests sent (informers, "
+                               "workers, leader election), since start")
                          .Register(r)
                          .Add({})),
         prom_errors(prometheus::BuildCounter()
@@ -281,9 +286,11 @@ struct Metrics {
   prometheus::Gauge& leader;
 };
 
-double CpuSeconds() {
+// CPU time of the calling thread (a worker's reconciles, without the
+// informers' and the HTTP server's).
+double ThreadCpuSeconds() {
   rusage u{};
-  ::getrusage(RUSAGE_SELF, &u);
+  ::getrusage(RUSAGE_THREAD, &u);
   return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
          static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
 }
@@ -313,10 +320,14 @@ class Controller::Impl {
   void ReadDemand();
   void Worker();
   absl::Status Reconcile(const std::string& key, KubeClient& client);
-  std::map<std::string, api::GpuClassResource> GpuClasses(std::string& version,
-                                                          std::string& error);
+  struct GpuClassSet {
+    int64_t generation = 0;
+    std::map<std::string, api::GpuClassResource> classes;
+    std::string errors;  // of the GPUClasses that do not parse
+  };
+  std::shared_ptr<const GpuClassSet> GpuClasses();
   policy::DemandSample Demand(const api::AutoscalerResource& a,
-                              const std::vector<std::vector<json>>& ready_pods,
+                              const std::vector<std::vector<kube::Informer::ObjectPtr>>& ready_pods,
                               absl::Time now, std::string& missing);
   bool SetCondition(Endpoint& e, const std::string& type, bool status,
                     const std::string& reason, const std::string& message,
@@ -335,7 +346,6 @@ class Controller::Impl {
   Metrics metrics_;
   std::atomic<int> port_{0};
   std::atomic<bool> leading_{false};
-  std::atomic<int64_t> worker_requests_{0};
 
   std::unique_ptr<kube::Informer> autoscalers_;
   std::unique_ptr<kube::Informer> gpu_classes_;
@@ -352,10 +362,9 @@ class Controller::Impl {
   int64_t demand_epoch_ = 0;
   absl::Time demand_at_ = absl::InfinitePast();
 
+  std::atomic<int64_t> gpu_generation_{1};  // bumped on any GPUClass event
   std::mutex gpu_mu_;
-  std::string gpu_version_;
-  std::map<std::string, api::GpuClassResource> gpu_parsed_;
-  std::string gpu_error_;
+  std::shared_ptr<const GpuClassSet> gpu_set_;
 
   std::mutex endpoints_mu_;  // the map; each Endpoint is its worker's
   std::map<std::string, std::unique_ptr<Endpoint>> endpoints_;
@@ -396,6 +405,7 @@ void Controller::Impl::Wire() {
     queue_.Add(key);
   });
   gpu_classes_->AddHandler([this](EventType, const json&) {
+    ++gpu_generation_;
     autoscalers_->ForEach(
         [this](const json& ia) { queue_.Add(kube::ObjectKey(ia)); });
   });
@@ -459,7 +469,8 @@ absl::Status Controller::Impl::Run(const std::atomic<bool>& stop) {
   // The HTTP endpoints come first: a port in use is a start-up error.
   httplib::Server http;
   http.Get("/metrics", [this](const httplib::Request&, httplib::Response& r) {
-    metrics_.api_requests.Set(static_cast<double>(worker_requests_.load()));
+    metrics_.api_requests.Set(
+        static_cast<double>(KubeClient::TotalRequests()));
     std::ostringstream out;
     prometheus::TextSerializer().Serialize(out, registry_.Collect());
     r.set_content(out.str(), "text/plain; version=0.0.4");
@@ -653,13 +664,11 @@ void Controller::Impl::Worker() {
   KubeClient& client = **c;
   client.set_throttle(&throttle_);
   while (std::optional<std::string> key = queue_.Get()) {
-    const double cpu0 = CpuSeconds();
+    const double cpu0 = ThreadCpuSeconds();
     const absl::Time t0 = absl::Now();
-    const int64_t r0 = client.requests();
     absl::Status st = Reconcile(*key, client);
-    worker_requests_ += client.requests() - r0;
     metrics_.reconcile.Observe(absl::ToDoubleSeconds(absl::Now() - t0));
-    double cpu = CpuSeconds() - cpu0;
+    double cpu = ThreadCpuSeconds() - cpu0;
     // std::atomic<double> has no fetch_add before C++20 on every compiler.
     double cur = tick_cpu_acc_.load();
     while (!tick_cpu_acc_.compare_exchange_weak(cur, cur + cpu)) {
@@ -679,40 +688,31 @@ void Controller::Impl::Worker() {
   }
 }
 
-std::map<std::string, api::GpuClassResource> Controller::Impl::GpuClasses(
-    std::string& version, std::string& error) {
-  std::string v;
-  gpu_classes_->ForEach([&](const json& c) {
-    absl::StrAppend(
-        &v, kube::ObjectKey(c), "@",
-        Field(c, {"metadata", "resourceVersion"}).is_string()
-            ? Field(c, {"metadata", "resourceVersion"}).get<std::string>()
-            : "",
-        ";");
-  });
+std::shared_ptr<const Controller::Impl::GpuClassSet>
+Controller::Impl::GpuClasses() {
+  const int64_t gen = gpu_generation_.load();
   const std::lock_guard<std::mutex> lock(gpu_mu_);
-  if (v != gpu_version_) {
-    gpu_parsed_.clear();
-    gpu_error_.clear();
+  if (!gpu_set_ || gpu_set_->generation != gen) {
+    auto set = std::make_shared<GpuClassSet>();
+    set->generation = gen;
     gpu_classes_->ForEach([&](const json& c) {
       absl::StatusOr<api::GpuClassResource> r = api::ParseGpuClass(c);
       if (r.ok()) {
-        gpu_parsed_.emplace(r->gpu.name, *r);
+        set->classes.emplace(r->gpu.name, *r);
       } else {
-        absl::StrAppend(&gpu_error_, "GPUClass ", kube::ObjectKey(c), ": ",
+        absl::StrAppend(&set->errors, "GPUClass ", kube::ObjectKey(c), ": ",
                         r.status().message(), "; ");
       }
     });
-    gpu_version_ = v;
+    gpu_set_ = std::move(set);
   }
-  version = gpu_version_;
-  error = gpu_error_;
-  return gpu_parsed_;
+  return gpu_set_;
 }
 
 policy::DemandSample Controller::Impl::Demand(
     const api::AutoscalerResource& a,
-    const std::vector<std::vector<json>>& ready_pods, absl::Time now,
+    const std::vector<std::vector<kube::Informer::ObjectPtr>>& ready_pods,
+    absl::Time now,
     std::string& missing) {
   prom::DemandQueries q;
   if (a.metrics.server == prom::MetricsServer::kCustom) {
@@ -742,9 +742,9 @@ policy::DemandSample Controller::Impl::Demand(
       return std::nullopt;
     }
     double total = 0;
-    for (const std::vector<json>& pods : ready_pods) {
-      for (const json& p : pods) {
-        const std::string key = kube::ObjectKey(p);
+    for (const auto& pods : ready_pods) {
+      for (const kube::Informer::ObjectPtr& p : pods) {
+        const std::string key = kube::ObjectKey(*p);
         auto v = it->second->find(key);
         if (v == it->second->end()) {
           absl::StrAppend(&missing, what, ": no series for pod ", key, "; ");
@@ -874,15 +874,27 @@ absl::Status Controller::Impl::Reconcile(const std::string& key,
   const absl::Time now = clock_.Now();
 
   // 1. The spec, against the GPUClasses it names (parsed once per change).
-  std::string gpu_version;
-  std::string gpu_error;
-  const std::map<std::string, api::GpuClassResource> classes =
-      GpuClasses(gpu_version, gpu_error);
-  const std::string version =
-      absl::StrCat(meta.value("resourceVersion", ""), "|", gpu_version);
+  const std::shared_ptr<const GpuClassSet> gpu = GpuClasses();
+  const std::string& gpu_error = gpu->errors;
+  const std::string version = absl::StrCat(meta.value("resourceVersion", ""),
+                                           "|", gpu->generation);
   if (version != e->parsed_version) {
-    e->parsed = api::ParseInferenceAutoscaler(*ia, classes);
+    e->parsed = api::ParseInferenceAutoscaler(*ia, gpu->classes);
     e->parsed_version = version;
+    e->catalog.reset();
+    e->gauges.clear();
+    if (e->parsed.ok()) {
+      std::map<std::string, api::GpuClassResource> used;
+      for (const policy::VariantSpec& v : e->parsed->spec.variants) {
+        used.emplace(v.gpu_class, gpu->classes.at(v.gpu_class));
+      }
+      absl::StatusOr<model::Catalog> catalog = api::CatalogOf(used);
+      if (!catalog.ok()) {
+        e->parsed = catalog.status();
+      } else {
+        e->catalog = std::make_unique<model::Catalog>(*std::move(catalog));
+      }
+    }
   }
 
   std::string not_ready_reason;
@@ -946,18 +958,9 @@ absl::Status Controller::Impl::Reconcile(const std::string& key,
   const api::AutoscalerResource& a = *e->parsed;
   policy::Snapshot snap;
   snap.spec = &a.spec;
-  absl::StatusOr<model::Catalog> catalog = [&] {
-    std::map<std::string, api::GpuClassResource> used;
-    for (const policy::VariantSpec& v : a.spec.variants) {
-      used.emplace(v.gpu_class, classes.at(v.gpu_class));
-    }
-    return api::CatalogOf(used);
-  }();
-  if (!catalog.ok()) {
-    return catalog.status();
-  }
-  snap.catalog = &*catalog;
-  std::vector<std::vector<json>> ready_pods(a.spec.variants.size());
+  snap.catalog = e->catalog.get();
+  std::vector<std::vector<kube::Informer::ObjectPtr>> ready_pods(
+      a.spec.variants.size());
   for (size_t i = 0; i < a.spec.variants.size(); ++i) {
     const json& d = *deps[i];
     policy::VariantState vs;
@@ -987,7 +990,7 @@ absl::Status Controller::Impl::Reconcile(const std::string& key,
       learner.Observe(*p);
       if (ConditionTime(*p, "Ready")) {
         ++vs.ready;
-        ready_pods[i].push_back(*p);
+        ready_pods[i].push_back(p);
       } else if (auto created =
                      ParseTime(Field(*p, {"metadata", "creationTimestamp"}))) {
         vs.starting.push_back(*created);
@@ -1048,9 +1051,9 @@ absl::Status Controller::Impl::Reconcile(const std::string& key,
       if (!r.ok()) {
         return r.status();  // retried with back-off; nothing else changed
       }
-      const std::string msg = absl::StrCat(
-          v.deployment, ": ", snap.variants[i].desired, " -> ", v.replicas,
-          " (", policy::ScaleReasonName(v.reason), ": ", v.message, ")");
+      const std::string msg =
+          absl::StrCat(v.deployment, ": ", snap.variants[i].desired, " -> ",
+                       v.replicas, " (", v.message, ")");
       scaled.push_back(msg);
       LogJson("info", "scaled",
               {{"endpoint", key},
@@ -1069,32 +1072,25 @@ absl::Status Controller::Impl::Reconcile(const std::string& key,
 
   // 5. Status: conditions, replicas, what was decided and why.
   SetCondition(*e, "Ready", true, "Reconciled", "", now);
-  int total_desired = 0;
-  json variants = json::array();
-  int od_desired = 0;
-  int od_ready = 0;
-  int spot_desired = 0;
-  int spot_ready = 0;
-  for (size_t i = 0; i < a.spec.variants.size(); ++i) {
-    const policy::VariantSpec& vs = a.spec.variants[i];
-    const int desired =
-        d.valid ? d.variants[i].replicas : snap.variants[i].desired;
-    const int ready = snap.variants[i].ready;
-    total_desired += desired;
-    const bool spot = vs.capacity == policy::CapacityType::kSpot;
-    (spot ? spot_desired : od_desired) += desired;
-    (spot ? spot_ready : od_ready) += ready;
-    variants.push_back({{"deployment", vs.deployment},
-                        {"gpuClass", vs.gpu_class},
-                        {"capacityType", policy::CapacityTypeName(vs.capacity)},
-                        {"desired", desired},
-                        {"ready", ready}});
-    const prometheus::Labels labels = {
-        {"namespace", ns}, {"name", name}, {"deployment", vs.deployment}};
-    metrics_.desired.Add(labels).Set(desired);
-    metrics_.ready.Add(labels).Set(ready);
+  if (e->gauges.size() != a.spec.variants.size()) {  // cached: Add() hashes
+    e->gauges.clear();
+    for (const policy::VariantSpec& vs : a.spec.variants) {
+      const prometheus::Labels labels = {
+          {"namespace", ns}, {"name", name}, {"deployment", vs.deployment}};
+      e->gauges.emplace_back(&metrics_.desired.Add(labels),
+                             &metrics_.ready.Add(labels));
+    }
+    e->cost_gauge = &metrics_.cost.Add({{"namespace", ns}, {"name", name}});
   }
-  metrics_.cost.Add({{"namespace", ns}, {"name", name}}).Set(d.cost_per_hour);
+  int total_desired = 0;
+  std::vector<int> desired(a.spec.variants.size());
+  for (size_t i = 0; i < a.spec.variants.size(); ++i) {
+    desired[i] = d.valid ? d.variants[i].replicas : snap.variants[i].desired;
+    total_desired += desired[i];
+    e->gauges[i].first->Set(desired[i]);
+    e->gauges[i].second->Set(snap.variants[i].ready);
+  }
+  e->cost_gauge->Set(d.cost_per_hour);
   if (!missing.empty() && !d.valid) {
     SetCondition(*e, "Degraded", true, "MetricsUnavailable",
                  absl::StrCat("holding replicas: ", missing), now);
@@ -1106,6 +1102,53 @@ absl::Status Controller::Impl::Reconcile(const std::string& key,
   SetCondition(*e, "ScaledToZero", total_desired == 0,
                total_desired == 0 ? "Idle" : "Serving",
                total_desired == 0 ? "every variant is at 0 replicas" : "", now);
+  // The serving tier's learned cold start (the first variant on it).
+  size_t tier_variant = a.spec.variants.size() - 1;
+  for (size_t i = 0; i < a.spec.variants.size(); ++i) {
+    if (a.spec.variants[i].gpu_class == d.tier) {
+      tier_variant = i;
+      break;
+    }
+  }
+  const policy::ColdStartStats& cs = snap.variants[tier_variant].cold_start;
+
+  // Most ticks change nothing a reader of the status would see: compare
+  // the inputs first and build no JSON then (2,000 endpoints a tick).
+  std::string inputs = absl::StrCat(generation, "|", d.tier, "|", d.warm_pool,
+                                 "|", absl::ToInt64Seconds(d.keep_alive), "|",
+                                 std::round(d.cost_per_hour * 1000), "|",
+                                 policy::ScaleReasonName(d.reason), "|",
+                                 cs.samples, "|", absl::ToInt64Milliseconds(cs.p90));
+  for (size_t i = 0; i < desired.size(); ++i) {
+    absl::StrAppend(&inputs, "|", desired[i], "/", snap.variants[i].ready);
+  }
+  for (const auto& [type, v] : e->conditions) {
+    absl::StrAppend(&inputs, "|", type, "=", v.first);
+  }
+  if (d.keep_alive_until) {
+    absl::StrAppend(&inputs, "|", absl::ToUnixSeconds(*d.keep_alive_until));
+  }
+  if (inputs == e->status_key && scaled.empty()) {
+    return absl::OkStatus();
+  }
+
+  json variants = json::array();
+  int od_desired = 0;
+  int od_ready = 0;
+  int spot_desired = 0;
+  int spot_ready = 0;
+  for (size_t i = 0; i < a.spec.variants.size(); ++i) {
+    const policy::VariantSpec& vs = a.spec.variants[i];
+    const int ready = snap.variants[i].ready;
+    const bool spot = vs.capacity == policy::CapacityType::kSpot;
+    (spot ? spot_desired : od_desired) += desired[i];
+    (spot ? spot_ready : od_ready) += ready;
+    variants.push_back({{"deployment", vs.deployment},
+                        {"gpuClass", vs.gpu_class},
+                        {"capacityType", policy::CapacityTypeName(vs.capacity)},
+                        {"desired", desired[i]},
+                        {"ready", ready}});
+  }
   json status = {
       {"observedGeneration", generation},
       {"variants", variants},
@@ -1116,23 +1159,18 @@ absl::Status Controller::Impl::Reconcile(const std::string& key,
       {"warmPool", d.warm_pool},
       {"keepAliveSeconds", absl::ToInt64Seconds(d.keep_alive)},
       {"costPerHour", std::round(d.cost_per_hour * 1000) / 1000},
+      {"coldStart",
+       {{"p50Seconds", absl::ToDoubleSeconds(cs.p50)},
+        {"p90Seconds", absl::ToDoubleSeconds(cs.p90)},
+        {"samples", cs.samples}}},
       {"conditions", json::array()},
+      {"lastDecision",
+       {{"time", Time(now)},
+        {"reason", policy::ScaleReasonName(d.reason)},
+        {"message", d.message.substr(0, 1024)}}},
   };
   if (d.keep_alive_until) {
     status["keepAliveUntil"] = Time(*d.keep_alive_until);
-  }
-  {
-    // The serving tier's learned cold start (the first variant on it).
-    for (size_t i = 0; i < a.spec.variants.size(); ++i) {
-      if (a.spec.variants[i].gpu_class == d.tier ||
-          i + 1 == a.spec.variants.size()) {
-        const policy::ColdStartStats& cs = snap.variants[i].cold_start;
-        status["coldStart"] = {{"p50Seconds", absl::ToDoubleSeconds(cs.p50)},
-                               {"p90Seconds", absl::ToDoubleSeconds(cs.p90)},
-                               {"samples", cs.samples}};
-        break;
-      }
-    }
   }
   for (const auto& [type, v] : e->conditions) {
     const std::vector<std::string> parts = absl::StrSplit(v.first, '|');
@@ -1144,16 +1182,9 @@ absl::Status Controller::Impl::Reconcile(const std::string& key,
          {"observedGeneration", generation},
          {"lastTransitionTime", Time(v.second)}});
   }
-  // What decides whether to write: everything but the decision's time and
-  // message (whose numbers move every tick).
-  const std::string content =
-      absl::StrCat(status.dump(), "|", policy::ScaleReasonName(d.reason));
-  status["lastDecision"] = {{"time", Time(now)},
-                            {"reason", policy::ScaleReasonName(d.reason)},
-                            {"message", d.message.substr(0, 1024)}};
-  if (leading && (content != e->written || !scaled.empty())) {
+  if (leading) {
     PL_RETURN_IF_ERROR(WriteStatus(client, ns, name, status));
-    e->written = content;
+    e->status_key = inputs;  // written: the next change writes again
   }
   return absl::OkStatus();
 }
