@@ -118,33 +118,76 @@ std::optional<absl::Time> ConditionTime(const json& pod, const char* type) {
   return std::nullopt;
 }
 
+// When the cluster took this pod away (a spot reclaim, a node gone, an
+// eviction): the DisruptionTarget condition Kubernetes sets, or a pod
+// failed by its node's shutdown or an eviction.
+std::optional<absl::Time> DisruptedAt(const json& pod) {
+  const json& conds = Field(pod, {"status", "conditions"});
+  if (conds.is_array()) {
+    for (const json& c : conds) {
+      if (c.value("type", "") == "DisruptionTarget" &&
+          c.value("status", "") == "True") {
+        return ParseTime(c.value("lastTransitionTime", json()));
+      }
+    }
+  }
+  const json& status = Field(pod, {"status"});
+  const std::string reason =
+      status.is_object() ? status.value("reason", "") : "";
+  if (status.is_object() && status.value("phase", "") == "Failed" &&
+      (reason == "Evicted" || reason == "NodeShutdown" ||
+       reason == "Terminated" || reason == "Shutdown")) {
+    return ParseTime(Field(pod, {"metadata", "creationTimestamp"}));
+  }
+  return std::nullopt;
+}
+
+// A pod the scheduler cannot place (the pool has no room, e.g. no spot
+// capacity).
+bool Unschedulable(const json& pod) {
+  const json& conds = Field(pod, {"status", "conditions"});
+  if (!conds.is_array()) {
+    return false;
+  }
+  for (const json& c : conds) {
+    if (c.value("type", "") == "PodScheduled" &&
+        c.value("status", "") == "False" &&
+        c.value("reason", "") == "Unschedulable") {
+      return true;
+    }
+  }
+  return false;
+}
+
 // Cold starts of one variant, from its pods' condition times: created ->
 // Ready, counted once per pod (the first time it is Ready).
 class ColdStartLearner {
  public:
-  void Observe(const json& pod) {
+  // Returns the cold start when this pod gives a new sample.
+  std::optional<absl::Duration> Observe(const json& pod) {
     const std::string uid =
         Field(pod, {"metadata", "uid"}).is_string()
             ? Field(pod, {"metadata", "uid"}).get<std::string>()
             : "";
     if (uid.empty() || counted_.count(uid) != 0) {
-      return;
+      return std::nullopt;
     }
     const std::optional<absl::Time> ready = ConditionTime(pod, "Ready");
     const std::optional<absl::Time> created =
         ParseTime(Field(pod, {"metadata", "creationTimestamp"}));
     if (!ready || !created || *ready < *created) {
-      return;
+      return std::nullopt;
     }
     const json& cs = Field(pod, {"status", "containerStatuses"});
     if (cs.is_array() && !cs.empty() && cs[0].value("restartCount", 0) > 0) {
-      return;  // a restart, not a cold start
+      return std::nullopt;  // a restart, not a cold start
     }
     counted_.insert(uid);
     samples_.push_back(*ready - *created);
     if (samples_.size() > kColdStartSamples) {
       samples_.erase(samples_.begin());
     }
+    return *ready - *created;
   }
   void Forget(const std::set<std::string>& live_uids) {
     for (auto it = counted_.begin(); it != counted_.end();) {
@@ -190,7 +233,7 @@ struct Endpoint {
   std::string written;                       // the status content last written
   std::optional<policy::Decision> decision;  // the last one
   int64_t decided_generation = -1;
-  std::string missing;  // what the last demand read lacked
+  std::string missing;                      // what the last demand read lacked
   std::unique_ptr<model::Catalog> catalog;  // of the parsed spec's classes
   std::vector<std::pair<prometheus::Gauge*, prometheus::Gauge*>> gauges;
   prometheus::Gauge* cost_gauge = nullptr;
@@ -326,9 +369,10 @@ class Controller::Impl {
     std::string errors;  // of the GPUClasses that do not parse
   };
   std::shared_ptr<const GpuClassSet> GpuClasses();
-  policy::DemandSample Demand(const api::AutoscalerResource& a,
-                              const std::vector<std::vector<kube::Informer::ObjectPtr>>& ready_pods,
-                              absl::Time now, std::string& missing);
+  policy::DemandSample Demand(
+      const api::AutoscalerResource& a,
+      const std::vector<std::vector<kube::Informer::ObjectPtr>>& ready_pods,
+      absl::Time now, std::string& missing);
   bool SetCondition(Endpoint& e, const std::string& type, bool status,
                     const std::string& reason, const std::string& message,
                     absl::Time now);
@@ -356,6 +400,7 @@ class Controller::Impl {
   std::mutex index_mu_;  // the two indexes
   std::map<std::string, std::set<std::string>> deployment_endpoints_;
   std::map<std::string, std::set<std::string>> deployment_pods_;
+  std::map<std::string, absl::Time> disrupted_;  // deployment -> last pod taken
 
   std::mutex demand_mu_;
   std::map<std::string, absl::StatusOr<prom::PodValues>> demand_;
@@ -432,8 +477,13 @@ void Controller::Impl::Wire() {
     }
     const std::string key = kube::ObjectKey(p);
     bool watched = false;
+    const std::optional<absl::Time> disrupted = DisruptedAt(p);
     {
       const std::lock_guard<std::mutex> lock(index_mu_);
+      if (disrupted) {
+        absl::Time& last = disrupted_[dep];
+        last = std::max(last, *disrupted);
+      }
       if (t == EventType::kDeleted) {
         auto it = deployment_pods_.find(dep);
         if (it != deployment_pods_.end()) {
@@ -469,8 +519,7 @@ absl::Status Controller::Impl::Run(const std::atomic<bool>& stop) {
   // The HTTP endpoints come first: a port in use is a start-up error.
   httplib::Server http;
   http.Get("/metrics", [this](const httplib::Request&, httplib::Response& r) {
-    metrics_.api_requests.Set(
-        static_cast<double>(KubeClient::TotalRequests()));
+    metrics_.api_requests.Set(static_cast<double>(KubeClient::TotalRequests()));
     std::ostringstream out;
     prometheus::TextSerializer().Serialize(out, registry_.Collect());
     r.set_content(out.str(), "text/plain; version=0.0.4");
@@ -712,8 +761,7 @@ Controller::Impl::GpuClasses() {
 policy::DemandSample Controller::Impl::Demand(
     const api::AutoscalerResource& a,
     const std::vector<std::vector<kube::Informer::ObjectPtr>>& ready_pods,
-    absl::Time now,
-    std::string& missing) {
+    absl::Time now, std::string& missing) {
   prom::DemandQueries q;
   if (a.metrics.server == prom::MetricsServer::kCustom) {
     q.in_flight = a.metrics.concurrency_query;
@@ -876,8 +924,8 @@ absl::Status Controller::Impl::Reconcile(const std::string& key,
   // 1. The spec, against the GPUClasses it names (parsed once per change).
   const std::shared_ptr<const GpuClassSet> gpu = GpuClasses();
   const std::string& gpu_error = gpu->errors;
-  const std::string version = absl::StrCat(meta.value("resourceVersion", ""),
-                                           "|", gpu->generation);
+  const std::string version =
+      absl::StrCat(meta.value("resourceVersion", ""), "|", gpu->generation);
   if (version != e->parsed_version) {
     e->parsed = api::ParseInferenceAutoscaler(*ia, gpu->classes);
     e->parsed_version = version;
@@ -987,7 +1035,13 @@ absl::Status Controller::Impl::Reconcile(const std::string& key,
         ++vs.terminating;
         continue;
       }
-      learner.Observe(*p);
+      if (std::optional<absl::Duration> cold = learner.Observe(*p)) {
+        metrics_.cold_start
+            .Add({{"gpu_class", a.spec.variants[i].gpu_class}},
+                 prometheus::Histogram::BucketBoundaries{
+                     1, 2, 5, 10, 20, 30, 60, 90, 120, 180, 300, 600})
+            .Observe(absl::ToDoubleSeconds(*cold));
+      }
       if (ConditionTime(*p, "Ready")) {
         ++vs.ready;
         ready_pods[i].push_back(p);
@@ -999,6 +1053,27 @@ absl::Status Controller::Impl::Reconcile(const std::string& key,
     learner.Forget(live);
     vs.cold_start = learner.Stats();
     snap.variants.push_back(std::move(vs));
+    if (a.spec.variants[i].capacity == policy::CapacityType::kSpot) {
+      // Spot health: pods taken away, and pods the pool cannot place.
+      policy::SpotHealth h;
+      h.gpu_class = a.spec.variants[i].gpu_class;
+      {
+        const std::lock_guard<std::mutex> lock(index_mu_);
+        auto it = disrupted_.find(e->deployments[i]);
+        if (it != disrupted_.end()) {
+          h.last_preemption = it->second;
+        }
+      }
+      for (const std::string& pk : pod_keys) {
+        kube::Informer::ObjectPtr p = pods_->Get(pk);
+        if (p != nullptr && Unschedulable(*p)) {
+          h.last_failed_placement = now;  // failing to place as we speak
+        }
+      }
+      if (h.last_preemption || h.last_failed_placement) {
+        snap.spot.push_back(std::move(h));
+      }
+    }
   }
 
   // 3. Demand: one sample per Prometheus read, since the last decision.
@@ -1114,11 +1189,12 @@ absl::Status Controller::Impl::Reconcile(const std::string& key,
 
   // Most ticks change nothing a reader of the status would see: compare
   // the inputs first and build no JSON then (2,000 endpoints a tick).
-  std::string inputs = absl::StrCat(generation, "|", d.tier, "|", d.warm_pool,
-                                 "|", absl::ToInt64Seconds(d.keep_alive), "|",
-                                 std::round(d.cost_per_hour * 1000), "|",
-                                 policy::ScaleReasonName(d.reason), "|",
-                                 cs.samples, "|", absl::ToInt64Milliseconds(cs.p90));
+  std::string inputs =
+      absl::StrCat(generation, "|", d.tier, "|", d.warm_pool, "|",
+                   absl::ToInt64Seconds(d.keep_alive), "|",
+                   std::round(d.cost_per_hour * 1000), "|",
+                   policy::ScaleReasonName(d.reason), "|", cs.samples, "|",
+                   absl::ToInt64Milliseconds(cs.p90));
   for (size_t i = 0; i < desired.size(); ++i) {
     absl::StrAppend(&inputs, "|", desired[i], "/", snap.variants[i].ready);
   }

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -599,6 +600,47 @@ TEST_F(ControllerTest, ApiServerRestartIsSurvived) {
   })) << controller.Log();
   EXPECT_EQ(Replicas("chat-l4"), 1);
   EXPECT_EQ(Condition(Autoscaler("before"), "Ready"), "True");
+}
+
+// deploy/rbac.yaml is enough: the controller running as its service
+// account (a bound token, as in a pod) leads, patches, writes status and
+// Events, and is never refused.
+TEST_F(ControllerTest, RunsWithTheShippedRbacOnly) {
+  ASSERT_THAT(Shell(absl::StrCat("kubectl --kubeconfig ", kubeconfig_,
+                                 " apply --server-side -f deploy/rbac.yaml")),
+              HasSubstr("clusterrole.rbac.authorization.k8s.io/"
+                        "pilotlight-controller"));
+  std::string token = Shell(
+      absl::StrCat("kubectl --kubeconfig ", kubeconfig_,
+                   " create token pilotlight-controller -n pilotlight-system"));
+  token = std::string(absl::StripAsciiWhitespace(token));
+  const std::string dir = testcluster::TestClusterDir().value_or("/tmp");
+  const std::string sa_config = absl::StrCat(dir, "/", ns_, "-sa.kubeconfig");
+  {
+    std::ofstream out(sa_config);
+    out << "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: "
+           "{server: \""
+        << config_.server << "\", certificate-authority: \"" << dir
+        << "/pki/ca.crt\"}}]\nusers: [{name: sa, user: {token: \"" << token
+        << "\"}}]\ncontexts: [{name: c, context: {cluster: c, user: "
+           "sa}}]\ncurrent-context: c\n";
+  }
+  ASSERT_TRUE(CreateDeployment("chat-l4", 1, "l4", "on-demand").ok());
+  json spec = Spec();
+  spec["variants"] =
+      json::parse(R"([{"deployment": "chat-l4", "gpuClass": "l4-on-demand"}])");
+  spec["replicas"]["min"] = 2;
+  ASSERT_TRUE(CreateAutoscaler("chat", spec).ok());
+  std::vector<std::string> flags = FastFlags();
+  flags[1] = sa_config;  // --kubeconfig
+  flags.insert(flags.end(), {"--identity", ns_});
+  ControllerProcess controller(flags, LogPath("controller"));
+  EXPECT_TRUE(WaitFor(absl::Seconds(30), [&] {
+    return Replicas("chat-l4") == 2 &&
+           Condition(Autoscaler("chat"), "Ready") == "True";
+  })) << controller.Log();
+  EXPECT_THAT(EventReasons(), ::testing::Contains("ScaledUp"));
+  EXPECT_THAT(controller.Log(), ::testing::Not(HasSubstr("HTTP 403")));
 }
 
 }  // namespace
