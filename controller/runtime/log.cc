@@ -9,7 +9,7 @@
 namespace pilotlight::runtime {
 
 void LogJson(absl::string_view level, absl::string_view msg,
-             nlohmann::json fields) {
+             const nlohmann::json& fields) {
   static std::mutex mu;
   nlohmann::json line = {
       {"ts", absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::Now(),

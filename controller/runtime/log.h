@@ -14,6 +14,6 @@
 namespace pilotlight::runtime {
 
 void LogJson(absl::string_view level, absl::string_view msg,
-             nlohmann::json fields = nlohmann::json::object());
+             const nlohmann::json& fields = nlohmann::json::object());
 
 }  // namespace pilotlight::runtime
