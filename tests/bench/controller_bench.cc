@@ -61,9 +61,8 @@ double RssMiB(pid_t pid) {
        absl::StrSplit(ReadFile(absl::StrCat("/proc/", pid, "/status")), '\n')) {
     if (absl::ConsumePrefix(&line, "VmRSS:")) {
       double kb = 0;
-      (void)absl::SimpleAtod(absl::StripAsciiWhitespace(
-                                 line.substr(0, line.rfind("kB"))),
-                             &kb);
+      (void)absl::SimpleAtod(
+          absl::StripAsciiWhitespace(line.substr(0, line.rfind("kB"))), &kb);
       return kb / 1024;
     }
   }
@@ -159,13 +158,12 @@ int main(int argc, char** argv) {
             {"metadata", {{"name", name}}},
             {"spec",
              {{"model", {{"preset", "llama-3.1-8b"}}},
-              {"variants",
-               json::array({{{"deployment", name},
-                             {"gpuClass", "l4-on-demand"}}})}}}};
-        if (!c->Request("POST",
-                        absl::StrCat("/apis/apps/v1/namespaces/", ns,
-                                     "/deployments"),
-                        d.dump())
+              {"variants", json::array({{{"deployment", name},
+                                         {"gpuClass", "l4-on-demand"}}})}}}};
+        if (!c->Request(
+                  "POST",
+                  absl::StrCat("/apis/apps/v1/namespaces/", ns, "/deployments"),
+                  d.dump())
                  .ok() ||
             !c->Request("POST",
                         absl::StrCat("/apis/pilotlight.dev/v1alpha1/"
@@ -187,9 +185,9 @@ int main(int argc, char** argv) {
             << " failed)" << std::endl;
 
   // --- The controller.
-  const std::string log = absl::StrCat(
-      pilotlight::testcluster::TestClusterDir().value_or("/tmp"), "/logs/",
-      ns, "-controller.log");
+  const std::string log =
+      absl::StrCat(pilotlight::testcluster::TestClusterDir().value_or("/tmp"),
+                   "/logs/", ns, "-controller.log");
   const pid_t pid = ::fork();
   if (pid == 0) {
     const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -213,12 +211,12 @@ int main(int argc, char** argv) {
   }
   const absl::Time t_start = absl::Now();
   int with_status = 0;
-  while (with_status < endpoints &&
-         absl::Now() - t_start < absl::Minutes(10)) {
+  while (with_status < endpoints && absl::Now() - t_start < absl::Minutes(10)) {
     std::this_thread::sleep_for(std::chrono::seconds(2));
     auto list = client->Request(
-        "GET", absl::StrCat("/apis/pilotlight.dev/v1alpha1/namespaces/", ns,
-                            "/inferenceautoscalers"),
+        "GET",
+        absl::StrCat("/apis/pilotlight.dev/v1alpha1/namespaces/", ns,
+                     "/inferenceautoscalers"),
         "");
     if (!list.ok()) {
       continue;
@@ -254,10 +252,12 @@ int main(int argc, char** argv) {
   const double secs = absl::ToDoubleSeconds(absl::Now() - m0);
   const double cpu = ProcessCpu(pid) - cpu0;
   const double reqs = Metric(port, "pilotlight_api_requests") - req0;
-  const double queries = Metric(port, "pilotlight_prometheus_queries_total") - q0;
+  const double queries =
+      Metric(port, "pilotlight_prometheus_queries_total") - q0;
   const double ticks = secs / tick_s;
   std::printf(
-      "controller_bench: %d endpoints, %.0f s steady state (%.1f ticks of %.0f s)\n"
+      "controller_bench: %d endpoints, %.0f s steady state (%.1f ticks of %.0f "
+      "s)\n"
       "  CPU per tick, whole process      %7.1f ms  (target < 100 ms)\n"
       "  CPU per tick, reconciles alone   %7.1f ms mean, %.1f ms max\n"
       "  resident memory                  %7.1f MiB (target < 200 MB)\n"
