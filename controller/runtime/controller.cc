@@ -998,6 +998,7 @@ absl::Status Controller::Impl::Reconcile(const std::string& key,
     if (leading && content != e->written) {
       PL_RETURN_IF_ERROR(WriteStatus(client, ns, name, status));
       e->written = content;
+      e->status_key.clear();  // a valid status after this must be written
     }
     return absl::OkStatus();
   }
@@ -1261,6 +1262,7 @@ absl::Status Controller::Impl::Reconcile(const std::string& key,
   if (leading) {
     PL_RETURN_IF_ERROR(WriteStatus(client, ns, name, status));
     e->status_key = inputs;  // written: the next change writes again
+    e->written.clear();      // and so must a not-ready status after it
   }
   return absl::OkStatus();
 }

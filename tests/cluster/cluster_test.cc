@@ -31,44 +31,17 @@ namespace pilotlight::kube {
 namespace {
 
 using json = nlohmann::json;
+using testcluster::Shell;
+using testcluster::WaitFor;
 using ::testing::HasSubstr;
 
 constexpr int kColdStartSeconds = 2;
-
-// Polls `done` every 250 ms until it is true or `limit` passes.
-bool WaitFor(absl::Duration limit, const std::function<bool()>& done) {
-  const absl::Time end = absl::Now() + limit;
-  while (absl::Now() < end) {
-    if (done()) {
-      return true;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(250));
-  }
-  return done();
-}
 
 absl::Time ParseTime(const std::string& s) {
   absl::Time t;
   std::string err;
   EXPECT_TRUE(absl::ParseTime(absl::RFC3339_full, s, &t, &err)) << s << err;
   return t;
-}
-
-// Runs a shell command; returns its stdout and sets `rc`.
-std::string Shell(const std::string& cmd, int& rc) {
-  std::string out;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (p == nullptr) {
-    rc = -1;
-    return out;
-  }
-  char buf[4096];
-  size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) {
-    out.append(buf, n);
-  }
-  rc = ::pclose(p);
-  return out;
 }
 
 class ClusterTest : public ::testing::Test {
@@ -198,7 +171,7 @@ TEST_F(ClusterTest, KubectlWorksWithTheWrittenKubeconfig) {
   int rc = 0;
   const std::string out = Shell(
       absl::StrCat("kubectl --kubeconfig ", kubeconfig_, " get nodes -o json"),
-      rc);
+      &rc);
   ASSERT_EQ(rc, 0) << out;
   int ready = 0;
   std::set<std::string> pools;

@@ -6,13 +6,18 @@
 // cluster started by hand). Tests skip, loudly, when neither is set.
 #pragma once
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "absl/strings/ascii.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 
 namespace pilotlight::testcluster {
 
@@ -45,6 +50,42 @@ inline std::string TestPrometheusUrl() {
   std::stringstream s;
   s << in.rdbuf();
   return std::string(absl::StripAsciiWhitespace(s.str()));
+}
+
+// Polls `done` every 250 ms until it is true or `limit` passes; returns
+// its last answer.
+inline bool WaitFor(absl::Duration limit, const std::function<bool()>& done) {
+  const absl::Time end = absl::Now() + limit;
+  while (absl::Now() < end) {
+    if (done()) {
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  return done();
+}
+
+// Runs a shell command; returns its output (stdout and stderr) and, when
+// `rc` is given, sets it to the exit status.
+inline std::string Shell(const std::string& cmd, int* rc = nullptr) {
+  std::string out;
+  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
+  if (p == nullptr) {
+    if (rc != nullptr) {
+      *rc = -1;
+    }
+    return out;
+  }
+  char buf[4096];
+  size_t n = 0;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) {
+    out.append(buf, n);
+  }
+  const int status = ::pclose(p);
+  if (rc != nullptr) {
+    *rc = status;
+  }
+  return out;
 }
 
 }  // namespace pilotlight::testcluster

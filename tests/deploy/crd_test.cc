@@ -17,23 +17,9 @@ namespace pilotlight::kube {
 namespace {
 
 using json = nlohmann::json;
+using testcluster::Shell;
+using testcluster::WaitFor;
 using ::testing::HasSubstr;
-
-std::string Shell(const std::string& cmd, int& rc) {
-  std::string out;
-  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
-  if (p == nullptr) {
-    rc = -1;
-    return out;
-  }
-  char buf[4096];
-  size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) {
-    out.append(buf, n);
-  }
-  rc = ::pclose(p);
-  return out;
-}
 
 class CrdTest : public ::testing::Test {
  protected:
@@ -54,7 +40,7 @@ class CrdTest : public ::testing::Test {
                            *path,
                            " apply --server-side -f "
                            "deploy/gpuclasses/default.yaml"),
-              rc));
+              &rc));
     apply_rc_ = rc;
   }
 
@@ -106,7 +92,7 @@ TEST_F(CrdTest, DefaultGpuClassesApplyAndListWithPrinterColumns) {
   const std::string out =
       Shell(absl::StrCat("kubectl --kubeconfig ", *kubeconfig_,
                          " get gpuclasses a100-80gb-spot"),
-            rc);
+            &rc);
   ASSERT_EQ(rc, 0) << out;
   EXPECT_THAT(out, HasSubstr("PRICE/GPU-H"));
   EXPECT_THAT(out, HasSubstr("A100-80GB-SXM"));
@@ -125,7 +111,8 @@ TEST_F(CrdTest, ValidAutoscalerGetsItsDefaults) {
   EXPECT_EQ(ia["spec"]["variants"][1]["gpusPerReplica"], 1);
   int rc = 0;
   const std::string out = Shell(
-      absl::StrCat("kubectl --kubeconfig ", *kubeconfig_, " get ia valid"), rc);
+      absl::StrCat("kubectl --kubeconfig ", *kubeconfig_, " get ia valid"),
+      &rc);
   ASSERT_EQ(rc, 0) << out;
   for (const char* column :
        {"ONDEMAND", "SPOT", "TIER", "KEEPALIVE", "COST/H", "READY", "AGE"}) {

@@ -36,33 +36,9 @@ namespace {
 
 using json = nlohmann::json;
 using kube::KubeClient;
+using testcluster::Shell;
+using testcluster::WaitFor;
 using ::testing::HasSubstr;
-
-bool WaitFor(absl::Duration limit, const std::function<bool()>& done) {
-  const absl::Time end = absl::Now() + limit;
-  while (absl::Now() < end) {
-    if (done()) {
-      return true;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(250));
-  }
-  return done();
-}
-
-std::string Shell(const std::string& cmd) {
-  std::string out;
-  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
-  if (p == nullptr) {
-    return out;
-  }
-  char buf[4096];
-  size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) {
-    out.append(buf, n);
-  }
-  ::pclose(p);
-  return out;
-}
 
 // One `pilotlight controller` process; its JSON log goes to a file.
 class ControllerProcess {
