@@ -229,7 +229,13 @@ struct Endpoint {
   std::string parsed_version;  // resourceVersion + GPUClasses version
   absl::StatusOr<api::AutoscalerResource> parsed =
       absl::UnknownError("not parsed");
-  std::map<std::string, std::pair<std::string, absl::Time>> conditions;
+  struct Condition {
+    bool status = false;
+    std::string reason;
+    std::string message;
+    absl::Time since;  // lastTransitionTime: when `status` last changed
+  };
+  std::map<std::string, Condition> conditions;  // by type
   std::string written;                       // the status content last written
   std::optional<policy::Decision> decision;  // the last one
   int64_t decided_generation = -1;
@@ -817,22 +823,36 @@ bool Controller::Impl::SetCondition(Endpoint& e, const std::string& type,
                                     bool status, const std::string& reason,
                                     const std::string& message,
                                     absl::Time now) {
-  const std::string value =
-      absl::StrCat(status ? "True" : "False", "|", reason, "|", message);
-  auto it = e.conditions.find(type);
-  if (it != e.conditions.end()) {
-    const bool same_status =
-        it->second.first.substr(0, 5) == value.substr(0, 5);
-    const bool changed = it->second.first != value;
-    it->second.first = value;
-    if (!same_status) {
-      it->second.second = now;
-    }
-    return changed;
+  auto [it, added] = e.conditions.try_emplace(type);
+  Endpoint::Condition& c = it->second;
+  const bool changed =
+      added || c.status != status || c.reason != reason || c.message != message;
+  if (added || c.status != status) {
+    c.since = now;
   }
-  e.conditions[type] = {value, now};
-  return true;
+  c.status = status;
+  c.reason = reason;
+  c.message = message;
+  return changed;
 }
+
+namespace {
+
+// The conditions as metav1.Condition objects.
+json ConditionsJson(const Endpoint& e, int64_t generation) {
+  json out = json::array();
+  for (const auto& [type, c] : e.conditions) {
+    out.push_back({{"type", type},
+                   {"status", c.status ? "True" : "False"},
+                   {"reason", c.reason},
+                   {"message", c.message.substr(0, 1024)},
+                   {"observedGeneration", generation},
+                   {"lastTransitionTime", Time(c.since)}});
+  }
+  return out;
+}
+
+}  // namespace
 
 absl::Status Controller::Impl::WriteStatus(KubeClient& client,
                                            const std::string& ns,
@@ -982,18 +1002,8 @@ absl::Status Controller::Impl::Reconcile(const std::string& key,
                {"message", not_ready_message}});
       Event(client, *ia, "Warning", not_ready_reason, not_ready_message);
     }
-    json status = {{"observedGeneration", generation},
-                   {"conditions", json::array()}};
-    for (const auto& [type, v] : e->conditions) {
-      const std::vector<std::string> parts = absl::StrSplit(v.first, '|');
-      status["conditions"].push_back(
-          {{"type", type},
-           {"status", parts[0]},
-           {"reason", parts.size() > 1 ? parts[1] : ""},
-           {"message", parts.size() > 2 ? parts[2] : ""},
-           {"observedGeneration", generation},
-           {"lastTransitionTime", Time(v.second)}});
-    }
+    const json status = {{"observedGeneration", generation},
+                         {"conditions", ConditionsJson(*e, generation)}};
     const std::string content = status.dump();
     if (leading && content != e->written) {
       PL_RETURN_IF_ERROR(WriteStatus(client, ns, name, status));
@@ -1199,8 +1209,9 @@ absl::Status Controller::Impl::Reconcile(const std::string& key,
   for (size_t i = 0; i < desired.size(); ++i) {
     absl::StrAppend(&inputs, "|", desired[i], "/", snap.variants[i].ready);
   }
-  for (const auto& [type, v] : e->conditions) {
-    absl::StrAppend(&inputs, "|", type, "=", v.first);
+  for (const auto& [type, c] : e->conditions) {
+    absl::StrAppend(&inputs, "|", type, "=", c.status, c.reason, "/",
+                    c.message);
   }
   if (d.keep_alive_until) {
     absl::StrAppend(&inputs, "|", absl::ToUnixSeconds(*d.keep_alive_until));
@@ -1240,7 +1251,7 @@ absl::Status Controller::Impl::Reconcile(const std::string& key,
        {{"p50Seconds", absl::ToDoubleSeconds(cs.p50)},
         {"p90Seconds", absl::ToDoubleSeconds(cs.p90)},
         {"samples", cs.samples}}},
-      {"conditions", json::array()},
+      {"conditions", ConditionsJson(*e, generation)},
       {"lastDecision",
        {{"time", Time(now)},
         {"reason", policy::ScaleReasonName(d.reason)},
@@ -1248,16 +1259,6 @@ absl::Status Controller::Impl::Reconcile(const std::string& key,
   };
   if (d.keep_alive_until) {
     status["keepAliveUntil"] = Time(*d.keep_alive_until);
-  }
-  for (const auto& [type, v] : e->conditions) {
-    const std::vector<std::string> parts = absl::StrSplit(v.first, '|');
-    status["conditions"].push_back(
-        {{"type", type},
-         {"status", parts[0]},
-         {"reason", parts.size() > 1 ? parts[1] : ""},
-         {"message", parts.size() > 2 ? parts[2].substr(0, 1024) : ""},
-         {"observedGeneration", generation},
-         {"lastTransitionTime", Time(v.second)}});
   }
   if (leading) {
     PL_RETURN_IF_ERROR(WriteStatus(client, ns, name, status));
