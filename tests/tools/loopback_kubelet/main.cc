@@ -28,6 +28,8 @@ int main(int argc, char** argv) {
       {"node-selector", false, "LABELS",
        "label selector of the Nodes to serve (default "
        "pilotlight.dev/loopback=true)"},
+      {"ip-octet", false, "N",
+       "pods get 127.N.x.y (default 77; one per cluster on a machine)"},
       {"help", true, "", "show this help"},
   };
   absl::StatusOr<pilotlight::cmd::ParsedFlags> f = pilotlight::cmd::ParseFlags(

@@ -102,7 +102,9 @@ TEST_F(ModelServerTest, ChatStreamsServerSentEvents) {
 
 // The vLLM metric names, counting what was served; concurrent requests
 // beyond the slots wait (seen in the waiting gauge) and all finish. (Kept
-// to 8 connections: Debian's cpp-httplib listens with a backlog of 5.)
+// to 8 connections: Debian's cpp-httplib listens with a backlog of 5.
+// 30 tokens a request: long enough for the waiting to be seen on a loaded
+// machine.)
 TEST_F(ModelServerTest, VllmMetricsCountTheWork) {
   Start(MetricsFlavor::kVllm, /*seqs=*/2, /*time_scale=*/2.0);
   ASSERT_EQ(server_->slots(), 2);
@@ -126,7 +128,7 @@ TEST_F(ModelServerTest, VllmMetricsCountTheWork) {
   for (int i = 0; i < n; ++i) {
     clients.emplace_back([this] {
       auto r = Client().Post("/v1/completions",
-                             R"({"prompt": "abcd", "max_tokens": 3})",
+                             R"({"prompt": "abcd", "max_tokens": 30})",
                              "application/json");
       ASSERT_TRUE(r) << httplib::to_string(r.error());
       EXPECT_EQ(r->status, 200) << r->body;
