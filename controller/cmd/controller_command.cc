@@ -68,52 +68,52 @@ int RunController(const std::vector<std::string>& args, std::ostream& out,
        "policy: demand older than this holds replicas (30s)"},
       {"help", true, "", "show this help"},
   };
-  absl::StatusOr<ParsedFlags> f = ParseFlags(args, specs);
-  if (!f.ok() || f->Bool("help")) {
-    (f.ok() ? out : err)
-        << (f.ok() ? "" : std::string(f.status().message()) + "\n")
-        << "usage: pilotlight controller [flags]\n\n"
-           "Runs the operator: watches InferenceAutoscalers, GPUClasses,\n"
-           "Deployments and Pods, reads demand from Prometheus, and patches\n"
-           "replicas through /scale. Logs are JSON lines on stderr.\n\n"
-        << FlagsHelp(specs);
-    return f.ok() ? kExitOk : kExitUsage;
+  ParsedFlags flags;
+  if (std::optional<int> exit = ParseFlagsOrExit(
+          args, specs,
+          "usage: pilotlight controller [flags]\n\n"
+          "Runs the operator: watches InferenceAutoscalers, GPUClasses,\n"
+          "Deployments and Pods, reads demand from Prometheus, and patches\n"
+          "replicas through /scale. Logs are JSON lines on stderr.\n\n",
+          out, err, flags)) {
+    return *exit;
   }
   runtime::ControllerOptions o;
   const char* env = std::getenv("KUBECONFIG");
   const std::string path =
-      f->String("kubeconfig").value_or(env != nullptr ? env : "");
+      flags.String("kubeconfig").value_or(env != nullptr ? env : "");
   absl::StatusOr<kube::KubeConfig> kc =
-      path.empty()
-          ? kube::InClusterConfig()
-          : kube::KubeConfigFromFile(path, f->String("context").value_or(""));
+      path.empty() ? kube::InClusterConfig()
+                   : kube::KubeConfigFromFile(
+                         path, flags.String("context").value_or(""));
   if (!kc.ok()) {
     err << "pilotlight controller: " << kc.status().message() << "\n";
     return kExitUsage;
   }
   o.kube = *kc;
-  o.prometheus_url = f->String("prometheus").value_or(o.prometheus_url);
-  o.listen_address = f->String("listen").value_or(o.listen_address);
-  o.leader_elect = !f->Bool("no-leader-election");
+  o.prometheus_url = flags.String("prometheus").value_or(o.prometheus_url);
+  o.listen_address = flags.String("listen").value_or(o.listen_address);
+  o.leader_elect = !flags.Bool("no-leader-election");
   o.election.lease_namespace =
-      f->String("lease-namespace").value_or(o.election.lease_namespace);
+      flags.String("lease-namespace").value_or(o.election.lease_namespace);
   o.election.lease_name =
-      f->String("lease-name").value_or(o.election.lease_name);
-  o.election.identity = f->String("identity").value_or(DefaultIdentity());
+      flags.String("lease-name").value_or(o.election.lease_name);
+  o.election.identity = flags.String("identity").value_or(DefaultIdentity());
   for (const absl::Status& st :
-       {Set(f->Duration("tick"), o.tick),
-        Set(f->Duration("rate-window"), o.rate_window),
-        Set(f->Double("qps"), o.qps), Set(f->Int("burst"), o.burst),
-        Set(f->Int("workers"), o.workers),
-        Set(f->Duration("lease-duration"), o.election.lease_duration),
-        Set(f->Duration("renew-deadline"), o.election.renew_deadline),
-        Set(f->Duration("retry-period"), o.election.retry_period),
-        Set(f->Duration("stable-window"), o.decider.stable_window),
-        Set(f->Duration("panic-window"), o.decider.panic_window),
-        Set(f->Duration("scale-down-stabilization"),
+       {Set(flags.Duration("tick"), o.tick),
+        Set(flags.Duration("rate-window"), o.rate_window),
+        Set(flags.Double("qps"), o.qps), Set(flags.Int("burst"), o.burst),
+        Set(flags.Int("workers"), o.workers),
+        Set(flags.Duration("lease-duration"), o.election.lease_duration),
+        Set(flags.Duration("renew-deadline"), o.election.renew_deadline),
+        Set(flags.Duration("retry-period"), o.election.retry_period),
+        Set(flags.Duration("stable-window"), o.decider.stable_window),
+        Set(flags.Duration("panic-window"), o.decider.panic_window),
+        Set(flags.Duration("scale-down-stabilization"),
             o.decider.scale_down_stabilization),
-        Set(f->Duration("scale-to-zero-grace"), o.decider.scale_to_zero_grace),
-        Set(f->Duration("stale-after"), o.decider.stale_after)}) {
+        Set(flags.Duration("scale-to-zero-grace"),
+            o.decider.scale_to_zero_grace),
+        Set(flags.Duration("stale-after"), o.decider.stale_after)}) {
     if (!st.ok()) {
       err << "pilotlight controller: " << st.message() << "\n";
       return kExitUsage;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <ostream>
 
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
@@ -147,6 +148,23 @@ std::string FlagsHelp(const std::vector<FlagSpec>& specs) {
                     specs[i].help, "\n");
   }
   return out;
+}
+
+std::optional<int> ParseFlagsOrExit(const std::vector<std::string>& args,
+                                    const std::vector<FlagSpec>& specs,
+                                    absl::string_view usage, std::ostream& out,
+                                    std::ostream& err, ParsedFlags& parsed) {
+  absl::StatusOr<ParsedFlags> f = ParseFlags(args, specs);
+  if (!f.ok()) {
+    err << f.status().message() << "\n" << usage << FlagsHelp(specs);
+    return 2;
+  }
+  if (f->Bool("help")) {
+    out << usage << FlagsHelp(specs);
+    return 0;
+  }
+  parsed = *std::move(f);
+  return std::nullopt;
 }
 
 }  // namespace pilotlight::cmd

@@ -5,6 +5,7 @@
 // anything else is a usage error that lists what is accepted.
 #pragma once
 
+#include <iosfwd>
 #include <map>
 #include <optional>
 #include <string>
@@ -71,5 +72,14 @@ absl::Status Set(const absl::StatusOr<std::optional<T>>& v,
 
 // "  --name VALUE   help" lines, aligned.
 std::string FlagsHelp(const std::vector<FlagSpec>& specs);
+
+// What every command does first: parses `args` into `parsed`. With --help
+// it prints `usage` and the flags to `out` and returns 0; with a bad flag,
+// the error, `usage` and the flags to `err`, and returns 2 -- the exit code
+// to return at once. nullopt: carry on. (Declare a "help" flag in `specs`.)
+std::optional<int> ParseFlagsOrExit(const std::vector<std::string>& args,
+                                    const std::vector<FlagSpec>& specs,
+                                    absl::string_view usage, std::ostream& out,
+                                    std::ostream& err, ParsedFlags& parsed);
 
 }  // namespace pilotlight::cmd

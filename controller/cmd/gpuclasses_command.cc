@@ -15,17 +15,16 @@ int RunGpuClasses(const std::vector<std::string>& args, std::ostream& out,
        "GPU catalog YAML (default: the built-in one)"},
       {"help", true, "", "show this help"},
   };
-  absl::StatusOr<ParsedFlags> f = ParseFlags(args, specs);
-  if (!f.ok() || f->Bool("help")) {
-    (f.ok() ? out : err)
-        << (f.ok() ? "" : std::string(f.status().message()) + "\n")
-        << "usage: pilotlight gpuclasses [--catalog FILE]\n\n"
-           "Prints a GPUClass object for every catalog entry, on-demand and\n"
-           "(where it has a spot price) spot, to apply with kubectl.\n\n"
-        << FlagsHelp(specs);
-    return f.ok() ? kExitOk : kExitUsage;
+  ParsedFlags flags;
+  if (std::optional<int> exit = ParseFlagsOrExit(
+          args, specs,
+          "usage: pilotlight gpuclasses [--catalog FILE]\n\n"
+          "Prints a GPUClass object for every catalog entry, on-demand and\n"
+          "(where it has a spot price) spot, to apply with kubectl.\n\n",
+          out, err, flags)) {
+    return *exit;
   }
-  absl::StatusOr<model::Catalog> catalog = LoadCatalog(*f);
+  absl::StatusOr<model::Catalog> catalog = LoadCatalog(flags);
   if (!catalog.ok()) {
     err << "pilotlight gpuclasses: " << catalog.status().message() << "\n";
     return kExitUsage;

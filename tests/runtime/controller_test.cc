@@ -312,6 +312,22 @@ class ControllerTest : public ::testing::Test {
       "replicas": {"min": 0, "max": 4}})");
   }
 
+  // Spec() on one variant, chat-like, with `min` replicas.
+  static json OneVariantSpec(const std::string& deployment, int min) {
+    json spec = Spec();
+    spec["variants"] = json::array(
+        {{{"deployment", deployment}, {"gpuClass", "l4-on-demand"}}});
+    spec["replicas"]["min"] = min;
+    return spec;
+  }
+
+  // The controller alone (no leader election), with the fast windows.
+  std::unique_ptr<ControllerProcess> StartController() const {
+    std::vector<std::string> flags = FastFlags();
+    flags.push_back("--no-leader-election");
+    return std::make_unique<ControllerProcess>(flags, LogPath("controller"));
+  }
+
   std::string kubeconfig_;
   std::string prometheus_;
   kube::KubeConfig config_;
@@ -328,10 +344,8 @@ TEST_F(ControllerTest, ScalesUpUnderLoadDownAfterAndToZero) {
   ASSERT_TRUE(CreateAutoscaler("chat", Spec()).ok());
   ASSERT_TRUE(WaitFor(absl::Seconds(30),
                       [&] { return ReadyReplicas("chat-l4") == 1; }));
-  std::vector<std::string> flags = FastFlags();
-  flags.push_back("--no-leader-election");
-  ControllerProcess controller(flags, LogPath("controller"));
-  ASSERT_GT(controller.Port(), 0) << controller.Log();
+  const std::unique_ptr<ControllerProcess> controller = StartController();
+  ASSERT_GT(controller->Port(), 0) << controller->Log();
 
   tools::LoadOptions lo;
   lo.kube = config_;
@@ -349,7 +363,7 @@ TEST_F(ControllerTest, ScalesUpUnderLoadDownAfterAndToZero) {
                         return peak >= 3;
                       }))
       << "peak " << peak << "\n"
-      << controller.Log();
+      << controller->Log();
   EXPECT_TRUE(WaitFor(absl::Seconds(30), [&] {
     return Condition(Autoscaler("chat"), "Ready") == "True";
   }));
@@ -363,7 +377,7 @@ TEST_F(ControllerTest, ScalesUpUnderLoadDownAfterAndToZero) {
 
   EXPECT_TRUE(WaitFor(absl::Seconds(120), [&] {
     return Replicas("chat-l4") == 0 && Replicas("chat-a100") == 0;
-  })) << controller.Log();
+  })) << controller->Log();
   EXPECT_TRUE(WaitFor(absl::Seconds(10), [&] {
     return Condition(Autoscaler("chat"), "ScaledToZero") == "True";
   }));
@@ -374,7 +388,7 @@ TEST_F(ControllerTest, ScalesUpUnderLoadDownAfterAndToZero) {
   const std::vector<std::string> reasons = EventReasons();
   EXPECT_THAT(reasons, ::testing::Contains("ScaledUp"));
   EXPECT_THAT(reasons, ::testing::Contains("ScaledToZero"));
-  EXPECT_GT(controller.Metric("pilotlight_decisions_total"), 0);
+  EXPECT_GT(controller->Metric("pilotlight_decisions_total"), 0);
 }
 
 // Prometheus gone, or answering something that is not its API: hold the
@@ -427,15 +441,13 @@ TEST_F(ControllerTest, InvalidResourcesAreReportedAndNothingIsPatched) {
   missing_class["variants"] =
       json::parse(R"([{"deployment": "chat-l4", "gpuClass": "tpu-v9-spot"}])");
   ASSERT_TRUE(CreateAutoscaler("no-class", missing_class).ok());
-  std::vector<std::string> flags = FastFlags();
-  flags.push_back("--no-leader-election");
-  ControllerProcess controller(flags, LogPath("controller"));
+  const std::unique_ptr<ControllerProcess> controller = StartController();
   std::string reason;
   std::string message;
   EXPECT_TRUE(WaitFor(absl::Seconds(20), [&] {
     return Condition(Autoscaler("no-deployment"), "Ready", &reason, &message) ==
            "False";
-  })) << controller.Log();
+  })) << controller->Log();
   EXPECT_EQ(reason, "DeploymentNotFound");
   EXPECT_THAT(message, HasSubstr("spec.variants[1].deployment"));
   EXPECT_TRUE(WaitFor(absl::Seconds(20), [&] {
@@ -475,10 +487,7 @@ TEST_F(ControllerTest, OnlyTheLeaderActsAndTheStandbyTakesOver) {
 
   // The leader acts: a new endpoint is reconciled and its status written.
   ASSERT_TRUE(CreateDeployment("chat-l4", 1, "l4", "on-demand").ok());
-  json spec = Spec();
-  spec["variants"] =
-      json::parse(R"([{"deployment": "chat-l4", "gpuClass": "l4-on-demand"}])");
-  spec["replicas"]["min"] = 1;
+  json spec = OneVariantSpec("chat-l4", 1);
   ASSERT_TRUE(CreateAutoscaler("chat", spec).ok());
   EXPECT_TRUE(WaitFor(absl::Seconds(20), [&] {
     return Condition(Autoscaler("chat"), "Ready") == "True";
@@ -512,17 +521,12 @@ TEST_F(ControllerTest, OnlyTheLeaderActsAndTheStandbyTakesOver) {
 // Deleting an InferenceAutoscaler leaves its Deployments alone.
 TEST_F(ControllerTest, DeletingTheAutoscalerLeavesTheDeployments) {
   ASSERT_TRUE(CreateDeployment("chat-l4", 1, "l4", "on-demand").ok());
-  json spec = Spec();
-  spec["variants"] =
-      json::parse(R"([{"deployment": "chat-l4", "gpuClass": "l4-on-demand"}])");
-  spec["replicas"]["min"] = 2;
+  json spec = OneVariantSpec("chat-l4", 2);
   ASSERT_TRUE(CreateAutoscaler("chat", spec).ok());
-  std::vector<std::string> flags = FastFlags();
-  flags.push_back("--no-leader-election");
-  ControllerProcess controller(flags, LogPath("controller"));
+  const std::unique_ptr<ControllerProcess> controller = StartController();
   ASSERT_TRUE(WaitFor(absl::Seconds(20), [&] {
     return Replicas("chat-l4") == 2;
-  })) << controller.Log();
+  })) << controller->Log();
   ASSERT_TRUE(Request("DELETE",
                       absl::StrCat("/apis/pilotlight.dev/v1alpha1/namespaces/",
                                    ns_, "/inferenceautoscalers/chat"))
@@ -535,8 +539,8 @@ TEST_F(ControllerTest, DeletingTheAutoscalerLeavesTheDeployments) {
                       "application/merge-patch+json")
                   .ok());
   std::this_thread::sleep_for(std::chrono::seconds(6));
-  EXPECT_EQ(Replicas("chat-l4"), 3) << controller.Log();
-  EXPECT_THAT(controller.Log(),
+  EXPECT_EQ(Replicas("chat-l4"), 3) << controller->Log();
+  EXPECT_THAT(controller->Log(),
               HasSubstr("its Deployments keep their replicas"));
 }
 
@@ -546,17 +550,12 @@ TEST_F(ControllerTest, DeletingTheAutoscalerLeavesTheDeployments) {
 TEST_F(ControllerTest, ApiServerRestartIsSurvived) {
   ASSERT_TRUE(CreateDeployment("chat-l4", 1, "l4", "on-demand").ok());
   ASSERT_TRUE(CreateDeployment("chat-b", 1, "l4", "on-demand").ok());
-  json spec = Spec();
-  spec["variants"] =
-      json::parse(R"([{"deployment": "chat-l4", "gpuClass": "l4-on-demand"}])");
-  spec["replicas"]["min"] = 1;
+  json spec = OneVariantSpec("chat-l4", 1);
   ASSERT_TRUE(CreateAutoscaler("before", spec).ok());
-  std::vector<std::string> flags = FastFlags();
-  flags.push_back("--no-leader-election");
-  ControllerProcess controller(flags, LogPath("controller"));
+  const std::unique_ptr<ControllerProcess> controller = StartController();
   ASSERT_TRUE(WaitFor(absl::Seconds(20), [&] {
     return Condition(Autoscaler("before"), "Ready") == "True";
-  })) << controller.Log();
+  })) << controller->Log();
 
   const std::string dir = testcluster::TestClusterDir().value_or("");
   ASSERT_FALSE(dir.empty());
@@ -573,7 +572,7 @@ TEST_F(ControllerTest, ApiServerRestartIsSurvived) {
   EXPECT_TRUE(WaitFor(absl::Seconds(60), [&] {
     return Replicas("chat-b") == 2 &&
            Condition(Autoscaler("after"), "Ready") == "True";
-  })) << controller.Log();
+  })) << controller->Log();
   EXPECT_EQ(Replicas("chat-l4"), 1);
   EXPECT_EQ(Condition(Autoscaler("before"), "Ready"), "True");
 }
@@ -602,10 +601,7 @@ TEST_F(ControllerTest, RunsWithTheShippedRbacOnly) {
            "sa}}]\ncurrent-context: c\n";
   }
   ASSERT_TRUE(CreateDeployment("chat-l4", 1, "l4", "on-demand").ok());
-  json spec = Spec();
-  spec["variants"] =
-      json::parse(R"([{"deployment": "chat-l4", "gpuClass": "l4-on-demand"}])");
-  spec["replicas"]["min"] = 2;
+  json spec = OneVariantSpec("chat-l4", 2);
   ASSERT_TRUE(CreateAutoscaler("chat", spec).ok());
   std::vector<std::string> flags = FastFlags();
   flags[1] = sa_config;  // --kubeconfig

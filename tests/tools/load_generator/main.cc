@@ -19,31 +19,28 @@ int main(int argc, char** argv) {
       {"max-tokens", false, "N", "tokens per request (default 64)"},
       {"help", true, "", "show this help"},
   };
-  absl::StatusOr<pilotlight::cmd::ParsedFlags> f = pilotlight::cmd::ParseFlags(
-      std::vector<std::string>(argv + 1, argv + argc), specs);
-  if (!f.ok() || f->Bool("help")) {
-    (f.ok() ? std::cout : std::cerr)
-        << (f.ok() ? "" : std::string(f.status().message()) + "\n")
-        << "usage: pilotlight-load [flags]\n"
-        << pilotlight::cmd::FlagsHelp(specs);
-    return f.ok() ? 0 : 2;
+  pilotlight::cmd::ParsedFlags flags;
+  if (std::optional<int> exit = pilotlight::cmd::ParseFlagsOrExit(
+          std::vector<std::string>(argv + 1, argv + argc), specs,
+          "usage: pilotlight-load [flags]\n", std::cout, std::cerr, flags)) {
+    return *exit;
   }
   const char* env = std::getenv("KUBECONFIG");
   auto kube = pilotlight::kube::KubeConfigFromFile(
-      f->String("kubeconfig").value_or(env != nullptr ? env : ""));
+      flags.String("kubeconfig").value_or(env != nullptr ? env : ""));
   if (!kube.ok()) {
     std::cerr << "pilotlight-load: " << kube.status().message() << "\n";
     return 2;
   }
   pilotlight::tools::LoadOptions o;
   o.kube = *kube;
-  o.ns = f->String("namespace").value_or("demo");
-  o.selector = f->String("selector").value_or("app=chat");
+  o.ns = flags.String("namespace").value_or("demo");
+  o.selector = flags.String("selector").value_or("app=chat");
   absl::Duration duration = absl::Seconds(60);
   for (const absl::Status& st :
-       {pilotlight::cmd::Set(f->Int("concurrency"), o.concurrency),
-        pilotlight::cmd::Set(f->Int("max-tokens"), o.max_tokens),
-        pilotlight::cmd::Set(f->Duration("duration"), duration)}) {
+       {pilotlight::cmd::Set(flags.Int("concurrency"), o.concurrency),
+        pilotlight::cmd::Set(flags.Int("max-tokens"), o.max_tokens),
+        pilotlight::cmd::Set(flags.Duration("duration"), duration)}) {
     if (!st.ok()) {
       std::cerr << st.message() << "\n";
       return 2;

@@ -32,19 +32,17 @@ int main(int argc, char** argv) {
        "pods get 127.N.x.y (default 77; one per cluster on a machine)"},
       {"help", true, "", "show this help"},
   };
-  absl::StatusOr<pilotlight::cmd::ParsedFlags> f = pilotlight::cmd::ParseFlags(
-      std::vector<std::string>(argv + 1, argv + argc), specs);
-  if (!f.ok() || f->Bool("help")) {
-    (f.ok() ? std::cout : std::cerr)
-        << (f.ok() ? "" : std::string(f.status().message()) + "\n")
-        << "usage: pilotlight-loopback-kubelet --kubeconfig FILE "
-           "--model-server PATH --log-dir DIR [flags]\n"
-        << pilotlight::cmd::FlagsHelp(specs);
-    return f.ok() ? 0 : 2;
+  pilotlight::cmd::ParsedFlags flags;
+  if (std::optional<int> exit = pilotlight::cmd::ParseFlagsOrExit(
+          std::vector<std::string>(argv + 1, argv + argc), specs,
+          "usage: pilotlight-loopback-kubelet --kubeconfig FILE "
+          "--model-server PATH --log-dir DIR [flags]\n",
+          std::cout, std::cerr, flags)) {
+    return *exit;
   }
   const char* env = std::getenv("KUBECONFIG");
   const std::string kubeconfig =
-      f->String("kubeconfig").value_or(env != nullptr ? env : "");
+      flags.String("kubeconfig").value_or(env != nullptr ? env : "");
   if (kubeconfig.empty()) {
     std::cerr << "pilotlight-loopback-kubelet: --kubeconfig is required\n";
     return 2;
@@ -58,11 +56,11 @@ int main(int argc, char** argv) {
   }
   pilotlight::tools::LoopbackKubeletOptions o;
   o.kube = *kube;
-  o.model_server = f->String("model-server").value_or("");
-  o.log_dir = f->String("log-dir").value_or("");
-  o.node_selector = f->String("node-selector").value_or(o.node_selector);
+  o.model_server = flags.String("model-server").value_or("");
+  o.log_dir = flags.String("log-dir").value_or("");
+  o.node_selector = flags.String("node-selector").value_or(o.node_selector);
   if (absl::Status st =
-          pilotlight::cmd::Set(f->Duration("cold-start"), o.cold_start);
+          pilotlight::cmd::Set(flags.Duration("cold-start"), o.cold_start);
       !st.ok()) {
     std::cerr << st.message() << "\n";
     return 2;

@@ -23,21 +23,19 @@ int main(int argc, char** argv) {
        "most requests running at once (default: the sizing model's)"},
       {"help", true, "", "show this help"},
   };
-  absl::StatusOr<pilotlight::cmd::ParsedFlags> f = pilotlight::cmd::ParseFlags(
-      std::vector<std::string>(argv + 1, argv + argc), specs);
-  if (!f.ok() || f->Bool("help")) {
-    (f.ok() ? std::cout : std::cerr)
-        << (f.ok() ? "" : std::string(f.status().message()) + "\n")
-        << "usage: pilotlight-model-server [flags]\n"
-        << pilotlight::cmd::FlagsHelp(specs);
-    return f.ok() ? 0 : 2;
+  pilotlight::cmd::ParsedFlags flags;
+  if (std::optional<int> exit = pilotlight::cmd::ParseFlagsOrExit(
+          std::vector<std::string>(argv + 1, argv + argc), specs,
+          "usage: pilotlight-model-server [flags]\n", std::cout, std::cerr,
+          flags)) {
+    return *exit;
   }
   pilotlight::tools::ModelServerOptions o;
-  o.address = f->String("address").value_or(o.address);
-  o.model = f->String("model").value_or(o.model);
-  o.gpu_class = f->String("gpu").value_or(o.gpu_class);
-  o.served_model_name = f->String("served-model-name").value_or("");
-  const std::string flavor = f->String("metrics").value_or("vllm");
+  o.address = flags.String("address").value_or(o.address);
+  o.model = flags.String("model").value_or(o.model);
+  o.gpu_class = flags.String("gpu").value_or(o.gpu_class);
+  o.served_model_name = flags.String("served-model-name").value_or("");
+  const std::string flavor = flags.String("metrics").value_or("vllm");
   if (flavor == "tgi") {
     o.metrics = pilotlight::tools::MetricsFlavor::kTgi;
   } else if (flavor == "triton") {
@@ -50,7 +48,7 @@ int main(int argc, char** argv) {
        {std::pair<const char*, int*>{"port", &o.port},
         {"tensor-parallel", &o.tensor_parallel},
         {"max-num-seqs", &o.max_num_seqs}}) {
-    absl::StatusOr<std::optional<int>> v = f->Int(name);
+    absl::StatusOr<std::optional<int>> v = flags.Int(name);
     if (!v.ok()) {
       std::cerr << v.status().message() << "\n";
       return 2;
@@ -59,7 +57,7 @@ int main(int argc, char** argv) {
       *target = **v;
     }
   }
-  absl::StatusOr<std::optional<double>> scale = f->Double("time-scale");
+  absl::StatusOr<std::optional<double>> scale = flags.Double("time-scale");
   if (!scale.ok()) {
     std::cerr << scale.status().message() << "\n";
     return 2;
