@@ -49,8 +49,7 @@ class ClusterTest : public ::testing::Test {
   void SetUp() override {
     const std::optional<std::string> path = testcluster::TestKubeconfig();
     if (!path) {
-      GTEST_SKIP() << "no test cluster: run through ctest (the cluster_up "
-                      "fixture) or set PILOTLIGHT_TEST_KUBECONFIG";
+      GTEST_SKIP() << testcluster::kNoCluster;
     }
     kubeconfig_ = *path;
     absl::StatusOr<KubeConfig> c = KubeConfigFromFile(kubeconfig_);

@@ -21,6 +21,11 @@
 
 namespace pilotlight::testcluster {
 
+// Why a cluster test skips: the same words in every such test.
+inline constexpr char kNoCluster[] =
+    "no test cluster: run through ctest (the cluster_up fixture) or set "
+    "PILOTLIGHT_TEST_KUBECONFIG";
+
 inline std::optional<std::string> TestClusterDir() {
   const char* dir = std::getenv("PILOTLIGHT_CLUSTER_DIR");
   if (dir == nullptr || *dir == '\0') {

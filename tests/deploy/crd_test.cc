@@ -46,8 +46,7 @@ class CrdTest : public ::testing::Test {
 
   void SetUp() override {
     if (kubeconfig_ == nullptr) {
-      GTEST_SKIP() << "no test cluster: run through ctest (the cluster_up "
-                      "fixture) or set PILOTLIGHT_TEST_KUBECONFIG";
+      GTEST_SKIP() << testcluster::kNoCluster;
     }
     ASSERT_EQ(apply_rc_, 0) << *apply_output_;
     client_ = *KubeClient::Create(*KubeConfigFromFile(*kubeconfig_));

@@ -33,8 +33,7 @@ class KubeClientTest : public ::testing::Test {
   void SetUp() override {
     const std::optional<std::string> path = testcluster::TestKubeconfig();
     if (!path) {
-      GTEST_SKIP() << "no test cluster: run through ctest (the cluster_up "
-                      "fixture) or set PILOTLIGHT_TEST_KUBECONFIG";
+      GTEST_SKIP() << testcluster::kNoCluster;
     }
     absl::StatusOr<KubeConfig> c = KubeConfigFromFile(*path);
     ASSERT_TRUE(c.ok()) << c.status();
