@@ -7,10 +7,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "controller/base/status_macros.h"
 #include "controller/model/model_profile.h"
 #include "controller/model/precision.h"
 #include "controller/model/sizing.h"
-#include "controller/model/status_macros.h"
+#include "controller/policy/variant_model.h"
 
 namespace pilotlight::api {
 namespace {
@@ -376,9 +377,10 @@ absl::StatusOr<AutoscalerResource> ParseInferenceAutoscaler(
   }
   for (size_t i = 0; i < s.variants.size(); ++i) {
     const policy::VariantSpec& v = s.variants[i];
-    const model::ReplicaModel replica(s.model, *catalog->Find(v.gpu_class),
-                                      v.gpus_per_replica, s.weights, s.kv,
-                                      model::EngineTuning{});
+    PL_ASSIGN_OR_RETURN(
+        const policy::VariantModel vm,
+        policy::DeriveVariant(s, i, *catalog, model::EngineTuning{}));
+    const model::ReplicaModel& replica = vm.replica;
     if (!replica.precision_supported()) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "spec.variants[%d]: GPUClass %s cannot run %s weights", i,

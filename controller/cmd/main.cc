@@ -29,7 +29,7 @@ constexpr absl::string_view kUsage =
 int main(int argc, char** argv) {
   if (argc < 2) {
     std::cerr << kUsage;
-    return pilotlight::cmd::kExitUsage;
+    return pilotlight::kExitUsage;
   }
   const absl::string_view command = argv[1];
   std::vector<std::string> args(argv + 2, argv + argc);
@@ -47,12 +47,12 @@ int main(int argc, char** argv) {
   }
   if (command == "version" || command == "--version") {
     std::cout << "pilotlight " << PILOTLIGHT_VERSION << "\n";
-    return pilotlight::cmd::kExitOk;
+    return pilotlight::kExitOk;
   }
   if (command == "help" || command == "--help" || command == "-h") {
     std::cout << kUsage;
-    return pilotlight::cmd::kExitOk;
+    return pilotlight::kExitOk;
   }
   std::cerr << "pilotlight: unknown command \"" << command << "\"\n" << kUsage;
-  return pilotlight::cmd::kExitUsage;
+  return pilotlight::kExitUsage;
 }

@@ -21,7 +21,7 @@
 #include "controller/cmd/size_command.h"
 #include "controller/model/catalog.h"
 #include "controller/model/model_profile.h"
-#include "controller/model/status_macros.h"
+#include "controller/base/status_macros.h"
 #include "controller/sim/baselines.h"
 #include "controller/sim/load_trace.h"
 #include "controller/sim/run.h"

@@ -16,7 +16,7 @@
 #include "controller/model/catalog.h"
 #include "controller/model/model_profile.h"
 #include "controller/model/sizing.h"
-#include "controller/model/status_macros.h"
+#include "controller/base/status_macros.h"
 
 namespace pilotlight::cmd {
 namespace {

@@ -8,7 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "controller/model/status_macros.h"
+#include "controller/base/status_macros.h"
 #include "yaml-cpp/yaml.h"
 
 namespace pilotlight::model {

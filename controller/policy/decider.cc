@@ -8,19 +8,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "controller/model/cold_start.h"
+#include "controller/base/ceil_div.h"
+#include "controller/policy/variant_model.h"
 
 namespace pilotlight::policy {
 namespace {
-
-constexpr double kEps = 1e-9;
-
-int CeilDiv(double demand, double capacity) {
-  if (demand <= kEps || capacity <= 0) {
-    return 0;
-  }
-  return static_cast<int>(std::ceil(demand / capacity - kEps));
-}
 
 std::string Secs(absl::Duration d) {
   return absl::StrFormat("%.0f s", absl::ToDoubleSeconds(d));
@@ -71,7 +63,11 @@ absl::Status Decider::Derive(const Snapshot& s) {
   }
   for (size_t i = 0; i < spec.variants.size(); ++i) {
     const VariantSpec& vs = spec.variants[i];
-    const model::GpuClass* gpu = s.catalog->Find(vs.gpu_class);
+    absl::StatusOr<VariantModel> m =
+        DeriveVariant(spec, i, *s.catalog, config_.tuning);
+    if (!m.ok()) {
+      return m.status();
+    }
     int tier = -1;
     for (size_t t = 0; t < tiers_.size(); ++t) {
       if (tiers_[t].gpu_class == vs.gpu_class &&
@@ -82,14 +78,9 @@ absl::Status Decider::Derive(const Snapshot& s) {
     if (tier < 0) {
       Tier t;
       t.gpu_class = vs.gpu_class;
-      t.replica.emplace(spec.model, *gpu, vs.gpus_per_replica, spec.weights,
-                        spec.kv, config_.tuning);
-      t.model_capacity =
-          spec.concurrency_per_replica > 0
-              ? spec.concurrency_per_replica
-              : t.replica->MaxConcurrency(spec.workload,
-                                          absl::ToDoubleSeconds(spec.slo.tpot));
-      t.ttft_s = t.replica->TtftSeconds(spec.workload.prompt_tokens);
+      t.replica.emplace(m->replica);
+      t.model_capacity = m->capacity;
+      t.ttft_s = m->ttft_s;
       tiers_.push_back(std::move(t));
       tier = static_cast<int>(tiers_.size()) - 1;
     }
@@ -105,13 +96,9 @@ absl::Status Decider::Derive(const Snapshot& s) {
     slot = static_cast<int>(i);
     Variant v;
     v.tier = tier;
-    v.price_per_replica_hour =
-        vs.gpus_per_replica * (spot ? gpu->price_spot_per_gpu_hour
-                                    : gpu->price_on_demand_per_gpu_hour);
-    v.lead_estimate =
-        model::EstimateColdStart(t.replica->weight_bytes_per_gpu(), *gpu,
-                                 vs.cold_start)
-            .total();
+    v.price_per_replica_hour = m->price_per_replica_hour;
+    v.lead_estimate = m->cold_start;
+    v.node_provisioning = m->node_provisioning;
     variants_.push_back(v);
   }
   bool any_fits = false;
@@ -152,10 +139,15 @@ absl::Duration Decider::Lead(const Snapshot& s, int tier) const {
     if (v < 0) {
       continue;
     }
-    const ColdStartStats& cs = s.variants[static_cast<size_t>(v)].cold_start;
-    const absl::Duration d =
-        cs.samples >= 3 ? cs.p90
-                        : variants_[static_cast<size_t>(v)].lead_estimate;
+    const VariantState& state = s.variants[static_cast<size_t>(v)];
+    const Variant& model = variants_[static_cast<size_t>(v)];
+    // The learned p90 (pods created -> Ready) once there are samples, else
+    // the model; plus a node's start while the pool has no free GPU.
+    absl::Duration d = state.cold_start.samples >= 3 ? state.cold_start.p90
+                                                     : model.lead_estimate;
+    if (!state.node_free) {
+      d += model.node_provisioning;
+    }
     lead = std::max(lead, d);
   }
   return lead;
@@ -470,7 +462,10 @@ Decision Decider::Hold(const Snapshot& s, ScaleReason reason,
   return d;
 }
 
-Decision Decider::Decide(const Snapshot& s, absl::Time now) {
+// Rule 9: a spec that does not validate, a snapshot that does not match it,
+// or demand data missing or stale: hold.
+std::optional<Decision> Decider::CheckInputs(const Snapshot& s,
+                                             absl::Time now) {
   if (s.spec == nullptr || s.catalog == nullptr) {
     return Hold(s, ScaleReason::kInvalidSpec,
                 "snapshot without spec or catalog");
@@ -500,19 +495,39 @@ Decision Decider::Decide(const Snapshot& s, absl::Time now) {
                            Secs(config_.stale_after), "): holding replicas")
             : std::string("no demand sample yet: holding replicas"));
   }
+  return std::nullopt;
+}
 
-  // Replicas as they stand.
-  int ready_total = 0;
-  int asked_total = 0;
-  for (const VariantState& v : s.variants) {
-    ready_total += v.ready;
-    asked_total += std::max(v.desired, v.ready);
+Decision Decider::Decide(const Snapshot& s, absl::Time now) {
+  if (std::optional<Decision> hold = CheckInputs(s, now)) {
+    return *std::move(hold);
   }
+  Step st;
+  st.s = &s;
+  st.now = now;
+  for (const VariantState& v : s.variants) {
+    st.ready_total += v.ready;
+    st.asked_total += std::max(v.desired, v.ready);
+  }
+  ForecastDemand(st);
+  ChooseTier(st);
+  SizeLoadAndWarmPool(st);
+  PlanIdle(st);
+  StabiliseAndBound(st);
+  Decision d = SplitOverVariants(st);
+  Explain(st, d);
+  return d;
+}
 
-  // --- Demand and forecast, for the serving tier (or the first at zero).
+// Rules 2 and 3: the demand windows, panic, and the forecast one cold-start
+// lead ahead (trend and time of day), for the serving tier (the first at
+// zero).
+void Decider::ForecastDemand(Step& st) {
+  const Snapshot& s = *st.s;
+  const absl::Time now = st.now;
   const int serving = tier_ >= 0 ? tier_ : 0;
   const absl::Duration lead = Lead(s, serving);
-  const double stable = demand_.Average(now, config_.stable_window).value_or(0);
+  st.stable = demand_.Average(now, config_.stable_window).value_or(0);
   const double recent =
       demand_.Average(now, config_.panic_window).value_or(last_concurrency_);
   const double cap_serving = Capacity(tiers_[static_cast<size_t>(serving)]) *
@@ -521,15 +536,15 @@ Decision Decider::Decide(const Snapshot& s, absl::Time now) {
   if (panic_ && now >= panic_until_) {
     panic_ = false;
   }
-  if (ready_total > 0 && cap_serving > 0 &&
-      CeilDiv(recent, cap_serving) >= config_.panic_threshold * ready_total) {
+  if (st.ready_total > 0 && cap_serving > 0 &&
+      CeilDiv(recent, cap_serving) >=
+          config_.panic_threshold * st.ready_total) {
     panic_ = true;
     panic_until_ = now + config_.stable_window;
   }
-  const double base = panic_ ? std::max(stable, recent) : stable;
-  double forecast = base;
-  ScaleReason load_reason = panic_ ? ScaleReason::kPanic : ScaleReason::kSteady;
-  std::string forecast_note;
+  st.base = panic_ ? std::max(st.stable, recent) : st.stable;
+  st.forecast = st.base;
+  st.load_reason = panic_ ? ScaleReason::kPanic : ScaleReason::kSteady;
   // A trend counts only when a line explains the window well (a ramp, not
   // a step -- panic handles steps -- nor noise) and the window is mostly
   // observed.
@@ -538,35 +553,42 @@ Decision Decider::Decide(const Snapshot& s, absl::Time now) {
   if (fit && fit->slope > 0 && fit->r2 >= config_.trend_min_r2 &&
       fit->buckets * absl::Seconds(1) * 2 >= config_.trend_window) {
     const double trend = recent + fit->slope * absl::ToDoubleSeconds(lead);
-    if (trend > forecast) {
-      forecast = trend;
-      forecast_note =
+    if (trend > st.forecast) {
+      st.forecast = trend;
+      st.forecast_note =
           absl::StrFormat("trend +%.2f/s, R2 %.2f", fit->slope, fit->r2);
     }
   }
   if (const std::optional<double> ratio = season_.Ratio(now, lead);
       ratio && *ratio > 1) {
-    const double seasonal = base * std::min(*ratio, 4.0);
-    if (seasonal > forecast) {
-      forecast = seasonal;
-      forecast_note = absl::StrFormat("time of day x%.2f", *ratio);
+    const double seasonal = st.base * std::min(*ratio, 4.0);
+    if (seasonal > st.forecast) {
+      st.forecast = seasonal;
+      st.forecast_note = absl::StrFormat("time of day x%.2f", *ratio);
     }
   }
+}
 
-  // --- Tier choice (cheapest meeting the SLO at the forecast).
-  const auto replicas_for = [&](int t, double demand) {
-    const double cap =
-        Capacity(tiers_[static_cast<size_t>(t)]) * config_.target_utilization;
-    return cap > 0 ? std::max(1, CeilDiv(demand, cap)) : 0;
-  };
+int Decider::ReplicasFor(int tier, double demand) const {
+  const double cap =
+      Capacity(tiers_[static_cast<size_t>(tier)]) * config_.target_utilization;
+  return cap > 0 ? std::max(1, CeilDiv(demand, cap)) : 0;
+}
+
+// Rule 7: the cheapest tier meeting the SLO at the forecast; a switch after
+// it has saved enough for long enough (at once when the current tier cannot
+// meet the SLO), made before the old tier is broken (SplitOverVariants).
+void Decider::ChooseTier(Step& st) {
+  const Snapshot& s = *st.s;
+  const absl::Time now = st.now;
   int best = -1;
   double best_cost = std::numeric_limits<double>::infinity();
-  std::vector<bool> unhealthy(tiers_.size());
+  st.unhealthy.assign(tiers_.size(), false);
   for (size_t t = 0; t < tiers_.size(); ++t) {
     const int ti = static_cast<int>(t);
-    unhealthy[t] = SpotUnhealthy(s, tiers_[t], now, Lead(s, ti));
+    st.unhealthy[t] = SpotUnhealthy(s, tiers_[t], now, Lead(s, ti));
     const TierPlan p =
-        Plan(s, ti, replicas_for(ti, forecast), stable, unhealthy[t]);
+        Plan(s, ti, ReplicasFor(ti, st.forecast), st.stable, st.unhealthy[t]);
     if (p.meets_slo && p.cost_per_hour < best_cost) {
       best = ti;
       best_cost = p.cost_per_hour;
@@ -575,8 +597,7 @@ Decision Decider::Decide(const Snapshot& s, absl::Time now) {
   if (best < 0) {
     best = 0;  // none meets it: the first variant, reported as such
   }
-  std::string tier_note;
-  if (asked_total == 0 && switching_from_ < 0) {
+  if (st.asked_total == 0 && switching_from_ < 0) {
     tier_ = best;  // nothing running: choose freely
     candidate_tier_ = -1;
   } else if (tier_ < 0) {
@@ -591,141 +612,149 @@ Decision Decider::Decide(const Snapshot& s, absl::Time now) {
       }
     }
   }
-  if (switching_from_ < 0 && best != tier_) {
-    const TierPlan cur = Plan(s, tier_, replicas_for(tier_, forecast), stable,
-                              unhealthy[static_cast<size_t>(tier_)]);
-    const bool must = !cur.meets_slo;
-    const bool cheaper =
-        best_cost <= (1 - config_.tier_switch_min_saving) * cur.cost_per_hour;
-    if (must || cheaper) {
-      if (candidate_tier_ != best) {
-        candidate_tier_ = best;
-        candidate_since_ = now;
-      }
-      if (must || now - candidate_since_ >= config_.tier_switch_sustain) {
-        tier_note = absl::StrFormat(
-            "%s -> %s: %s", tiers_[static_cast<size_t>(tier_)].gpu_class,
-            tiers_[static_cast<size_t>(best)].gpu_class,
-            must ? "current tier cannot meet the SLO"
-                 : absl::StrFormat("$%.2f/h vs $%.2f/h for %s", best_cost,
-                                   cur.cost_per_hour,
-                                   Secs(now - candidate_since_)));
-        switching_from_ = tier_;
-        tier_ = best;
-        candidate_tier_ = -1;
-      }
-    } else {
-      candidate_tier_ = -1;
-    }
-  } else {
+  if (switching_from_ >= 0 || best == tier_) {
+    candidate_tier_ = -1;
+    return;
+  }
+  const TierPlan cur =
+      Plan(s, tier_, ReplicasFor(tier_, st.forecast), st.stable,
+           st.unhealthy[static_cast<size_t>(tier_)]);
+  const bool must = !cur.meets_slo;
+  const bool cheaper =
+      best_cost <= (1 - config_.tier_switch_min_saving) * cur.cost_per_hour;
+  if (!must && !cheaper) {
+    candidate_tier_ = -1;
+    return;
+  }
+  if (candidate_tier_ != best) {
+    candidate_tier_ = best;
+    candidate_since_ = now;
+  }
+  if (must || now - candidate_since_ >= config_.tier_switch_sustain) {
+    st.tier_note = absl::StrFormat(
+        "%s -> %s: %s", tiers_[static_cast<size_t>(tier_)].gpu_class,
+        tiers_[static_cast<size_t>(best)].gpu_class,
+        must
+            ? "current tier cannot meet the SLO"
+            : absl::StrFormat("$%.2f/h vs $%.2f/h for %s", best_cost,
+                              cur.cost_per_hour, Secs(now - candidate_since_)));
+    switching_from_ = tier_;
+    tier_ = best;
     candidate_tier_ = -1;
   }
+}
 
-  Tier& tier = tiers_[static_cast<size_t>(tier_)];
-  const absl::Duration tier_lead = Lead(s, tier_);
-  const double cap = Capacity(tier) * config_.target_utilization;
-  const int load = cap > 0 ? CeilDiv(forecast, cap) : 0;
-  if (load > CeilDiv(base, cap) && !forecast_note.empty()) {
-    load_reason = ScaleReason::kScaleAhead;
+// Rules 1, 3 and 4: replicas for the forecast on the chosen tier, and the
+// warm pool -- the endpoint's own rises over one cold start, at the SLO's
+// risk.
+void Decider::SizeLoadAndWarmPool(Step& st) {
+  const Tier& tier = tiers_[static_cast<size_t>(tier_)];
+  st.tier_lead = Lead(*st.s, tier_);
+  st.cap = Capacity(tier) * config_.target_utilization;
+  st.load = st.cap > 0 ? CeilDiv(st.forecast, st.cap) : 0;
+  if (st.load > CeilDiv(st.base, st.cap) && !st.forecast_note.empty()) {
+    st.load_reason = ScaleReason::kScaleAhead;
   }
-
-  // --- Warm pool: rises over one cold start at the SLO's risk.
-  int warm = 0;
-  if (!idle_ && cap > 0) {
-    // Rises are measured from the current level, so the spare capacity is
-    // counted from it too (the forecast's own rise is already in `load`).
-    const double spare = load * cap - base;
-    const int cap_warm = std::max(1, load);
-    while (warm < cap_warm && rises_.count() >= 8 &&
-           rises_.FractionAbove(spare + warm * cap) >
-               spec.slo.max_cold_start_fraction) {
-      ++warm;
-    }
+  if (idle_ || st.cap <= 0) {
+    return;
   }
-
-  // --- Idle: keep-alive, pre-warm, scale to zero.
-  const KeepAlivePlan ka = PlanKeepAlive(spec, tier, tier_lead);
-  const absl::Duration keep_alive = ka.keep_alive;
-  const absl::Duration break_even = ka.break_even;
-  const absl::Duration prewarm_from = ka.prewarm_from;
-  const IdleHistogram::Windows& win = ka.windows;
-  const std::string& keep_cause = ka.cause;
-
-  int idle_floor = 0;
-  ScaleReason idle_reason = ScaleReason::kScaledToZero;
-  std::string idle_note;
-  std::optional<absl::Time> keep_alive_until;
-  std::optional<absl::Time> prewarm_at;
-  if (idle_) {
-    const absl::Duration idle_for = now - idle_since_;
-    keep_alive_until = idle_since_ + keep_alive;
-    if (prewarm_from < absl::InfiniteDuration()) {
-      prewarm_at = idle_since_ + prewarm_from;
-    }
-    int running = 0;
-    for (const VariantState& v : s.variants) {
-      running += v.desired;
-    }
-    // Keep-alive keeps what runs; it never starts a replica (pre-warm
-    // does, below, when a request is predicted).
-    if (idle_for < keep_alive && running > 0) {
-      idle_floor = 1;
-      idle_reason = ScaleReason::kKeepAlive;
-      idle_note = absl::StrFormat(
-          "idle %s, keep-alive %s (%s; break-even %s%s)", Secs(idle_for),
-          Secs(keep_alive), IdleHistogram::BasisName(win.basis),
-          Secs(break_even), keep_cause);
-    } else if (prewarm_at && now >= *prewarm_at && idle_for < win.warm_until) {
-      idle_floor = 1;
-      idle_reason = ScaleReason::kPreWarm;
-      idle_note = absl::StrFormat(
-          "idle %s, next request predicted from %s (lead %s), warm until %s",
-          Secs(idle_for), Secs(win.prewarm), Secs(tier_lead),
-          Secs(win.warm_until));
-    } else {
-      idle_note = absl::StrFormat(
-          "idle %s, past keep-alive %s (break-even %s%s)", Secs(idle_for),
-          Secs(keep_alive), Secs(break_even), keep_cause);
-    }
+  // Rises are measured from the current level, so the spare capacity is
+  // counted from it too (the forecast's own rise is already in `load`).
+  const double spare = st.load * st.cap - st.base;
+  const int cap_warm = std::max(1, st.load);
+  while (st.warm < cap_warm && rises_.count() >= 8 &&
+         rises_.FractionAbove(spare + st.warm * st.cap) >
+             st.s->spec->slo.max_cold_start_fraction) {
+    ++st.warm;
   }
+}
 
-  // --- Stabilise, bound and rate-limit the total.
-  int target = load + warm;
-  load_targets_.Record(now, target);
+// Rule 5: idle, keep the last replica for the keep-alive, pre-warm ahead of
+// a predicted request, else scale to zero.
+void Decider::PlanIdle(Step& st) {
+  const Snapshot& s = *st.s;
+  const Tier& tier = tiers_[static_cast<size_t>(tier_)];
+  st.keep = PlanKeepAlive(*s.spec, tier, st.tier_lead);
+  if (!idle_) {
+    return;
+  }
+  const KeepAlivePlan& ka = st.keep;
+  const absl::Duration idle_for = st.now - idle_since_;
+  st.keep_alive_until = idle_since_ + ka.keep_alive;
+  if (ka.prewarm_from < absl::InfiniteDuration()) {
+    st.prewarm_at = idle_since_ + ka.prewarm_from;
+  }
+  int running = 0;
+  for (const VariantState& v : s.variants) {
+    running += v.desired;
+  }
+  // Keep-alive keeps what runs; it never starts a replica (pre-warm does,
+  // below, when a request is predicted).
+  if (idle_for < ka.keep_alive && running > 0) {
+    st.idle_floor = 1;
+    st.idle_reason = ScaleReason::kKeepAlive;
+    st.idle_note = absl::StrFormat(
+        "idle %s, keep-alive %s (%s; break-even %s%s)", Secs(idle_for),
+        Secs(ka.keep_alive), IdleHistogram::BasisName(ka.windows.basis),
+        Secs(ka.break_even), ka.cause);
+  } else if (st.prewarm_at && st.now >= *st.prewarm_at &&
+             idle_for < ka.windows.warm_until) {
+    st.idle_floor = 1;
+    st.idle_reason = ScaleReason::kPreWarm;
+    st.idle_note = absl::StrFormat(
+        "idle %s, next request predicted from %s (lead %s), warm until %s",
+        Secs(idle_for), Secs(ka.windows.prewarm), Secs(st.tier_lead),
+        Secs(ka.windows.warm_until));
+  } else {
+    st.idle_note = absl::StrFormat(
+        "idle %s, past keep-alive %s (break-even %s%s)", Secs(idle_for),
+        Secs(ka.keep_alive), Secs(ka.break_even), ka.cause);
+  }
+}
+
+// Rule 6: no flapping (the target is the maximum of the stabilisation
+// window, falls at most at the rate limit, never while panicking) and the
+// spec's bounds.
+void Decider::StabiliseAndBound(Step& st) {
+  const Snapshot& s = *st.s;
+  const EndpointSpec& spec = *s.spec;
+  const Tier& tier = tiers_[static_cast<size_t>(tier_)];
+  int target = st.load + st.warm;
+  load_targets_.Record(st.now, target);
   const absl::Duration stab =
-      std::max(config_.scale_down_stabilization, tier_lead);
+      std::max(config_.scale_down_stabilization, st.tier_lead);
   const int stabilised = std::max(
-      target, static_cast<int>(load_targets_.Max(now, stab).value_or(target)));
+      target,
+      static_cast<int>(load_targets_.Max(st.now, stab).value_or(target)));
   // The total this tier was asked for: the last target (spot fallback and
   // make-before-break extras are not part of it), or what runs now on the
   // first call and after a tier change.
-  const int current = [&] {
-    if (last_target_ >= 0 && last_target_tier_ == tier_) {
-      return last_target_;
-    }
-    int c = 0;
+  int current = 0;
+  if (last_target_ >= 0 && last_target_tier_ == tier_) {
+    current = last_target_;
+  } else {
     for (int v : {tier.on_demand, tier.spot}) {
       if (v >= 0) {
-        c += s.variants[static_cast<size_t>(v)].desired;
+        current += s.variants[static_cast<size_t>(v)].desired;
       }
     }
-    return c;
-  }();
-  ScaleReason reason = load_reason;
-  if (warm > 0 && !idle_) {
+  }
+  ScaleReason reason = st.load_reason;
+  if (st.warm > 0 && !idle_) {
     reason = ScaleReason::kWarmPool;
   }
   if (idle_) {
     // Idle: the keep-alive rules the last replica; replicas beyond it step
     // down through the stabilisation window like any scale-down.
     const int extra = stabilised > 1 ? stabilised : 0;
-    target = std::max(idle_floor, extra);
-    reason = target > idle_floor ? ScaleReason::kScaleDownHeld : idle_reason;
+    target = std::max(st.idle_floor, extra);
+    reason =
+        target > st.idle_floor ? ScaleReason::kScaleDownHeld : st.idle_reason;
   } else if (stabilised > target) {
     target = stabilised;
     reason = ScaleReason::kScaleDownHeld;
   }
-  if (ready_total == 0 && target > 0 && !idle_) {
+  if (st.ready_total == 0 && target > 0 && !idle_) {
     reason = ScaleReason::kScaleFromZero;
   }
   if (target < current) {
@@ -748,17 +777,27 @@ Decision Decider::Decide(const Snapshot& s, absl::Time now) {
     target = spec.max_replicas;
     reason = ScaleReason::kMaxReplicas;
   }
-
   last_target_ = target;
   last_target_tier_ = tier_;
+  st.target = target;
+  st.reason = reason;
+}
 
-  // --- Split over the tier's variants; make-before-break on a switch.
-  const TierPlan plan =
-      Plan(s, tier_, target, stable, unhealthy[static_cast<size_t>(tier_)],
-           /*keep_ready=*/idle_);
+// Rule 8 and the make-before-break of rule 7: the target split over the
+// tier's on-demand and spot variants (spot fallback while spot is
+// unhealthy); the tier switched from keeps serving until the new one is
+// ready for the target.
+Decision Decider::SplitOverVariants(Step& st) {
+  const Snapshot& s = *st.s;
+  const EndpointSpec& spec = *s.spec;
+  Tier& tier = tiers_[static_cast<size_t>(tier_)];
+  const bool unhealthy = st.unhealthy[static_cast<size_t>(tier_)];
+  st.plan = Plan(s, tier_, st.target, st.stable, unhealthy,
+                 /*keep_ready=*/idle_);
+  const TierPlan& plan = st.plan;
   if (tier.spot >= 0) {
     const int ready_spot = s.variants[static_cast<size_t>(tier.spot)].ready;
-    if (unhealthy[static_cast<size_t>(tier_)] && plan.spot > ready_spot) {
+    if (unhealthy && plan.spot > ready_spot) {
       tier.fallback = true;
     } else if (ready_spot >= plan.spot) {
       tier.fallback = false;
@@ -767,19 +806,19 @@ Decision Decider::Decide(const Snapshot& s, absl::Time now) {
 
   Decision d;
   d.valid = true;
-  d.reason = reason;
+  d.reason = st.reason;
   d.tier = tier.gpu_class;
-  d.load_replicas = load;
-  d.warm_pool = std::max(0, target - load);
-  d.demand_concurrency = stable;
-  d.forecast_concurrency = forecast;
+  d.load_replicas = st.load;
+  d.warm_pool = std::max(0, st.target - st.load);
+  d.demand_concurrency = st.stable;
+  d.forecast_concurrency = st.forecast;
   d.capacity_per_replica = Capacity(tier);
   d.panic = panic_;
-  d.cold_start_lead = tier_lead;
-  d.keep_alive = keep_alive;
-  d.break_even = break_even;
-  d.keep_alive_until = keep_alive_until;
-  d.prewarm_at = prewarm_at;
+  d.cold_start_lead = st.tier_lead;
+  d.keep_alive = st.keep.keep_alive;
+  d.break_even = st.keep.break_even;
+  d.keep_alive_until = st.keep_alive_until;
+  d.prewarm_at = st.prewarm_at;
 
   bool old_drained = true;
   if (switching_from_ >= 0) {
@@ -790,9 +829,8 @@ Decision Decider::Decide(const Snapshot& s, absl::Time now) {
         new_ready += s.variants[static_cast<size_t>(v)].ready;
       }
     }
-    old_drained = new_ready >= target;
+    old_drained = new_ready >= st.target;
   }
-
   for (size_t i = 0; i < spec.variants.size(); ++i) {
     VariantDecision v;
     v.deployment = spec.variants[i].deployment;
@@ -801,11 +839,12 @@ Decision Decider::Decide(const Snapshot& s, absl::Time now) {
     if (vt == tier_) {
       const bool is_spot = static_cast<int>(i) == tier.spot;
       v.replicas = is_spot ? plan.spot : plan.on_demand;
-      v.reason = reason;
+      v.reason = st.reason;
       if (!is_spot && tier.spot >= 0 && plan.on_demand > 0 &&
-          (tier.fallback || unhealthy[static_cast<size_t>(tier_)]) &&
-          plan.on_demand > std::min(target, std::max(CeilDiv(stable, cap),
-                                                     spec.min_replicas))) {
+          (tier.fallback || unhealthy) &&
+          plan.on_demand >
+              std::min(st.target, std::max(CeilDiv(st.stable, st.cap),
+                                           spec.min_replicas))) {
         v.reason = ScaleReason::kSpotFallback;
       }
       if (switching_from_ >= 0) {
@@ -829,32 +868,36 @@ Decision Decider::Decide(const Snapshot& s, absl::Time now) {
   if (switching_from_ >= 0 && old_drained) {
     switching_from_ = -1;
   }
+  return d;
+}
 
-  // --- The message: one line with the numbers.
+// The message: one line with the numbers, per decision and per variant.
+void Decider::Explain(const Step& st, Decision& d) const {
+  const Snapshot& s = *st.s;
+  const Tier& tier = tiers_[static_cast<size_t>(tier_)];
   const std::string sizing = absl::StrFormat(
       "demand %.1f in flight, forecast %.1f in %s (cold start %s)%s, "
       "capacity %d/replica -> %d + warm %d on %s",
-      stable, forecast, Secs(tier_lead),
+      st.stable, st.forecast, Secs(st.tier_lead),
       s.variants[static_cast<size_t>(std::max(tier.on_demand, tier.spot))]
                   .cold_start.samples >= 3
           ? "p90"
           : "model",
-      forecast_note.empty() ? "" : absl::StrCat(" [", forecast_note, "]"),
-      d.capacity_per_replica, load, d.warm_pool, tier.gpu_class);
-  d.message =
-      absl::StrCat(ScaleReasonName(reason), ": ", idle_ ? idle_note : sizing);
-  if (!tier_note.empty()) {
-    d.message = absl::StrCat(d.message, "; tier switch ", tier_note);
+      st.forecast_note.empty() ? "" : absl::StrCat(" [", st.forecast_note, "]"),
+      d.capacity_per_replica, st.load, d.warm_pool, tier.gpu_class);
+  d.message = absl::StrCat(ScaleReasonName(st.reason), ": ",
+                           idle_ ? st.idle_note : sizing);
+  if (!st.tier_note.empty()) {
+    d.message = absl::StrCat(d.message, "; tier switch ", st.tier_note);
   }
   for (VariantDecision& v : d.variants) {
     v.message = v.reason == ScaleReason::kSpotFallback
                     ? absl::StrFormat(
                           "spot %s unhealthy or not ready: "
                           "on-demand covers %d",
-                          tier.gpu_class, plan.on_demand)
+                          tier.gpu_class, st.plan.on_demand)
                     : d.message;
   }
-  return d;
 }
 
 }  // namespace pilotlight::policy

@@ -77,7 +77,8 @@ class Decider {
   struct Variant {
     int tier = 0;
     double price_per_replica_hour = 0;
-    absl::Duration lead_estimate;  // the cold-start model's
+    absl::Duration lead_estimate;      // the cold-start model's, node free
+    absl::Duration node_provisioning;  // added while no node is free
   };
   struct Tier {
     std::string gpu_class;
@@ -105,6 +106,52 @@ class Decider {
     std::string cause;  // why keep_alive > break_even, when it is
   };
 
+  // The working values of one Decide call, passed stage to stage.
+  struct Step {
+    const Snapshot* s = nullptr;
+    absl::Time now;
+    int ready_total = 0;
+    int asked_total = 0;  // max(desired, ready) over the variants
+    // ForecastDemand
+    double stable = 0;    // stable-window concurrency
+    double base = 0;      // stable, or the panic window's while panicking
+    double forecast = 0;  // one cold-start lead ahead
+    ScaleReason load_reason = ScaleReason::kSteady;
+    std::string forecast_note;
+    // ChooseTier
+    std::vector<bool> unhealthy;  // per tier: spot unhealthy
+    std::string tier_note;        // set when a switch starts
+    // SizeLoadAndWarmPool
+    absl::Duration tier_lead;
+    double cap = 0;  // per replica at the target utilisation
+    int load = 0;
+    int warm = 0;
+    // PlanIdle
+    KeepAlivePlan keep;
+    int idle_floor = 0;
+    ScaleReason idle_reason = ScaleReason::kScaledToZero;
+    std::string idle_note;
+    std::optional<absl::Time> keep_alive_until;
+    std::optional<absl::Time> prewarm_at;
+    // StabiliseAndBound
+    int target = 0;
+    ScaleReason reason = ScaleReason::kSteady;
+    // SplitOverVariants
+    TierPlan plan;
+  };
+
+  // The stages of Decide, in order, each named after its rule in
+  // docs/policy.md.
+  std::optional<Decision> CheckInputs(const Snapshot& s, absl::Time now);
+  void ForecastDemand(Step& st);
+  void ChooseTier(Step& st);
+  void SizeLoadAndWarmPool(Step& st);
+  void PlanIdle(Step& st);
+  void StabiliseAndBound(Step& st);
+  Decision SplitOverVariants(Step& st);
+  void Explain(const Step& st, Decision& d) const;
+
+  int ReplicasFor(int tier, double demand) const;
   absl::Status Derive(const Snapshot& s);
   KeepAlivePlan PlanKeepAlive(const EndpointSpec& spec, const Tier& tier,
                               absl::Duration tier_lead) const;

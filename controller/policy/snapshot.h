@@ -43,6 +43,10 @@ struct VariantState {
   std::vector<absl::Time> starting;  // creation times of not-ready pods
   int32_t terminating = 0;
   ColdStartStats cold_start;
+  // False while the variant's node pool has no free GPU for one more
+  // replica: a cold start then waits for a node (the class's
+  // nodeStartSeconds is added to the lead time).
+  bool node_free = true;
 };
 
 struct SpotHealth {

@@ -22,7 +22,7 @@
 #include "controller/kube/throttle.h"
 #include "controller/kube/update.h"
 #include "controller/kube/work_queue.h"
-#include "controller/model/status_macros.h"
+#include "controller/base/status_macros.h"
 #include "controller/policy/decider.h"
 #include "controller/prom/demand.h"
 #include "controller/prom/prom_client.h"

@@ -11,19 +11,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "controller/base/ceil_div.h"
 #include "controller/policy/idle_histogram.h"
 #include "controller/policy/time_window.h"
 #include "controller/sim/knative_kpa.h"
 
 namespace pilotlight::sim {
 namespace {
-
-int CeilDiv(double demand, double per) {
-  if (demand <= 1e-9 || per <= 0) {
-    return 0;
-  }
-  return static_cast<int>(std::ceil(demand / per - 1e-9));
-}
 
 int Ready(const Observation& o) { return o.variants[0].ready; }
 

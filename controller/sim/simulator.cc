@@ -12,7 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "controller/model/cold_start.h"
+#include "controller/policy/variant_model.h"
 
 namespace pilotlight::sim {
 
@@ -132,32 +132,26 @@ absl::StatusOr<std::vector<ServiceModel>> BuildServiceModels(
     const SimConfig& config, bool trace_has_service_times) {
   const policy::EndpointSpec& spec = config.spec;
   std::vector<ServiceModel> out;
-  for (const policy::VariantSpec& v : spec.variants) {
-    const model::GpuClass* gpu = config.catalog->Find(v.gpu_class);
-    if (gpu == nullptr) {
+  for (size_t i = 0; i < spec.variants.size(); ++i) {
+    const policy::VariantSpec& v = spec.variants[i];
+    absl::StatusOr<policy::VariantModel> vm =
+        policy::DeriveVariant(spec, i, *config.catalog, config.tuning);
+    if (!vm.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("unknown GPU class ", v.gpu_class,
                        " (known: ", config.catalog->Names(), ")"));
     }
     ServiceModel m;
     m.gpus = v.gpus_per_replica;
-    m.price_per_hour =
-        v.gpus_per_replica * (v.capacity == policy::CapacityType::kSpot
-                                  ? gpu->price_spot_per_gpu_hour
-                                  : gpu->price_on_demand_per_gpu_hour);
-    m.replica.emplace(spec.model, *gpu, v.gpus_per_replica, spec.weights,
-                      spec.kv, config.tuning);
-    m.cold_start = config.cold_start.value_or(
-        model::EstimateColdStart(m.replica->weight_bytes_per_gpu(), *gpu,
-                                 v.cold_start)
-            .total());
+    m.price_per_hour = vm->price_per_replica_hour;
+    m.replica.emplace(vm->replica);
+    m.cold_start = config.cold_start.value_or(vm->cold_start);
     if (spec.concurrency_per_replica > 0) {
       m.slots = spec.concurrency_per_replica;
     } else if (trace_has_service_times) {
       m.slots = 1;
     } else {
-      m.slots = m.replica->MaxConcurrency(spec.workload,
-                                          absl::ToDoubleSeconds(spec.slo.tpot));
+      m.slots = vm->capacity;
       if (m.slots < 1) {
         return absl::InvalidArgumentError(absl::StrCat(
             spec.model.name, " does not meet the TPOT SLO on ", v.gpu_class,

@@ -1,8 +1,8 @@
-// File: controller/model/status_macros.h
+// File: controller/base/status_macros.h
 //
 // PL_ASSIGN_OR_RETURN / PL_RETURN_IF_ERROR: early return on a non-OK
-// absl::Status(Or), as in Abseil-style codebases. The model library is the
-// bottom of the dependency graph, so every layer can include this.
+// absl::Status(Or), as in Abseil-style codebases. base/ is the bottom of the
+// dependency graph (no domain code), so every layer can include this.
 #pragma once
 
 #include <utility>
