@@ -115,6 +115,9 @@ void Informer::Fail(const absl::Status& st) {
 
 void Informer::Apply(EventType type, json object) {
   TrimObject(object);
+  if (options_.transform) {
+    options_.transform(object);
+  }
   const std::string key = ObjectKey(object);
   auto ptr = std::make_shared<const json>(std::move(object));
   {

@@ -45,6 +45,10 @@ struct InformerOptions {
   std::string selector;
   int page_size = 500;
   absl::Duration watch_timeout = absl::Minutes(5);
+  // Applied to every object before it is cached and handed to the handlers,
+  // after TrimObject (e.g. keep only the metadata of ReplicaSets). Null:
+  // none.
+  std::function<void(nlohmann::json&)> transform;
 };
 
 enum class EventType { kAdded, kModified, kDeleted };
@@ -55,14 +59,25 @@ std::string ObjectKey(const nlohmann::json& object);
 // Drops what no decision reads (managedFields, last-applied annotation).
 void TrimObject(nlohmann::json& object);
 
-class Informer {
+// Read access to a cache of one kind of object: what the reconciler needs
+// of an informer, so tests can hand it a map instead.
+class ObjectCache {
+ public:
+  using ObjectPtr = std::shared_ptr<const nlohmann::json>;
+  virtual ~ObjectCache() = default;
+  // Null when there is no object of that key.
+  virtual ObjectPtr Get(const std::string& key) const = 0;
+  virtual void ForEach(
+      const std::function<void(const nlohmann::json&)>& f) const = 0;
+};
+
+class Informer final : public ObjectCache {
  public:
   using Handler = std::function<void(EventType, const nlohmann::json&)>;
-  using ObjectPtr = std::shared_ptr<const nlohmann::json>;
 
   Informer(KubeConfig config, InformerOptions options, const Clock& clock,
            Throttle* throttle = nullptr);
-  ~Informer();  // stops
+  ~Informer() override;  // stops
 
   void AddHandler(Handler h);  // before Start
   void Start();
@@ -70,8 +85,9 @@ class Informer {
 
   // True once the first list is in the cache.
   bool Synced() const { return synced_.load(); }
-  ObjectPtr Get(const std::string& key) const;
-  void ForEach(const std::function<void(const nlohmann::json&)>& f) const;
+  ObjectPtr Get(const std::string& key) const override;
+  void ForEach(
+      const std::function<void(const nlohmann::json&)>& f) const override;
   size_t Size() const;
 
   struct Stats {

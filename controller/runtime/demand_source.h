@@ -1,0 +1,36 @@
+// File: controller/runtime/demand_source.h
+//
+// DemandSource: where the reconciler gets an endpoint's demand. Today
+// Prometheus (PromDemand: one batched read per tick, joined to the
+// endpoint's ready pods); the activator's stream is the next source, and
+// tests hand in a fake.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "controller/api/resources.h"
+#include "controller/policy/snapshot.h"
+
+namespace pilotlight::runtime {
+
+class DemandSource {
+ public:
+  virtual ~DemandSource() = default;
+
+  // Changes whenever new demand can be read (Prometheus: once a tick). The
+  // reconciler decides once per epoch; reconciles in between (a pod
+  // changed) only refresh the status.
+  virtual int64_t Epoch() const = 0;
+
+  // The endpoint's demand at `now`, summed over `ready_pods` ("ns/name").
+  // A signal that could not be read is left unset -- missing is never zero
+  // -- and named in `missing` ("arrival rate: no series for pod ml/x; ").
+  virtual policy::DemandSample Read(const api::AutoscalerResource& endpoint,
+                                    const std::vector<std::string>& ready_pods,
+                                    absl::Time now, std::string& missing) = 0;
+};
+
+}  // namespace pilotlight::runtime

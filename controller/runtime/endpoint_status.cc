@@ -1,0 +1,84 @@
+#include "controller/runtime/endpoint_status.h"
+
+#include "absl/strings/str_cat.h"
+#include "controller/base/json_fields.h"
+
+namespace pilotlight::runtime {
+
+using json = nlohmann::json;
+
+bool Conditions::Set(const std::string& type, bool status,
+                     const std::string& reason, const std::string& message,
+                     absl::Time now) {
+  auto [it, added] = by_type_.try_emplace(type);
+  Condition& c = it->second;
+  const bool changed =
+      added || c.status != status || c.reason != reason || c.message != message;
+  if (added || c.status != status) {
+    c.since = now;
+  }
+  c.status = status;
+  c.reason = reason;
+  c.message = message;
+  return changed;
+}
+
+json ToMergePatch(const EndpointStatus& s, const DecisionNote& note) {
+  json conditions = json::array();
+  for (const auto& [type, c] : s.conditions.all()) {
+    conditions.push_back({{"type", type},
+                          {"status", c.status ? "True" : "False"},
+                          {"reason", c.reason},
+                          {"message", c.message.substr(0, 1024)},
+                          {"observedGeneration", s.observed_generation},
+                          {"lastTransitionTime", FormatRfc3339(c.since)}});
+  }
+  json out = {{"observedGeneration", s.observed_generation},
+              {"conditions", conditions}};
+  if (!s.decided) {
+    // What was decided before the endpoint stopped being valid no longer
+    // holds: clear it.
+    for (const char* k :
+         {"variants", "replicas", "tier", "warmPool", "keepAliveSeconds",
+          "keepAliveUntil", "costPerHour", "coldStart", "lastDecision"}) {
+      out[k] = nullptr;
+    }
+    return out;
+  }
+  json variants = json::array();
+  int od_desired = 0;
+  int od_ready = 0;
+  int spot_desired = 0;
+  int spot_ready = 0;
+  for (const VariantStatus& v : s.variants) {
+    const bool spot = v.capacity_type == "Spot";
+    (spot ? spot_desired : od_desired) += v.desired;
+    (spot ? spot_ready : od_ready) += v.ready;
+    variants.push_back({{"deployment", v.deployment},
+                        {"gpuClass", v.gpu_class},
+                        {"capacityType", v.capacity_type},
+                        {"desired", v.desired},
+                        {"ready", v.ready},
+                        {"nodeFree", v.node_free}});
+  }
+  out["variants"] = variants;
+  out["replicas"] = {{"onDemand", absl::StrCat(od_ready, "/", od_desired)},
+                     {"spot", absl::StrCat(spot_ready, "/", spot_desired)}};
+  out["tier"] = s.tier;
+  out["warmPool"] = s.warm_pool;
+  out["keepAliveSeconds"] = s.keep_alive_seconds;
+  out["keepAliveUntil"] =
+      s.keep_alive_until ? json(FormatRfc3339(*s.keep_alive_until)) : json();
+  out["costPerHour"] = static_cast<double>(s.cost_milli_per_hour) / 1000;
+  out["coldStart"] = {
+      {"p50Seconds", absl::ToDoubleSeconds(s.cold_start_p50)},
+      {"p90Seconds", absl::ToDoubleSeconds(s.cold_start_p90)},
+      {"samples", s.cold_start_samples},
+      {"leadSeconds", absl::ToDoubleSeconds(s.cold_start_lead)}};
+  out["lastDecision"] = {{"time", FormatRfc3339(note.time)},
+                         {"reason", s.reason},
+                         {"message", note.message.substr(0, 1024)}};
+  return out;
+}
+
+}  // namespace pilotlight::runtime

@@ -1,0 +1,70 @@
+#include "controller/runtime/kube_writers.h"
+
+#include "absl/strings/str_cat.h"
+#include "controller/base/json_fields.h"
+#include "controller/runtime/log.h"
+
+namespace pilotlight::runtime {
+
+using json = nlohmann::json;
+
+absl::Status KubeWriters::Scale(const std::string& ns,
+                                const std::string& deployment,
+                                int32_t replicas) {
+  return client_
+      .Request("PATCH",
+               absl::StrCat("/apis/apps/v1/namespaces/", ns, "/deployments/",
+                            deployment, "/scale"),
+               json{{"spec", {{"replicas", replicas}}}}.dump(),
+               "application/merge-patch+json")
+      .status();
+}
+
+absl::Status KubeWriters::PatchStatus(const std::string& ns,
+                                      const std::string& name,
+                                      const json& status) {
+  return client_
+      .Request("PATCH",
+               absl::StrCat("/apis/pilotlight.dev/v1alpha1/namespaces/", ns,
+                            "/inferenceautoscalers/", name, "/status"),
+               json{{"status", status}}.dump(), "application/merge-patch+json")
+      .status();
+}
+
+void KubeWriters::Record(const EventSubject& about, const std::string& type,
+                         const std::string& reason,
+                         const std::string& message) {
+  const absl::Time now = clock_.Now();
+  const json ev = {
+      {"apiVersion", "v1"},
+      {"kind", "Event"},
+      {"metadata",
+       {{"name", absl::StrCat(about.name, ".", absl::ToUnixNanos(now))},
+        {"namespace", about.ns}}},
+      {"involvedObject",
+       {{"apiVersion", "pilotlight.dev/v1alpha1"},
+        {"kind", "InferenceAutoscaler"},
+        {"name", about.name},
+        {"namespace", about.ns},
+        {"uid", about.uid}}},
+      {"reason", reason},
+      {"message", message.substr(0, 1024)},
+      {"type", type},
+      {"source", {{"component", "pilotlight-controller"}}},
+      {"reportingComponent", "pilotlight.dev/controller"},
+      {"reportingInstance", identity_},
+      {"firstTimestamp", FormatRfc3339(now)},
+      {"lastTimestamp", FormatRfc3339(now)},
+      {"count", 1}};
+  absl::StatusOr<kube::KubeClient::Response> r = client_.Request(
+      "POST", absl::StrCat("/api/v1/namespaces/", about.ns, "/events"),
+      ev.dump());
+  if (!r.ok()) {
+    if (on_event_error_) {
+      on_event_error_();
+    }
+    LogJson("warn", "event not recorded", {{"error", r.status().ToString()}});
+  }
+}
+
+}  // namespace pilotlight::runtime

@@ -1,0 +1,103 @@
+// File: controller/runtime/metrics.h
+//
+// The controller's Prometheus metrics (served on /metrics), in one place.
+#pragma once
+
+#include "prometheus/counter.h"
+#include "prometheus/family.h"
+#include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
+
+namespace pilotlight::runtime {
+
+struct Metrics {
+  explicit Metrics(prometheus::Registry& r)
+      : desired(prometheus::BuildGauge()
+                    .Name("pilotlight_desired_replicas")
+                    .Help("Replicas Pilotlight decided, per variant")
+                    .Register(r)),
+        ready(prometheus::BuildGauge()
+                  .Name("pilotlight_ready_replicas")
+                  .Help("Ready replicas, per variant")
+                  .Register(r)),
+        cost(prometheus::BuildGauge()
+                 .Name("pilotlight_cost_per_hour_dollars")
+                 .Help("GPU cost per hour of the decided replicas")
+                 .Register(r)),
+        decisions(prometheus::BuildCounter()
+                      .Name("pilotlight_decisions_total")
+                      .Help("Decisions, by reason")
+                      .Register(r)),
+        cold_start(prometheus::BuildHistogram()
+                       .Name("pilotlight_cold_start_seconds")
+                       .Help("Pod created -> Ready, as learned per variant")
+                       .Register(r)),
+        reconcile(prometheus::BuildHistogram()
+                      .Name("pilotlight_reconcile_duration_seconds")
+                      .Help("One endpoint's reconcile")
+                      .Register(r)
+                      .Add({},
+                           prometheus::Histogram::BucketBoundaries{
+                               1e-5, 1e-4, 1e-3, 1e-2, 0.1, 1, 10})),
+        tick_cpu(prometheus::BuildGauge()
+                     .Name("pilotlight_tick_cpu_seconds")
+                     .Help("CPU time (user+system) of the last tick's "
+                           "reconciles of every endpoint")
+                     .Register(r)
+                     .Add({})),
+        tick_endpoints(prometheus::BuildGauge()
+                           .Name("pilotlight_tick_endpoints")
+                           .Help("Endpoints reconciled in the last tick")
+                           .Register(r)
+                           .Add({})),
+        api_errors(prometheus::BuildCounter()
+                       .Name("pilotlight_api_errors_total")
+                       .Help("Failed Kubernetes API writes")
+                       .Register(r)
+                       .Add({})),
+        api_requests(prometheus::BuildGauge()
+                         .Name("pilotlight_api_requests")
+                         .Help("Kubernetes API requests sent (informers, "
+                               "workers, leader election), since start")
+                         .Register(r)
+                         .Add({})),
+        prom_errors(prometheus::BuildCounter()
+                        .Name("pilotlight_prometheus_errors_total")
+                        .Help("Prometheus queries that failed")
+                        .Register(r)
+                        .Add({})),
+        prom_queries(prometheus::BuildCounter()
+                         .Name("pilotlight_prometheus_queries_total")
+                         .Help("Prometheus queries sent")
+                         .Register(r)
+                         .Add({})),
+        prom_queries_per_tick(
+            prometheus::BuildGauge()
+                .Name("pilotlight_prometheus_queries_per_tick")
+                .Help("Prometheus queries in the last tick")
+                .Register(r)
+                .Add({})),
+        leader(prometheus::BuildGauge()
+                   .Name("pilotlight_leader")
+                   .Help("1 while this controller leads")
+                   .Register(r)
+                   .Add({})) {}
+
+  prometheus::Family<prometheus::Gauge>& desired;
+  prometheus::Family<prometheus::Gauge>& ready;
+  prometheus::Family<prometheus::Gauge>& cost;
+  prometheus::Family<prometheus::Counter>& decisions;
+  prometheus::Family<prometheus::Histogram>& cold_start;
+  prometheus::Histogram& reconcile;
+  prometheus::Gauge& tick_cpu;
+  prometheus::Gauge& tick_endpoints;
+  prometheus::Counter& api_errors;
+  prometheus::Gauge& api_requests;
+  prometheus::Counter& prom_errors;
+  prometheus::Counter& prom_queries;
+  prometheus::Gauge& prom_queries_per_tick;
+  prometheus::Gauge& leader;
+};
+
+}  // namespace pilotlight::runtime

@@ -1,0 +1,51 @@
+// File: controller/runtime/pod_facts.h
+//
+// What the controller reads off Pods, ReplicaSets and Nodes as the API
+// server returns them (JSON): owners, readiness and condition times, when
+// the cluster took a pod away, whether the scheduler cannot place it, the
+// GPUs it asks for and a node offers. Pure functions of the object (and of
+// the time it was seen, where the object carries none).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "absl/time/time.h"
+#include "nlohmann/json.hpp"
+
+namespace pilotlight::runtime {
+
+// "namespace/name" of the object's controlling owner of `kind` (the
+// ownerReference with controller: true, else the first of that kind); ""
+// when it has none.
+std::string OwnerKey(const nlohmann::json& object, const char* kind);
+
+// When the condition `type` last became True; unset while it is not True.
+std::optional<absl::Time> ConditionTime(const nlohmann::json& object,
+                                        const char* type);
+
+bool PodReady(const nlohmann::json& pod);
+bool PodTerminating(const nlohmann::json& pod);  // deletionTimestamp set
+bool PodTerminal(const nlohmann::json& pod);     // Succeeded or Failed
+
+// When the cluster took this pod away (a spot reclaim, a node gone, an
+// eviction): the DisruptionTarget condition's time, else for a pod failed
+// by an eviction or its node's shutdown the time it stopped (its Ready
+// condition turning False, or its containers' finish), else `seen` (when
+// the controller first saw it so). Unset for a pod not disrupted.
+std::optional<absl::Time> DisruptedAt(const nlohmann::json& pod,
+                                      absl::Time seen);
+
+// A pod the scheduler cannot place (PodScheduled False, Unschedulable).
+bool PodUnschedulable(const nlohmann::json& pod);
+
+// GPUs the pod's containers ask for (nvidia.com/gpu or amd.com/gpu; limits,
+// as extended resources are requested).
+int64_t PodGpus(const nlohmann::json& pod);
+
+// GPUs a node offers pods: its allocatable GPUs while it is Ready and
+// schedulable, else 0.
+int64_t NodeGpus(const nlohmann::json& node);
+
+}  // namespace pilotlight::runtime

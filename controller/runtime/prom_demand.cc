@@ -1,0 +1,107 @@
+#include "controller/runtime/prom_demand.h"
+
+#include <optional>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "controller/base/json_fields.h"
+
+namespace pilotlight::runtime {
+
+using json = nlohmann::json;
+
+PromDemand::RefreshStats PromDemand::Refresh(
+    const kube::ObjectCache& autoscalers, absl::Time at) {
+  std::set<std::string> queries;
+  autoscalers.ForEach([&](const json& ia) {
+    const json& m = Field(ia, {"spec", "metrics"});
+    const std::string server = m.is_object() ? m.value("server", "vllm") : "vllm";
+    if (server == "custom") {
+      queries.insert(StringField(m, {"concurrencyQuery"}));
+      queries.insert(StringField(m, {"arrivalRateQuery"}));
+      return;
+    }
+    absl::StatusOr<prom::MetricsServer> s = prom::ParseMetricsServer(server);
+    if (s.ok()) {
+      const prom::DemandQueries q = prom::PresetQueries(*s, rate_window_);
+      queries.insert({q.in_flight, q.queued, q.arrival_rate, q.tokens_per_s});
+    }
+  });
+  queries.erase("");
+  prom::DemandReader reader(client_);
+  const int64_t before = client_.queries();
+  std::map<std::string, absl::StatusOr<prom::PodValues>> got =
+      reader.Read(queries, at);
+  RefreshStats stats;
+  stats.queries = client_.queries() - before;
+  for (const auto& [q, r] : got) {
+    if (!r.ok()) {
+      stats.errors.emplace(q, r.status().ToString());
+    }
+  }
+  const std::lock_guard<std::mutex> lock(mu_);
+  answers_ = std::move(got);
+  ++epoch_;
+  return stats;
+}
+
+int64_t PromDemand::Epoch() const {
+  const std::lock_guard<std::mutex> lock(mu_);
+  return epoch_;
+}
+
+prom::DemandQueries PromDemand::QueriesOf(const api::MetricsSpec& m) const {
+  if (m.server != prom::MetricsServer::kCustom) {
+    return prom::PresetQueries(m.server, rate_window_);
+  }
+  prom::DemandQueries q;
+  q.in_flight = m.concurrency_query;
+  q.arrival_rate = m.arrival_rate_query;
+  return q;
+}
+
+policy::DemandSample PromDemand::Read(const api::AutoscalerResource& endpoint,
+                                      const std::vector<std::string>& ready_pods,
+                                      absl::Time now, std::string& missing) {
+  const prom::DemandQueries q = QueriesOf(endpoint.metrics);
+  policy::DemandSample s;
+  s.at = now;
+  const std::lock_guard<std::mutex> lock(mu_);
+  // The sum of one signal over the endpoint's ready pods; unset when the
+  // query failed or any ready pod has no series (missing is not zero).
+  const auto sum = [&](const std::string& query,
+                       const char* what) -> std::optional<double> {
+    if (query.empty()) {
+      return std::nullopt;
+    }
+    auto it = answers_.find(query);
+    if (it == answers_.end()) {
+      absl::StrAppend(&missing, what, ": not queried yet; ");
+      return std::nullopt;
+    }
+    if (!it->second.ok()) {
+      absl::StrAppend(&missing, what, ": ", it->second.status().message(),
+                      "; ");
+      return std::nullopt;
+    }
+    double total = 0;
+    for (const std::string& pod : ready_pods) {
+      auto v = it->second->find(pod);
+      if (v == it->second->end()) {
+        absl::StrAppend(&missing, what, ": no series for pod ", pod, "; ");
+        return std::nullopt;
+      }
+      total += v->second;
+    }
+    return total;
+  };
+  s.in_flight = sum(q.in_flight, "requests running");
+  s.queued = sum(q.queued, "requests waiting");
+  if (const std::optional<double> rate = sum(q.arrival_rate, "arrival rate")) {
+    s.arrivals = *rate * absl::ToDoubleSeconds(tick_);
+  }
+  s.output_tokens_per_s = sum(q.tokens_per_s, "tokens/s");
+  return s;
+}
+
+}  // namespace pilotlight::runtime

@@ -1,0 +1,52 @@
+// File: controller/runtime/prom_demand.h
+//
+// PromDemand: the DemandSource over Prometheus. Refresh() runs once a tick:
+// every distinct query of the presets and custom PromQL in use, each ONE
+// query answered for every pod in the cluster, whatever the number of
+// endpoints. Read() joins an endpoint's ready pods to the last answers.
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "controller/kube/informer.h"
+#include "controller/prom/demand.h"
+#include "controller/prom/prom_client.h"
+#include "controller/runtime/demand_source.h"
+
+namespace pilotlight::runtime {
+
+class PromDemand final : public DemandSource {
+ public:
+  // `rate_window`: range of the presets' rate(); `tick`: the interval
+  // arrivals are counted over.
+  PromDemand(prom::PromClient& client, absl::Duration rate_window,
+             absl::Duration tick)
+      : client_(client), rate_window_(rate_window), tick_(tick) {}
+
+  struct RefreshStats {
+    int64_t queries = 0;
+    std::map<std::string, std::string> errors;  // query -> error
+  };
+  // Reads every query the endpoints in `autoscalers` use, at `at`.
+  RefreshStats Refresh(const kube::ObjectCache& autoscalers, absl::Time at);
+
+  int64_t Epoch() const override;
+  policy::DemandSample Read(const api::AutoscalerResource& endpoint,
+                            const std::vector<std::string>& ready_pods,
+                            absl::Time now, std::string& missing) override;
+
+ private:
+  prom::DemandQueries QueriesOf(const api::MetricsSpec& m) const;
+
+  prom::PromClient& client_;
+  const absl::Duration rate_window_;
+  const absl::Duration tick_;
+  mutable std::mutex mu_;
+  std::map<std::string, absl::StatusOr<prom::PodValues>> answers_;
+  int64_t epoch_ = 0;
+};
+
+}  // namespace pilotlight::runtime

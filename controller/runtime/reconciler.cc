@@ -1,0 +1,398 @@
+#include "controller/runtime/reconciler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "controller/api/resources.h"
+#include "controller/base/json_fields.h"
+#include "controller/base/status_macros.h"
+#include "controller/policy/decider.h"
+#include "controller/runtime/endpoint_status.h"
+#include "controller/runtime/log.h"
+#include "controller/runtime/observe.h"
+
+namespace pilotlight::runtime {
+
+using json = nlohmann::json;
+
+// What the reconciler keeps per endpoint between reconciles.
+struct Reconciler::Endpoint {
+  explicit Endpoint(const policy::DeciderConfig& c) : decider(c) {}
+  policy::Decider decider;
+  std::vector<policy::DemandSample> pending;  // since the last decision
+  int64_t demand_epoch = -1;
+  std::map<std::string, ColdStartLearner> cold_start;  // per deployment
+  std::vector<std::string> deployments;                // "ns/name"
+  EventSubject subject;
+  std::string parsed_version;  // resourceVersion + GPUClasses generation
+  absl::StatusOr<api::AutoscalerResource> parsed =
+      absl::UnknownError("not parsed");
+  std::vector<api::GpuClassResource> classes;  // per variant
+  std::unique_ptr<model::Catalog> catalog;     // of the parsed spec's classes
+  std::optional<policy::Decision> decision;    // the last one
+  int64_t decided_generation = -1;
+  std::string missing;  // what the last demand read lacked
+  EndpointStatus status;
+  std::optional<EndpointStatus> written;  // the status last written
+  std::vector<std::pair<prometheus::Gauge*, prometheus::Gauge*>> gauges;
+  prometheus::Gauge* cost_gauge = nullptr;
+};
+
+// One reconcile's view of the variants.
+struct Reconciler::Observed {
+  policy::Snapshot snap;
+  std::vector<std::string> ready_pods;  // of every variant
+};
+
+Reconciler::Reconciler(policy::DeciderConfig config, ReconcilerInputs in,
+                       const kube::Clock& clock, Metrics& metrics)
+    : config_(config), in_(in), clock_(clock), metrics_(metrics) {}
+
+Reconciler::~Reconciler() = default;
+
+Reconciler::Endpoint& Reconciler::Slot(const std::string& key) {
+  const std::lock_guard<std::mutex> lock(mu_);
+  std::unique_ptr<Endpoint>& slot = endpoints_[key];
+  if (!slot) {
+    slot = std::make_unique<Endpoint>(config_);
+  }
+  return *slot;
+}
+
+std::optional<policy::Decision> Reconciler::LastDecision(
+    const std::string& key) const {
+  const std::lock_guard<std::mutex> lock(mu_);
+  auto it = endpoints_.find(key);
+  if (it == endpoints_.end()) {
+    return std::nullopt;
+  }
+  return it->second->decision;
+}
+
+// Deleted: forget it and its series; its Deployments keep their replicas.
+void Reconciler::Forget(const std::string& key) {
+  const std::lock_guard<std::mutex> lock(mu_);
+  auto it = endpoints_.find(key);
+  if (it == endpoints_.end()) {
+    return;
+  }
+  const std::vector<std::string> parts = absl::StrSplit(key, '/');
+  for (const std::string& d : it->second->deployments) {
+    const prometheus::Labels labels = {{"namespace", parts[0]},
+                                       {"name", parts[1]},
+                                       {"deployment", d.substr(d.find('/') + 1)}};
+    metrics_.desired.Remove(&metrics_.desired.Add(labels));
+    metrics_.ready.Remove(&metrics_.ready.Add(labels));
+  }
+  metrics_.cost.Remove(
+      &metrics_.cost.Add({{"namespace", parts[0]}, {"name", parts[1]}}));
+  endpoints_.erase(it);
+  LogJson("info", "endpoint deleted; its Deployments keep their replicas",
+          {{"endpoint", key}});
+}
+
+absl::Status Reconciler::Reconcile(const std::string& key, Writers& w,
+                                   bool leading) {
+  const kube::ObjectCache::ObjectPtr ia = in_.autoscalers.Get(key);
+  if (ia == nullptr) {
+    Forget(key);
+    return absl::OkStatus();
+  }
+  Endpoint& e = Slot(key);
+  const absl::Time now = clock_.Now();
+  ParseSpec(e, *ia);
+  std::string reason;
+  std::string message;
+  std::vector<kube::ObjectCache::ObjectPtr> deps;
+  if (!e.parsed.ok()) {
+    const bool missing_class =
+        e.parsed.status().code() == absl::StatusCode::kNotFound;
+    reason = missing_class ? "GPUClassNotFound" : "InvalidSpec";
+    message = std::string(e.parsed.status().message());
+  } else {
+    deps = FindDeployments(e, e.parsed->ns, reason, message);
+  }
+  if (!reason.empty()) {
+    return NotReady(e, *ia, reason, message, w, leading, now);
+  }
+  Observed o = Observe(e, deps, now);
+  const policy::Decision& d =
+      DecideOnce(e, o, IntField(*ia, {"metadata", "generation"}), now);
+  std::string scaled;
+  if (d.valid && leading) {
+    PL_RETURN_IF_ERROR(Act(e, d, o, w, scaled));
+  }
+  return Publish(e, d, o, scaled, w, leading, now);
+}
+
+// Stage 1: the spec, against the GPUClasses it names (once per change of
+// either).
+void Reconciler::ParseSpec(Endpoint& e, const json& ia) {
+  const std::shared_ptr<const GpuClassSet> gpu = in_.gpu_classes.Get();
+  const std::string version = absl::StrCat(
+      StringField(ia, {"metadata", "resourceVersion"}), "|", gpu->generation);
+  if (version == e.parsed_version) {
+    return;
+  }
+  e.parsed_version = version;
+  e.parsed = api::ParseInferenceAutoscaler(ia, gpu->classes);
+  e.subject = {StringField(ia, {"metadata", "namespace"}),
+               StringField(ia, {"metadata", "name"}),
+               StringField(ia, {"metadata", "uid"})};
+  e.catalog.reset();
+  e.classes.clear();
+  e.gauges.clear();
+  if (!e.parsed.ok()) {
+    if (e.parsed.status().code() == absl::StatusCode::kNotFound &&
+        !gpu->errors.empty()) {
+      e.parsed = absl::NotFoundError(
+          absl::StrCat(e.parsed.status().message(), " (", gpu->errors, ")"));
+    }
+    return;
+  }
+  std::map<std::string, api::GpuClassResource> used;
+  for (const policy::VariantSpec& v : e.parsed->spec.variants) {
+    used.emplace(v.gpu_class, gpu->classes.at(v.gpu_class));
+    e.classes.push_back(gpu->classes.at(v.gpu_class));
+  }
+  absl::StatusOr<model::Catalog> catalog = api::CatalogOf(used);
+  if (!catalog.ok()) {
+    e.parsed = catalog.status();
+    return;
+  }
+  e.catalog = std::make_unique<model::Catalog>(*std::move(catalog));
+}
+
+// Every variant's Deployment, or the first that is missing.
+std::vector<kube::ObjectCache::ObjectPtr> Reconciler::FindDeployments(
+    Endpoint& e, const std::string& ns, std::string& reason,
+    std::string& message) {
+  std::vector<kube::ObjectCache::ObjectPtr> deps;
+  e.deployments.clear();
+  const auto& variants = e.parsed->spec.variants;
+  for (size_t i = 0; i < variants.size(); ++i) {
+    const std::string dk = absl::StrCat(ns, "/", variants[i].deployment);
+    e.deployments.push_back(dk);
+    kube::ObjectCache::ObjectPtr d = in_.deployments.Get(dk);
+    if (d == nullptr && reason.empty()) {
+      reason = "DeploymentNotFound";
+      message = absl::StrCat("spec.variants[", i, "].deployment: Deployment ",
+                             dk, " not found");
+    }
+    deps.push_back(std::move(d));
+  }
+  return deps;
+}
+
+absl::Status Reconciler::NotReady(Endpoint& e, const json& ia,
+                                  const std::string& reason,
+                                  const std::string& message, Writers& w,
+                                  bool leading, absl::Time now) {
+  const bool changed =
+      e.status.conditions.Set("Ready", false, reason, message, now);
+  if (changed && leading) {
+    LogJson("warn", "endpoint not ready",
+            {{"endpoint", kube::ObjectKey(ia)},
+             {"reason", reason},
+             {"message", message}});
+    w.events.Record(e.subject, "Warning", reason, message);
+  }
+  e.status.observed_generation = IntField(ia, {"metadata", "generation"});
+  e.status.decided = false;
+  if (!leading || (e.written && *e.written == e.status)) {
+    return absl::OkStatus();
+  }
+  const DecisionNote note{now, ""};
+  PL_RETURN_IF_ERROR(w.status.PatchStatus(e.subject.ns, e.subject.name,
+                                          ToMergePatch(e.status, note)));
+  e.written = e.status;
+  return absl::OkStatus();
+}
+
+// Stage 2: replicas, learned cold starts, free nodes and spot health.
+Reconciler::Observed Reconciler::Observe(
+    Endpoint& e, const std::vector<kube::ObjectCache::ObjectPtr>& deps,
+    absl::Time now) {
+  const api::AutoscalerResource& a = *e.parsed;
+  Observed o;
+  o.snap.spec = &a.spec;
+  o.snap.catalog = e.catalog.get();
+  for (size_t i = 0; i < a.spec.variants.size(); ++i) {
+    const std::string& dk = e.deployments[i];
+    std::vector<kube::ObjectCache::ObjectPtr> pods;
+    for (const std::string& pk : in_.index.PodsOf(dk)) {
+      pods.push_back(in_.pods.Get(pk));
+    }
+    VariantObservation v = ObserveVariant(
+        e.classes[i], a.spec.variants[i], *deps[i], pods,
+        in_.index.FreeGpus(e.classes[i].node_selector),
+        in_.index.LastDisruption(dk), now, e.cold_start[dk]);
+    for (absl::Duration cold : v.new_cold_starts) {
+      metrics_.cold_start
+          .Add({{"gpu_class", a.spec.variants[i].gpu_class}},
+               prometheus::Histogram::BucketBoundaries{
+                   1, 2, 5, 10, 20, 30, 60, 90, 120, 180, 300, 600})
+          .Observe(absl::ToDoubleSeconds(cold));
+    }
+    o.ready_pods.insert(o.ready_pods.end(), v.ready_pods.begin(),
+                        v.ready_pods.end());
+    if (v.spot) {
+      o.snap.spot.push_back(*std::move(v.spot));
+    }
+    o.snap.variants.push_back(std::move(v.state));
+  }
+  return o;
+}
+
+// Stage 3: one demand sample per demand epoch, one decision per sample (the
+// policy's windows and rate limits count decisions), or at once when the
+// spec changed. A reconcile prompted by a pod or Deployment event in
+// between keeps the last decision.
+const policy::Decision& Reconciler::DecideOnce(Endpoint& e, Observed& o,
+                                               int64_t generation,
+                                               absl::Time now) {
+  const int64_t epoch = in_.demand.Epoch();
+  const bool new_demand = epoch != e.demand_epoch;
+  if (new_demand) {
+    std::string missing;
+    const policy::DemandSample s =
+        in_.demand.Read(*e.parsed, o.ready_pods, now, missing);
+    e.demand_epoch = epoch;
+    e.missing = missing;
+    if (s.in_flight || s.queued || s.arrivals) {
+      e.pending.push_back(s);
+    }
+  }
+  if (new_demand || !e.decision || e.decided_generation != generation) {
+    o.snap.demand = e.pending;
+    e.decision = e.decider.Decide(o.snap, now);
+    e.decided_generation = generation;
+    e.pending.clear();
+    metrics_.decisions
+        .Add({{"reason",
+               std::string(policy::ScaleReasonName(e.decision->reason))}})
+        .Increment();
+  }
+  return *e.decision;
+}
+
+// Stage 4 (the leader only): patch the variants whose replicas differ.
+absl::Status Reconciler::Act(const Endpoint& e, const policy::Decision& d,
+                             const Observed& o, Writers& w,
+                             std::string& scaled) {
+  for (size_t i = 0; i < d.variants.size(); ++i) {
+    const policy::VariantDecision& v = d.variants[i];
+    const int32_t from = o.snap.variants[i].desired;
+    if (v.replicas == from) {
+      continue;
+    }
+    // A failed patch is retried with back-off; nothing after it was done.
+    PL_RETURN_IF_ERROR(w.patcher.Scale(e.subject.ns, v.deployment, v.replicas));
+    const std::string msg = absl::StrCat(v.deployment, ": ", from, " -> ",
+                                         v.replicas, " (", v.message, ")");
+    absl::StrAppend(&scaled, scaled.empty() ? "" : "; ", msg);
+    LogJson("info", "scaled",
+            {{"endpoint", absl::StrCat(e.subject.ns, "/", e.subject.name)},
+             {"deployment", v.deployment},
+             {"from", from},
+             {"to", v.replicas},
+             {"reason", policy::ScaleReasonName(v.reason)},
+             {"message", v.message}});
+    w.events.Record(e.subject, "Normal",
+                    v.replicas == 0      ? "ScaledToZero"
+                    : v.replicas > from ? "ScaledUp"
+                                        : "ScaledDown",
+                    msg);
+  }
+  return absl::OkStatus();
+}
+
+void Reconciler::UpdateGauges(Endpoint& e, const std::vector<int>& desired,
+                              const Observed& o, double cost) {
+  const api::AutoscalerResource& a = *e.parsed;
+  if (e.gauges.size() != a.spec.variants.size()) {  // cached: Add() hashes
+    e.gauges.clear();
+    for (const policy::VariantSpec& vs : a.spec.variants) {
+      const prometheus::Labels labels = {
+          {"namespace", a.ns}, {"name", a.name}, {"deployment", vs.deployment}};
+      e.gauges.emplace_back(&metrics_.desired.Add(labels),
+                            &metrics_.ready.Add(labels));
+    }
+    e.cost_gauge = &metrics_.cost.Add({{"namespace", a.ns}, {"name", a.name}});
+  }
+  for (size_t i = 0; i < desired.size(); ++i) {
+    e.gauges[i].first->Set(desired[i]);
+    e.gauges[i].second->Set(o.snap.variants[i].ready);
+  }
+  e.cost_gauge->Set(cost);
+}
+
+// Stage 5: conditions, replicas, what was decided and why; written when it
+// differs from the status last written, or when replicas were patched.
+absl::Status Reconciler::Publish(Endpoint& e, const policy::Decision& d,
+                                 const Observed& o, const std::string& scaled,
+                                 Writers& w, bool leading, absl::Time now) {
+  const api::AutoscalerResource& a = *e.parsed;
+  EndpointStatus& st = e.status;
+  st.observed_generation = a.generation;
+  st.decided = true;
+  st.conditions.Set("Ready", true, "Reconciled", "", now);
+  std::vector<int> desired(a.spec.variants.size());
+  int total = 0;
+  st.variants.clear();
+  for (size_t i = 0; i < a.spec.variants.size(); ++i) {
+    const policy::VariantSpec& vs = a.spec.variants[i];
+    const policy::VariantState& state = o.snap.variants[i];
+    desired[i] = d.valid ? d.variants[i].replicas : state.desired;
+    total += desired[i];
+    st.variants.push_back(
+        {vs.deployment, vs.gpu_class,
+         std::string(policy::CapacityTypeName(vs.capacity)), desired[i],
+         state.ready, state.node_free});
+  }
+  UpdateGauges(e, desired, o, d.cost_per_hour);
+  if (!e.missing.empty()) {
+    st.conditions.Set("Degraded", true,
+                      d.valid ? "MetricsIncomplete" : "MetricsUnavailable",
+                      d.valid ? e.missing
+                              : absl::StrCat("holding replicas: ", e.missing),
+                      now);
+  } else {
+    st.conditions.Set("Degraded", false, "AsExpected", "", now);
+  }
+  st.conditions.Set("ScaledToZero", total == 0, total == 0 ? "Idle" : "Serving",
+                    total == 0 ? "every variant is at 0 replicas" : "", now);
+  // The serving tier's learned cold start (the first variant on it).
+  size_t tier_variant = a.spec.variants.size() - 1;
+  for (size_t i = 0; i < a.spec.variants.size(); ++i) {
+    if (a.spec.variants[i].gpu_class == d.tier) {
+      tier_variant = i;
+      break;
+    }
+  }
+  const policy::ColdStartStats& cs = o.snap.variants[tier_variant].cold_start;
+  st.tier = d.tier;
+  st.warm_pool = d.warm_pool;
+  st.keep_alive_seconds = absl::ToInt64Seconds(d.keep_alive);
+  st.keep_alive_until = d.keep_alive_until;
+  st.cost_milli_per_hour = std::llround(d.cost_per_hour * 1000);
+  st.cold_start_samples = cs.samples;
+  st.cold_start_p50 = cs.p50;
+  st.cold_start_p90 = cs.p90;
+  st.cold_start_lead = d.cold_start_lead;
+  st.reason = std::string(policy::ScaleReasonName(d.reason));
+  if (!leading || (e.written && *e.written == st && scaled.empty())) {
+    return absl::OkStatus();
+  }
+  const DecisionNote note{now, d.message};
+  PL_RETURN_IF_ERROR(
+      w.status.PatchStatus(a.ns, a.name, ToMergePatch(st, note)));
+  e.written = st;
+  return absl::OkStatus();
+}
+
+}  // namespace pilotlight::runtime

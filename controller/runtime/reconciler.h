@@ -1,0 +1,99 @@
+// File: controller/runtime/reconciler.h
+//
+// Reconciler: one endpoint's reconcile, as a function of what the caches
+// hold, the demand, and the clock:
+//
+//   1. the spec, parsed against the GPUClasses it names (once per change);
+//      a bad spec or a missing GPUClass or Deployment -> Ready=False
+//      naming the field, no patches
+//   2. observe each variant: replicas, learned cold starts, spot health,
+//      whether its pool has a free node (observe.h)
+//   3. demand (DemandSource), one decision per demand epoch (policy::Decider)
+//   4. act: patch /scale of the variants that differ, with an Event each
+//   5. status: conditions and what was decided, written as a merge patch
+//      only when it changed (endpoint_status.h)
+//
+// Its edges are interfaces (kube::ObjectCache, ClusterIndex, DemandSource,
+// Writers, kube::Clock), so tests drive it with fakes and explicit times;
+// controller.cc wires it to informers, Prometheus and the API server.
+//
+// Thread-safety: Reconcile may run on several workers at once for
+// different keys (the work queue never hands one key to two workers).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "controller/kube/clock.h"
+#include "controller/kube/informer.h"
+#include "controller/policy/decider_config.h"
+#include "controller/policy/decision.h"
+#include "controller/runtime/cluster_index.h"
+#include "controller/runtime/demand_source.h"
+#include "controller/runtime/gpu_class_cache.h"
+#include "controller/runtime/metrics.h"
+#include "controller/runtime/writers.h"
+
+namespace pilotlight::runtime {
+
+struct ReconcilerInputs {
+  const kube::ObjectCache& autoscalers;
+  const kube::ObjectCache& deployments;
+  const kube::ObjectCache& pods;
+  const ClusterIndex& index;
+  GpuClassCache& gpu_classes;
+  DemandSource& demand;
+};
+
+class Reconciler {
+ public:
+  Reconciler(policy::DeciderConfig config, ReconcilerInputs in,
+             const kube::Clock& clock, Metrics& metrics);
+  ~Reconciler();
+
+  // Reconciles endpoint `key` ("namespace/name"). Only a leader writes
+  // (`leading`); a standby keeps its deciders and learners warm. An error is
+  // a failed write: nothing after it was done, retry with back-off.
+  absl::Status Reconcile(const std::string& key, Writers& w, bool leading);
+
+  // The endpoint's last decision (unset before the first).
+  std::optional<policy::Decision> LastDecision(const std::string& key) const;
+
+ private:
+  struct Endpoint;
+  struct Observed;
+  Endpoint& Slot(const std::string& key);
+  void Forget(const std::string& key);
+  void ParseSpec(Endpoint& e, const nlohmann::json& ia);
+  std::vector<kube::ObjectCache::ObjectPtr> FindDeployments(
+      Endpoint& e, const std::string& ns, std::string& reason,
+      std::string& message);
+  absl::Status NotReady(Endpoint& e, const nlohmann::json& ia,
+                        const std::string& reason, const std::string& message,
+                        Writers& w, bool leading, absl::Time now);
+  Observed Observe(Endpoint& e,
+                   const std::vector<kube::ObjectCache::ObjectPtr>& deps,
+                   absl::Time now);
+  const policy::Decision& DecideOnce(Endpoint& e, Observed& o,
+                                     int64_t generation, absl::Time now);
+  absl::Status Act(const Endpoint& e, const policy::Decision& d,
+                   const Observed& o, Writers& w, std::string& scaled);
+  absl::Status Publish(Endpoint& e, const policy::Decision& d,
+                       const Observed& o, const std::string& scaled,
+                       Writers& w, bool leading, absl::Time now);
+  void UpdateGauges(Endpoint& e, const std::vector<int>& desired,
+                    const Observed& o, double cost);
+
+  const policy::DeciderConfig config_;
+  const ReconcilerInputs in_;
+  const kube::Clock& clock_;
+  Metrics& metrics_;
+  mutable std::mutex mu_;  // the map; each Endpoint is its worker's
+  std::map<std::string, std::unique_ptr<Endpoint>> endpoints_;
+};
+
+}  // namespace pilotlight::runtime

@@ -1,0 +1,56 @@
+// File: controller/runtime/writers.h
+//
+// The reconciler's edges toward the cluster, as three narrow interfaces:
+// patch a Deployment's replicas (/scale), write an InferenceAutoscaler's
+// status, record an Event. KubeWriters implements them over one API client
+// (one per worker thread); tests record what was asked instead.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "nlohmann/json.hpp"
+
+namespace pilotlight::runtime {
+
+class ReplicaPatcher {
+ public:
+  virtual ~ReplicaPatcher() = default;
+  virtual absl::Status Scale(const std::string& ns,
+                             const std::string& deployment,
+                             int32_t replicas) = 0;
+};
+
+class StatusWriter {
+ public:
+  virtual ~StatusWriter() = default;
+  // `status` is a JSON merge patch of .status: a null member removes it.
+  virtual absl::Status PatchStatus(const std::string& ns,
+                                   const std::string& name,
+                                   const nlohmann::json& status) = 0;
+};
+
+// The InferenceAutoscaler an Event is about.
+struct EventSubject {
+  std::string ns;
+  std::string name;
+  std::string uid;
+};
+
+class EventRecorder {
+ public:
+  virtual ~EventRecorder() = default;
+  // Best effort: a failure is counted and logged, never retried.
+  virtual void Record(const EventSubject& about, const std::string& type,
+                      const std::string& reason,
+                      const std::string& message) = 0;
+};
+
+struct Writers {
+  ReplicaPatcher& patcher;
+  StatusWriter& status;
+  EventRecorder& events;
+};
+
+}  // namespace pilotlight::runtime
