@@ -68,16 +68,27 @@ absl::Status Decider::Derive(const Snapshot& s) {
     if (!m.ok()) {
       return m.status();
     }
+    // A tier is a GPU model at a tensor-parallel degree: the same class
+    // name, or -- as with GPUClass objects, one per capacity type -- two
+    // classes of the same GPU model, one on-demand and one spot.
+    const bool spot_variant = vs.capacity == CapacityType::kSpot;
+    const std::string& gpu_model = s.catalog->Find(vs.gpu_class)->gpu_model;
     int tier = -1;
-    for (size_t t = 0; t < tiers_.size(); ++t) {
-      if (tiers_[t].gpu_class == vs.gpu_class &&
-          tiers_[t].replica->tensor_parallel() == vs.gpus_per_replica) {
+    for (size_t t = 0; t < tiers_.size() && tier < 0; ++t) {
+      const Tier& c = tiers_[t];
+      if (c.replica->tensor_parallel() != vs.gpus_per_replica) {
+        continue;
+      }
+      const int taken = spot_variant ? c.spot : c.on_demand;
+      if (c.gpu_class == vs.gpu_class ||
+          (c.gpu_model == gpu_model && taken < 0)) {
         tier = static_cast<int>(t);
       }
     }
     if (tier < 0) {
       Tier t;
       t.gpu_class = vs.gpu_class;
+      t.gpu_model = gpu_model;
       t.replica.emplace(m->replica);
       t.model_capacity = m->capacity;
       t.ttft_s = m->ttft_s;
@@ -283,8 +294,10 @@ bool Decider::SpotUnhealthy(const Snapshot& s, const Tier& t, absl::Time now,
   if (t.spot < 0) {
     return false;
   }
+  const std::string& spot_class =
+      s.spec->variants[static_cast<size_t>(t.spot)].gpu_class;
   for (const SpotHealth& h : s.spot) {
-    if (h.gpu_class != t.gpu_class) {
+    if (h.gpu_class != spot_class) {
       continue;
     }
     if (h.last_preemption &&
@@ -840,11 +853,15 @@ Decision Decider::SplitOverVariants(Step& st) {
       const bool is_spot = static_cast<int>(i) == tier.spot;
       v.replicas = is_spot ? plan.spot : plan.on_demand;
       v.reason = st.reason;
-      if (!is_spot && tier.spot >= 0 && plan.on_demand > 0 &&
-          (tier.fallback || unhealthy) &&
-          plan.on_demand >
-              std::min(st.target, std::max(CeilDiv(st.stable, st.cap),
-                                           spec.min_replicas))) {
+      // On-demand beyond its floor (Realtime: what current demand needs;
+      // Batch: none) while spot is unhealthy is there for the fallback.
+      const int od_floor =
+          spec.mode == Mode::kRealtime
+              ? std::min(st.target, std::max(CeilDiv(st.stable, st.cap),
+                                             spec.min_replicas))
+              : 0;
+      if (!is_spot && tier.spot >= 0 && plan.on_demand > od_floor &&
+          (tier.fallback || unhealthy)) {
         v.reason = ScaleReason::kSpotFallback;
       }
       if (switching_from_ >= 0) {

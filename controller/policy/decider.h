@@ -81,7 +81,8 @@ class Decider {
     absl::Duration node_provisioning;  // added while no node is free
   };
   struct Tier {
-    std::string gpu_class;
+    std::string gpu_class;  // of its first variant
+    std::string gpu_model;
     int on_demand = -1;  // variant index
     int spot = -1;
     std::optional<model::ReplicaModel> replica;

@@ -50,7 +50,7 @@ struct VariantState {
 };
 
 struct SpotHealth {
-  std::string gpu_class;
+  std::string gpu_class;  // the spot variant's class
   std::optional<absl::Time> last_preemption;
   std::optional<absl::Time> last_failed_placement;
 };

@@ -84,7 +84,8 @@ ClusterIndex::Keys ClusterIndex::OnPod(EventType type, const json& pod,
   const bool gone = type == EventType::kDeleted;
   const std::string rs = gone ? "" : OwnerKey(pod, "ReplicaSet");
   const std::string node = StringField(pod, {"spec", "nodeName"});
-  const int64_t gpus = gone || PodTerminal(pod) || node.empty() ? 0 : PodGpus(pod);
+  const int64_t gpus =
+      gone || PodTerminal(pod) || node.empty() ? 0 : PodGpus(pod);
   const std::optional<absl::Time> disrupted =
       gone ? std::nullopt : DisruptedAt(pod, now);
   const std::lock_guard<std::mutex> lock(mu_);

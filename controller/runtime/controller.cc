@@ -66,8 +66,7 @@ class Controller::Impl {
 
  private:
   std::unique_ptr<kube::Informer> MakeInformer(
-      const std::string& path,
-      std::function<void(json&)> transform = nullptr) {
+      const std::string& path, std::function<void(json&)> transform = nullptr) {
     kube::InformerOptions io;
     io.path = path;
     io.transform = std::move(transform);

@@ -63,7 +63,8 @@ policy::ColdStartStats ColdStartLearner::Stats() const {
 
 VariantObservation ObserveVariant(
     const api::GpuClassResource& gpu_class, const policy::VariantSpec& variant,
-    const json& deployment, const std::vector<kube::ObjectCache::ObjectPtr>& pods,
+    const json& deployment,
+    const std::vector<kube::ObjectCache::ObjectPtr>& pods,
     std::optional<int64_t> free_gpus, std::optional<absl::Time> last_disruption,
     absl::Time now, ColdStartLearner& learner) {
   VariantObservation o;
@@ -96,8 +97,8 @@ VariantObservation ObserveVariant(
   vs.cold_start = learner.Stats();
   // One more replica needs a node started when the scheduler already cannot
   // place one, or the pool's nodes lack the GPUs for it.
-  vs.node_free = !unschedulable &&
-                 (!free_gpus || *free_gpus >= variant.gpus_per_replica);
+  vs.node_free =
+      !unschedulable && (!free_gpus || *free_gpus >= variant.gpus_per_replica);
   if (variant.capacity == policy::CapacityType::kSpot &&
       (last_disruption || unschedulable)) {
     policy::SpotHealth h;

@@ -50,8 +50,7 @@ VariantObservation ObserveVariant(
     const api::GpuClassResource& gpu_class, const policy::VariantSpec& variant,
     const nlohmann::json& deployment,
     const std::vector<kube::ObjectCache::ObjectPtr>& pods,
-    std::optional<int64_t> free_gpus,
-    std::optional<absl::Time> last_disruption, absl::Time now,
-    ColdStartLearner& learner);
+    std::optional<int64_t> free_gpus, std::optional<absl::Time> last_disruption,
+    absl::Time now, ColdStartLearner& learner);
 
 }  // namespace pilotlight::runtime

@@ -126,6 +126,23 @@ int64_t PodGpus(const json& pod) {
   return n;
 }
 
+std::map<std::string, std::string> PoolSelector(
+    const json& deployment,
+    const std::map<std::string, std::string>& gpu_class_selector) {
+  const json& sel =
+      Field(deployment, {"spec", "template", "spec", "nodeSelector"});
+  if (!sel.is_object() || sel.empty()) {
+    return gpu_class_selector;
+  }
+  std::map<std::string, std::string> out;
+  for (const auto& [k, v] : sel.items()) {
+    if (v.is_string()) {
+      out.emplace(k, v.get<std::string>());
+    }
+  }
+  return out;
+}
+
 int64_t NodeGpus(const json& node) {
   if (Field(node, {"spec", "unschedulable"}) == true ||
       !ConditionTime(node, "Ready")) {

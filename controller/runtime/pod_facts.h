@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -43,6 +44,12 @@ bool PodUnschedulable(const nlohmann::json& pod);
 // GPUs the pod's containers ask for (nvidia.com/gpu or amd.com/gpu; limits,
 // as extended resources are requested).
 int64_t PodGpus(const nlohmann::json& pod);
+
+// The node labels a variant's pods need: its Deployment's pod template
+// nodeSelector (what the scheduler uses), else the GPUClass's.
+std::map<std::string, std::string> PoolSelector(
+    const nlohmann::json& deployment,
+    const std::map<std::string, std::string>& gpu_class_selector);
 
 // GPUs a node offers pods: its allocatable GPUs while it is Ready and
 // schedulable, else 0.

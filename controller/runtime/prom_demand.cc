@@ -15,7 +15,8 @@ PromDemand::RefreshStats PromDemand::Refresh(
   std::set<std::string> queries;
   autoscalers.ForEach([&](const json& ia) {
     const json& m = Field(ia, {"spec", "metrics"});
-    const std::string server = m.is_object() ? m.value("server", "vllm") : "vllm";
+    const std::string server =
+        m.is_object() ? m.value("server", "vllm") : "vllm";
     if (server == "custom") {
       queries.insert(StringField(m, {"concurrencyQuery"}));
       queries.insert(StringField(m, {"arrivalRateQuery"}));
@@ -60,9 +61,10 @@ prom::DemandQueries PromDemand::QueriesOf(const api::MetricsSpec& m) const {
   return q;
 }
 
-policy::DemandSample PromDemand::Read(const api::AutoscalerResource& endpoint,
-                                      const std::vector<std::string>& ready_pods,
-                                      absl::Time now, std::string& missing) {
+policy::DemandSample PromDemand::Read(
+    const api::AutoscalerResource& endpoint,
+    const std::vector<std::string>& ready_pods, absl::Time now,
+    std::string& missing) {
   const prom::DemandQueries q = QueriesOf(endpoint.metrics);
   policy::DemandSample s;
   s.at = now;

@@ -14,6 +14,7 @@
 #include "controller/runtime/endpoint_status.h"
 #include "controller/runtime/log.h"
 #include "controller/runtime/observe.h"
+#include "controller/runtime/pod_facts.h"
 
 namespace pilotlight::runtime {
 
@@ -82,9 +83,10 @@ void Reconciler::Forget(const std::string& key) {
   }
   const std::vector<std::string> parts = absl::StrSplit(key, '/');
   for (const std::string& d : it->second->deployments) {
-    const prometheus::Labels labels = {{"namespace", parts[0]},
-                                       {"name", parts[1]},
-                                       {"deployment", d.substr(d.find('/') + 1)}};
+    const prometheus::Labels labels = {
+        {"namespace", parts[0]},
+        {"name", parts[1]},
+        {"deployment", d.substr(d.find('/') + 1)}};
     metrics_.desired.Remove(&metrics_.desired.Add(labels));
     metrics_.ready.Remove(&metrics_.ready.Add(labels));
   }
@@ -229,13 +231,13 @@ Reconciler::Observed Reconciler::Observe(
     }
     VariantObservation v = ObserveVariant(
         e.classes[i], a.spec.variants[i], *deps[i], pods,
-        in_.index.FreeGpus(e.classes[i].node_selector),
+        in_.index.FreeGpus(PoolSelector(*deps[i], e.classes[i].node_selector)),
         in_.index.LastDisruption(dk), now, e.cold_start[dk]);
     for (absl::Duration cold : v.new_cold_starts) {
       metrics_.cold_start
           .Add({{"gpu_class", a.spec.variants[i].gpu_class}},
-               prometheus::Histogram::BucketBoundaries{
-                   1, 2, 5, 10, 20, 30, 60, 90, 120, 180, 300, 600})
+               prometheus::Histogram::BucketBoundaries{1, 2, 5, 10, 20, 30, 60,
+                                                       90, 120, 180, 300, 600})
           .Observe(absl::ToDoubleSeconds(cold));
     }
     o.ready_pods.insert(o.ready_pods.end(), v.ready_pods.begin(),
@@ -303,7 +305,7 @@ absl::Status Reconciler::Act(const Endpoint& e, const policy::Decision& d,
              {"reason", policy::ScaleReasonName(v.reason)},
              {"message", v.message}});
     w.events.Record(e.subject, "Normal",
-                    v.replicas == 0      ? "ScaledToZero"
+                    v.replicas == 0     ? "ScaledToZero"
                     : v.replicas > from ? "ScaledUp"
                                         : "ScaledDown",
                     msg);
@@ -349,18 +351,16 @@ absl::Status Reconciler::Publish(Endpoint& e, const policy::Decision& d,
     const policy::VariantState& state = o.snap.variants[i];
     desired[i] = d.valid ? d.variants[i].replicas : state.desired;
     total += desired[i];
-    st.variants.push_back(
-        {vs.deployment, vs.gpu_class,
-         std::string(policy::CapacityTypeName(vs.capacity)), desired[i],
-         state.ready, state.node_free});
+    st.variants.push_back({vs.deployment, vs.gpu_class,
+                           std::string(policy::CapacityTypeName(vs.capacity)),
+                           desired[i], state.ready, state.node_free});
   }
   UpdateGauges(e, desired, o, d.cost_per_hour);
   if (!e.missing.empty()) {
-    st.conditions.Set("Degraded", true,
-                      d.valid ? "MetricsIncomplete" : "MetricsUnavailable",
-                      d.valid ? e.missing
-                              : absl::StrCat("holding replicas: ", e.missing),
-                      now);
+    st.conditions.Set(
+        "Degraded", true, d.valid ? "MetricsIncomplete" : "MetricsUnavailable",
+        d.valid ? e.missing : absl::StrCat("holding replicas: ", e.missing),
+        now);
   } else {
     st.conditions.Set("Degraded", false, "AsExpected", "", now);
   }

@@ -83,8 +83,8 @@ class Reconciler {
   absl::Status Act(const Endpoint& e, const policy::Decision& d,
                    const Observed& o, Writers& w, std::string& scaled);
   absl::Status Publish(Endpoint& e, const policy::Decision& d,
-                       const Observed& o, const std::string& scaled,
-                       Writers& w, bool leading, absl::Time now);
+                       const Observed& o, const std::string& scaled, Writers& w,
+                       bool leading, absl::Time now);
   void UpdateGauges(Endpoint& e, const std::vector<int>& desired,
                     const Observed& o, double cost);
 

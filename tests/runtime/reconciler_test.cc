@@ -1,0 +1,340 @@
+// Timeline tests of the reconciler with fakes and explicit times: a
+// FakeCluster (tests/fakes) plays the Deployment controller, scheduler and
+// kubelet; FakeDemand is what Prometheus (or the activator) would report;
+// RecordingWriters keeps the patches, statuses and Events. No API server,
+// no sleeps: each Tick() settles the cluster, opens a demand epoch and
+// reconciles once, then moves the fake clock.
+#include "controller/runtime/reconciler.h"
+
+#include <memory>
+#include <string>
+
+#include "controller/api/resources.h"
+#include "controller/model/catalog.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/fakes/fake_cluster.h"
+#include "tests/kube/fake_clock.h"
+
+namespace pilotlight::runtime {
+namespace {
+
+using fakes::json;
+using ::testing::HasSubstr;
+
+const absl::Time kT0 = absl::FromUnixSeconds(1'800'000'000);
+constexpr absl::Duration kTick = absl::Seconds(2);
+constexpr absl::Duration kColdStart = absl::Seconds(20);
+
+json GpuClass(const std::string& entry, policy::CapacityType c) {
+  static const model::Catalog catalog = *model::Catalog::Default();
+  return api::GpuClassObject(*catalog.Find(entry), c);
+}
+
+json Variant(const std::string& deployment, const std::string& gpu_class) {
+  return {{"deployment", deployment}, {"gpuClass", gpu_class}};
+}
+
+policy::DemandSample InFlight(double n, double arrivals = 1) {
+  policy::DemandSample s;
+  s.in_flight = n;
+  s.queued = 0.0;
+  s.arrivals = n > 0 ? arrivals : 0.0;
+  return s;
+}
+
+class ReconcilerTest : public ::testing::Test {
+ protected:
+  ReconcilerTest() : clock_(kT0), metrics_(registry_), out_(cluster_) {}
+
+  // Endpoint ml/chat over `variants`; `mode` Realtime or Batch.
+  void Endpoint(json variants, const std::string& mode = "Realtime") {
+    cluster_.PutAutoscaler(
+        {{"metadata", {{"namespace", "ml"}, {"name", "chat"}}},
+         {"spec",
+          {{"model", {{"preset", "llama-3.1-8b"}}},
+           {"mode", mode},
+           {"variants", std::move(variants)}}}});
+    // The pods asked for before the controller started are up.
+    cluster_.Settle(clock_.Now());
+    cluster_.Settle(clock_.Now() + kColdStart);
+    reconciler_ = std::make_unique<Reconciler>(
+        policy::DeciderConfig{},
+        ReconcilerInputs{cluster_.autoscalers, cluster_.deployments,
+                         cluster_.pods, cluster_.index, cluster_.gpu_classes,
+                         demand_},
+        clock_, metrics_);
+  }
+  // A GPUClass, a pool of `gpus` GPUs on one node, and Deployment
+  // ml/<name> on it.
+  void Pool(const std::string& deployment, const std::string& entry,
+            policy::CapacityType c, int replicas, int gpus = 8) {
+    const json gc = GpuClass(entry, c);
+    cluster_.PutGpuClass(gc);
+    const std::map<std::string, std::string> sel = {{"pool", deployment}};
+    cluster_.AddNode("node-" + deployment, sel, gpus);
+    cluster_.AddDeployment("ml", deployment, replicas, sel, kColdStart);
+  }
+  static std::string ClassName(const std::string& entry,
+                               policy::CapacityType c) {
+    return StringField(GpuClass(entry, c), {"metadata", "name"});
+  }
+
+  // One reconcile at the fake clock's now, then the clock moves by `step`.
+  const policy::Decision& Tick(absl::Duration step = kTick) {
+    cluster_.Settle(clock_.Now());
+    demand_.NextEpoch();
+    Writers w = out_.writers();
+    const absl::Status st = reconciler_->Reconcile("ml/chat", w, true);
+    EXPECT_TRUE(st.ok()) << st;
+    last_ = reconciler_->LastDecision("ml/chat");
+    clock_.Advance(step);
+    return *last_;
+  }
+  void RunFor(absl::Duration d, absl::Duration step = kTick) {
+    for (const absl::Time end = clock_.Now() + d; clock_.Now() < end;) {
+      Tick(step);
+    }
+  }
+  int Replicas(const std::string& d) { return cluster_.Replicas("ml/" + d); }
+  int Ready(const std::string& d) { return cluster_.Ready("ml/" + d); }
+  bool SawEvent(const std::string& reason) const {
+    for (const auto& e : out_.events) {
+      if (e.reason == reason) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  kube::FakeClock clock_;
+  fakes::FakeCluster cluster_;
+  fakes::FakeDemand demand_;
+  prometheus::Registry registry_;
+  Metrics metrics_;
+  fakes::RecordingWriters out_;
+  std::unique_ptr<Reconciler> reconciler_;
+  std::optional<policy::Decision> last_;
+};
+
+const policy::CapacityType kOnDemand = policy::CapacityType::kOnDemand;
+const policy::CapacityType kSpot = policy::CapacityType::kSpot;
+
+// Busy, then idle past the keep-alive: to zero; then demand at zero (what
+// the activator reports: requests held) brings it back at once.
+TEST_F(ReconcilerTest, ScalesToZeroAndBack) {
+  Pool("chat-a100", "a100-80gb", kOnDemand, 1);
+  Endpoint({Variant("chat-a100", ClassName("a100-80gb", kOnDemand))});
+  const absl::Time idle_from = kT0 + absl::Minutes(5);
+  demand_.Set(
+      [&](absl::Time t, int) { return InFlight(t < idle_from ? 2 : 0); });
+  std::optional<absl::Time> zero_at;
+  while (!zero_at && clock_.Now() < kT0 + absl::Hours(1)) {
+    Tick();
+    if (Replicas("chat-a100") == 0) {
+      zero_at = clock_.Now();
+    }
+  }
+  ASSERT_TRUE(zero_at.has_value()) << last_->message;
+  EXPECT_GT(*zero_at - idle_from, absl::Seconds(30)) << "kept alive a while";
+  EXPECT_EQ(last_->reason, policy::ScaleReason::kScaledToZero);
+  EXPECT_TRUE(SawEvent("ScaledToZero"));
+  EXPECT_EQ(out_.Condition("ScaledToZero"), "True Idle");
+  EXPECT_EQ(out_.status()["lastDecision"]["reason"], "ScaledToZero");
+  RunFor(absl::Minutes(5));
+  EXPECT_EQ(Replicas("chat-a100"), 0) << "stays at zero while idle";
+
+  // Requests held at zero: one tick to the patch, one cold start to Ready.
+  demand_.Set([](absl::Time, int ready) {
+    policy::DemandSample s = InFlight(0);
+    s.queued = ready == 0 ? 3.0 : 0.0;
+    s.in_flight = ready == 0 ? 0.0 : 3.0;
+    s.arrivals = 3.0;
+    return s;
+  });
+  const size_t patches = out_.patches.size();
+  Tick();
+  ASSERT_EQ(out_.patches.size(), patches + 1);
+  EXPECT_EQ(out_.patches.back().replicas, 1);
+  EXPECT_EQ(last_->reason, policy::ScaleReason::kScaleFromZero);
+  EXPECT_EQ(out_.events.back().reason, "ScaledUp");
+  RunFor(kColdStart + kTick);
+  EXPECT_EQ(Ready("chat-a100"), 1);
+  EXPECT_EQ(out_.Condition("ScaledToZero"), "False Serving");
+}
+
+// A variant's Deployment that does not exist: Ready=False naming the
+// field, a Warning Event, no patch; created later, it is reconciled.
+TEST_F(ReconcilerTest, MissingDeploymentIsNotReadyAndNeverPatched) {
+  cluster_.PutGpuClass(GpuClass("a100-80gb", kOnDemand));
+  Endpoint({Variant("chat-a100", ClassName("a100-80gb", kOnDemand))});
+  demand_.Set([](absl::Time, int) { return InFlight(5); });
+  RunFor(absl::Minutes(1));
+  EXPECT_TRUE(out_.patches.empty());
+  EXPECT_EQ(out_.Condition("Ready"), "False DeploymentNotFound");
+  EXPECT_THAT(out_.status()["conditions"].dump(),
+              HasSubstr("spec.variants[0].deployment: Deployment "
+                        "ml/chat-a100 not found"));
+  EXPECT_TRUE(SawEvent("DeploymentNotFound"));
+  EXPECT_EQ(out_.status_writes, 1) << "written once, not every tick";
+
+  Pool("chat-a100", "a100-80gb", kOnDemand, 0);
+  Tick();
+  EXPECT_EQ(out_.Condition("Ready"), "True Reconciled");
+  EXPECT_EQ(out_.status()["variants"][0]["deployment"], "chat-a100");
+}
+
+// Prometheus unreachable: replicas hold, Degraded says why.
+TEST_F(ReconcilerTest, MissingMetricsHoldReplicas) {
+  Pool("chat-a100", "a100-80gb", kOnDemand, 2);
+  Endpoint({Variant("chat-a100", ClassName("a100-80gb", kOnDemand))});
+  demand_.Set([](absl::Time, int) { return InFlight(80, 3); });
+  RunFor(absl::Minutes(3));
+  ASSERT_EQ(Replicas("chat-a100"), 2) << last_->message;
+  demand_.SetMissing("requests running: connection refused; ");
+  for (int i = 0; i < 300; ++i) {  // 10 minutes
+    Tick();
+    ASSERT_EQ(Replicas("chat-a100"), 2) << last_->message;
+  }
+  EXPECT_FALSE(last_->valid);
+  EXPECT_EQ(out_.Condition("Degraded"), "True MetricsUnavailable");
+  EXPECT_THAT(out_.status()["conditions"].dump(),
+              HasSubstr("holding replicas: requests running: connection "
+                        "refused"));
+}
+
+// A cheaper tier: switched after the hysteresis, and the old Deployment is
+// scaled down only once the new one has its replicas ready.
+TEST_F(ReconcilerTest, TierSwitchIsMakeBeforeBreakAcrossDeployments) {
+  Pool("chat-sxm", "h100-80gb-sxm", kOnDemand, 2);
+  Pool("chat-pcie", "h100-80gb-pcie", kOnDemand, 0);
+  Endpoint({Variant("chat-sxm", ClassName("h100-80gb-sxm", kOnDemand)),
+            Variant("chat-pcie", ClassName("h100-80gb-pcie", kOnDemand))});
+  demand_.Set([](absl::Time, int) { return InFlight(80, 3); });
+  std::optional<absl::Time> switched;
+  while (clock_.Now() < kT0 + absl::Minutes(20)) {
+    const int old_before = Replicas("chat-sxm");
+    Tick();
+    if (!switched && Replicas("chat-pcie") > 0) {
+      switched = clock_.Now();
+      EXPECT_EQ(last_->variants[1].reason, policy::ScaleReason::kTierSwitch);
+      EXPECT_THAT(last_->message, HasSubstr("tier switch"));
+    }
+    if (Replicas("chat-sxm") < old_before) {
+      EXPECT_GE(Ready("chat-pcie"), 2)
+          << "old tier drained before the new one was ready";
+    }
+  }
+  ASSERT_TRUE(switched.has_value());
+  EXPECT_GE(*switched - kT0, absl::Minutes(10)) << "hysteresis";
+  EXPECT_EQ(Replicas("chat-sxm"), 0);
+  EXPECT_EQ(Ready("chat-pcie"), 2);
+  EXPECT_EQ(out_.status()["tier"], ClassName("h100-80gb-pcie", kOnDemand));
+}
+
+// Batch on spot; the spot pods are evicted: on-demand covers at once (the
+// eviction, not the pods' age, dates the disruption), then spot returns.
+TEST_F(ReconcilerTest, SpotPreemptionFallsBackToOnDemand) {
+  Pool("batch-od", "a100-80gb", kOnDemand, 0);
+  Pool("batch-spot", "a100-80gb", kSpot, 1);
+  Endpoint({Variant("batch-od", ClassName("a100-80gb", kOnDemand)),
+            Variant("batch-spot", ClassName("a100-80gb", kSpot))},
+           "Batch");
+  demand_.Set([](absl::Time, int) { return InFlight(1); });
+  Tick();
+  const double conc = 1.5 * last_->capacity_per_replica;  // two replicas
+  demand_.Set([&](absl::Time, int) { return InFlight(conc, 2); });
+  RunFor(absl::Hours(2));  // pods far older than the spot-health window
+  ASSERT_EQ(Ready("batch-spot"), 2) << last_->message;
+  ASSERT_EQ(Replicas("batch-od"), 0) << "batch runs wholly on spot";
+
+  cluster_.Preempt("ml/batch-spot", 2, clock_.Now());
+  bool fell_back = false;
+  for (int i = 0; i < 30; ++i) {
+    Tick();
+    fell_back = fell_back || (last_->variants[0].reason ==
+                                  policy::ScaleReason::kSpotFallback &&
+                              Replicas("batch-od") >= 2);
+  }
+  EXPECT_TRUE(fell_back) << last_->message;
+  EXPECT_GE(Ready("batch-od") + Ready("batch-spot"), 2);
+  // Spot healthy again (its pods ready, the window past): on-demand drains.
+  RunFor(absl::Minutes(30));
+  EXPECT_EQ(Replicas("batch-od"), 0) << last_->message;
+  EXPECT_EQ(Ready("batch-spot"), 2);
+}
+
+// Rises that recur: a warm pool beyond the load while the load is low.
+TEST_F(ReconcilerTest, WarmPoolFromOwnRises) {
+  Pool("chat-a100", "a100-80gb", kOnDemand, 1);
+  Endpoint({Variant("chat-a100", ClassName("a100-80gb", kOnDemand))});
+  demand_.Set([](absl::Time, int) { return InFlight(1); });
+  Tick();
+  const int cap = last_->capacity_per_replica;
+  double level = 0.3 * cap;
+  demand_.Set([&](absl::Time, int) { return InFlight(level); });
+  bool warm_seen = false;
+  for (int cycle = 0; cycle < 20; ++cycle) {
+    level = 0.3 * cap;
+    RunFor(absl::Minutes(3));
+    warm_seen = warm_seen || (out_.status()["warmPool"].get<int>() > 0 &&
+                              last_->reason == policy::ScaleReason::kWarmPool);
+    level = 1.6 * cap;
+    RunFor(absl::Minutes(1));
+  }
+  EXPECT_TRUE(warm_seen);
+  level = 0.3 * cap;
+  RunFor(absl::Minutes(3));
+  EXPECT_EQ(last_->load_replicas, 1);
+  EXPECT_GE(Replicas("chat-a100"), 2) << last_->message;
+}
+
+// After a day of history the Deployment is scaled up before the daily
+// 08:00 rise arrives.
+TEST_F(ReconcilerTest, ScalesAheadOfTheDailyRise) {
+  const absl::Time midnight = absl::FromUnixSeconds(1'799'971'200);  // 00:00Z
+  clock_.Advance(midnight - clock_.Now());
+  Pool("chat-a100", "a100-80gb", kOnDemand, 1);
+  Endpoint({Variant("chat-a100", ClassName("a100-80gb", kOnDemand))});
+  demand_.Set([](absl::Time, int) { return InFlight(1); });
+  Tick(absl::Seconds(10));
+  const int cap = last_->capacity_per_replica;
+  demand_.Set([&](absl::Time t, int) {
+    const absl::Duration in_day =
+        (t - midnight) - absl::Floor(t - midnight, absl::Hours(24));
+    return InFlight(
+        (in_day >= absl::Hours(8) && in_day < absl::Hours(20) ? 3.0 : 0.5) *
+            cap,
+        5);
+  });
+  const absl::Time rise = midnight + absl::Hours(24 + 8);
+  RunFor(rise - absl::Minutes(1) - clock_.Now(), absl::Seconds(10));
+  const int before = Replicas("chat-a100");
+  RunFor(absl::Seconds(50), absl::Seconds(10));  // up to 07:59:50
+  EXPECT_GT(Replicas("chat-a100"), before) << last_->message;
+  EXPECT_EQ(last_->reason, policy::ScaleReason::kScaleAhead) << last_->message;
+  EXPECT_THAT(last_->message, HasSubstr("time of day"));
+}
+
+// No free GPU in the pool: the lead time grows by the class's node start,
+// and the status says so.
+TEST_F(ReconcilerTest, NodeProvisioningEntersTheLeadWhenThePoolIsFull) {
+  Pool("chat-a100", "a100-80gb", kOnDemand, 1, /*gpus=*/1);
+  Endpoint({Variant("chat-a100", ClassName("a100-80gb", kOnDemand))});
+  demand_.Set([](absl::Time, int) { return InFlight(1); });
+  RunFor(kColdStart + 2 * kTick);  // the one GPU is taken by the pod
+  ASSERT_EQ(Ready("chat-a100"), 1);
+  const absl::Duration full = last_->cold_start_lead;
+  EXPECT_EQ(out_.status()["variants"][0]["nodeFree"], false);
+  cluster_.AddNode("node-more", {{"pool", "chat-a100"}}, 8);
+  Tick();
+  Tick();
+  EXPECT_EQ(out_.status()["variants"][0]["nodeFree"], true);
+  EXPECT_EQ(full - last_->cold_start_lead, absl::Seconds(120))
+      << "GPUClass provisioning.nodeStartSeconds (default 120)";
+  EXPECT_DOUBLE_EQ(out_.status()["coldStart"]["leadSeconds"].get<double>(),
+                   absl::ToDoubleSeconds(last_->cold_start_lead));
+}
+
+}  // namespace
+}  // namespace pilotlight::runtime
