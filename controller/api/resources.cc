@@ -109,6 +109,13 @@ std::string CapacityLabel(policy::CapacityType c) {
   return c == policy::CapacityType::kSpot ? "spot" : "on-demand";
 }
 
+// The defaults the code holds: the CRD schema states the same ones
+// (tests/api/defaults_test.cc holds them equal), so an object the API server
+// defaulted and one it did not parse alike.
+const model::ColdStartAssumptions kCold;
+const model::Workload kWorkload;
+const policy::EndpointSpec kSpec;
+
 }  // namespace
 
 absl::StatusOr<GpuClassResource> ParseGpuClass(const json& object) {
@@ -160,14 +167,20 @@ absl::StatusOr<GpuClassResource> ParseGpuClass(const json& object) {
   r.gpu.node_labels = r.node_selector;
   const json& p = Member(spec, "provisioning");
   const std::string pp = "spec.provisioning.";
-  PL_ASSIGN_OR_RETURN(double node_s, Number(p, "nodeStartSeconds", pp, 120.0));
+  PL_ASSIGN_OR_RETURN(double node_s,
+                      Number(p, "nodeStartSeconds", pp,
+                             absl::ToDoubleSeconds(kCold.node_provisioning)));
   r.cold_start.node_provisioning = absl::Seconds(node_s);
-  r.cold_start.image_cached = Bool(p, "imageCached", true);
-  PL_ASSIGN_OR_RETURN(r.cold_start.image_gib, Number(p, "imageGiB", pp, 8.0));
-  PL_ASSIGN_OR_RETURN(r.cold_start.pull_gbps, Number(p, "pullGBps", pp, 0.2));
+  r.cold_start.image_cached = Bool(p, "imageCached", kCold.image_cached);
+  PL_ASSIGN_OR_RETURN(r.cold_start.image_gib,
+                      Number(p, "imageGiB", pp, kCold.image_gib));
+  PL_ASSIGN_OR_RETURN(r.cold_start.pull_gbps,
+                      Number(p, "pullGBps", pp, kCold.pull_gbps));
   PL_ASSIGN_OR_RETURN(r.cold_start.storage_gbps,
-                      Number(p, "storageGBps", pp, 3.0));
-  PL_ASSIGN_OR_RETURN(double init_s, Number(p, "engineInitSeconds", pp, 30.0));
+                      Number(p, "storageGBps", pp, kCold.storage_gbps));
+  PL_ASSIGN_OR_RETURN(double init_s,
+                      Number(p, "engineInitSeconds", pp,
+                             absl::ToDoubleSeconds(kCold.engine_init)));
   r.cold_start.engine_init = absl::Seconds(init_s);
   if (r.gpu.interconnect_gbps <= 0) {  // unset: GPUs talk over the host link
     r.gpu.interconnect_gbps = r.gpu.host_link_gbps;
@@ -290,11 +303,11 @@ absl::StatusOr<AutoscalerResource> ParseInferenceAutoscaler(
     *target = *p;
   }
   PL_ASSIGN_OR_RETURN(s.workload.context_tokens,
-                      Int(m, "maxContextTokens", mp, 8192));
+                      Int(m, "maxContextTokens", mp, kWorkload.context_tokens));
   PL_ASSIGN_OR_RETURN(s.workload.prompt_tokens,
-                      Int(m, "promptTokens", mp, 1024));
+                      Int(m, "promptTokens", mp, kWorkload.prompt_tokens));
   PL_ASSIGN_OR_RETURN(s.workload.output_tokens,
-                      Int(m, "outputTokens", mp, 256));
+                      Int(m, "outputTokens", mp, kWorkload.output_tokens));
 
   PL_ASSIGN_OR_RETURN(std::string mode,
                       String(spec, "mode", "spec.", "Realtime"));
@@ -307,21 +320,29 @@ absl::StatusOr<AutoscalerResource> ParseInferenceAutoscaler(
 
   const json& slo = Member(spec, "slo");
   const std::string sp = "spec.slo.";
-  PL_ASSIGN_OR_RETURN(double ttft, Number(slo, "ttftSeconds", sp, 2.0));
-  PL_ASSIGN_OR_RETURN(double tpot, Number(slo, "tpotSeconds", sp, 0.08));
+  PL_ASSIGN_OR_RETURN(
+      double ttft,
+      Number(slo, "ttftSeconds", sp, absl::ToDoubleSeconds(kSpec.slo.ttft)));
+  PL_ASSIGN_OR_RETURN(
+      double tpot,
+      Number(slo, "tpotSeconds", sp, absl::ToDoubleSeconds(kSpec.slo.tpot)));
   s.slo.ttft = absl::Seconds(ttft);
   s.slo.tpot = absl::Seconds(tpot);
   PL_ASSIGN_OR_RETURN(s.slo.max_cold_start_fraction,
-                      Number(slo, "maxColdStartFraction", sp, 0.01));
+                      Number(slo, "maxColdStartFraction", sp,
+                             kSpec.slo.max_cold_start_fraction));
   if (!Member(slo, "coldStartPenaltyUSD").is_null()) {
     PL_ASSIGN_OR_RETURN(s.slo.cold_start_penalty_usd,
                         Number(slo, "coldStartPenaltyUSD", sp, {}));
   }
   PL_ASSIGN_OR_RETURN(s.concurrency_per_replica,
-                      Int(spec, "concurrencyPerReplica", "spec.", 0));
+                      Int(spec, "concurrencyPerReplica", "spec.",
+                          kSpec.concurrency_per_replica));
   const json& rep = Member(spec, "replicas");
-  PL_ASSIGN_OR_RETURN(s.min_replicas, Int(rep, "min", "spec.replicas.", 0));
-  PL_ASSIGN_OR_RETURN(s.max_replicas, Int(rep, "max", "spec.replicas.", 16));
+  PL_ASSIGN_OR_RETURN(s.min_replicas,
+                      Int(rep, "min", "spec.replicas.", kSpec.min_replicas));
+  PL_ASSIGN_OR_RETURN(s.max_replicas,
+                      Int(rep, "max", "spec.replicas.", kSpec.max_replicas));
 
   const json& variants = Member(spec, "variants");
   if (!variants.is_array() || variants.empty()) {
@@ -334,7 +355,8 @@ absl::StatusOr<AutoscalerResource> ParseInferenceAutoscaler(
                         String(variants[i], "deployment", vp, {}));
     PL_ASSIGN_OR_RETURN(v.gpu_class, String(variants[i], "gpuClass", vp, {}));
     PL_ASSIGN_OR_RETURN(v.gpus_per_replica,
-                        Int(variants[i], "gpusPerReplica", vp, 1));
+                        Int(variants[i], "gpusPerReplica", vp,
+                            policy::VariantSpec{}.gpus_per_replica));
     auto c = classes.find(v.gpu_class);
     if (c == classes.end()) {
       return absl::NotFoundError(absl::StrCat(vp, "gpuClass: GPUClass \"",
