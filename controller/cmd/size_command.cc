@@ -12,11 +12,11 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "controller/api/size_report.h"
+#include "controller/base/status_macros.h"
 #include "controller/cmd/flags.h"
 #include "controller/model/catalog.h"
 #include "controller/model/model_profile.h"
 #include "controller/model/sizing.h"
-#include "controller/base/status_macros.h"
 
 namespace pilotlight::cmd {
 namespace {
