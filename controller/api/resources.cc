@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "controller/base/json_fields.h"
 #include "controller/base/status_macros.h"
 #include "controller/model/model_profile.h"
 #include "controller/model/precision.h"
@@ -18,19 +19,10 @@ namespace {
 
 using json = nlohmann::json;
 
-const json& Member(const json& obj, const char* key) {
-  static const json kNull;
-  if (!obj.is_object()) {
-    return kNull;
-  }
-  auto it = obj.find(key);
-  return it == obj.end() ? kNull : *it;
-}
-
 absl::StatusOr<double> Number(const json& obj, const char* key,
                               const std::string& path,
                               std::optional<double> fallback) {
-  const json& v = Member(obj, key);
+  const json& v = Field(obj, {key});
   if (v.is_null()) {
     if (fallback) {
       return *fallback;
@@ -46,7 +38,7 @@ absl::StatusOr<double> Number(const json& obj, const char* key,
 
 absl::StatusOr<int> Int(const json& obj, const char* key,
                         const std::string& path, int fallback) {
-  const json& v = Member(obj, key);
+  const json& v = Field(obj, {key});
   if (v.is_null()) {
     return fallback;
   }
@@ -60,7 +52,7 @@ absl::StatusOr<int> Int(const json& obj, const char* key,
 absl::StatusOr<std::string> String(const json& obj, const char* key,
                                    const std::string& path,
                                    std::optional<std::string> fallback) {
-  const json& v = Member(obj, key);
+  const json& v = Field(obj, {key});
   if (v.is_null()) {
     if (fallback) {
       return *fallback;
@@ -75,7 +67,7 @@ absl::StatusOr<std::string> String(const json& obj, const char* key,
 }
 
 bool Bool(const json& obj, const char* key, bool fallback) {
-  const json& v = Member(obj, key);
+  const json& v = Field(obj, {key});
   return v.is_boolean() ? v.get<bool>() : fallback;
 }
 
@@ -120,13 +112,13 @@ const policy::EndpointSpec kSpec;
 
 absl::StatusOr<GpuClassResource> ParseGpuClass(const json& object) {
   GpuClassResource r;
-  const json& meta = Member(object, "metadata");
+  const json& meta = Field(object, {"metadata"});
   PL_ASSIGN_OR_RETURN(r.gpu.name, String(meta, "name", "metadata.", {}));
-  const json& spec = Member(object, "spec");
+  const json& spec = Field(object, {"spec"});
   if (!spec.is_object()) {
     return absl::InvalidArgumentError("spec: required");
   }
-  const json& gpu = Member(spec, "gpu");
+  const json& gpu = Field(spec, {"gpu"});
   const std::string g = "spec.gpu.";
   PL_ASSIGN_OR_RETURN(r.gpu.gpu_model, String(gpu, "model", g, {}));
   PL_ASSIGN_OR_RETURN(r.gpu.vendor, String(gpu, "vendor", g, "NVIDIA"));
@@ -137,7 +129,7 @@ absl::StatusOr<GpuClassResource> ParseGpuClass(const json& object) {
   r.gpu.bf16 = Bool(gpu, "bf16", true);
   PL_ASSIGN_OR_RETURN(r.gpu.fp8_tflops, Number(gpu, "fp8TFLOPS", g, 0.0));
   PL_ASSIGN_OR_RETURN(r.gpu.int8_tops, Number(gpu, "int8TOPS", g, 0.0));
-  const json& ic = Member(spec, "interconnect");
+  const json& ic = Field(spec, {"interconnect"});
   PL_ASSIGN_OR_RETURN(std::string kind,
                       String(ic, "kind", "spec.interconnect.", "PCIe"));
   PL_ASSIGN_OR_RETURN(r.gpu.interconnect, Interconnect(kind));
@@ -159,13 +151,13 @@ absl::StatusOr<GpuClassResource> ParseGpuClass(const json& object) {
                       Number(spec, "pricePerGPUHour", "spec.", {}));
   r.gpu.price_on_demand_per_gpu_hour = price;
   r.gpu.price_spot_per_gpu_hour = price;
-  for (const auto& [k, v] : Member(spec, "nodeSelector").items()) {
+  for (const auto& [k, v] : Field(spec, {"nodeSelector"}).items()) {
     if (v.is_string()) {
       r.node_selector[k] = v.get<std::string>();
     }
   }
   r.gpu.node_labels = r.node_selector;
-  const json& p = Member(spec, "provisioning");
+  const json& p = Field(spec, {"provisioning"});
   const std::string pp = "spec.provisioning.";
   PL_ASSIGN_OR_RETURN(double node_s,
                       Number(p, "nodeStartSeconds", pp,
@@ -268,21 +260,21 @@ absl::StatusOr<AutoscalerResource> ParseInferenceAutoscaler(
     const json& object,
     const std::map<std::string, GpuClassResource>& classes) {
   AutoscalerResource r;
-  const json& meta = Member(object, "metadata");
+  const json& meta = Field(object, {"metadata"});
   PL_ASSIGN_OR_RETURN(r.ns, String(meta, "namespace", "metadata.", {}));
   PL_ASSIGN_OR_RETURN(r.name, String(meta, "name", "metadata.", {}));
   PL_ASSIGN_OR_RETURN(r.uid, String(meta, "uid", "metadata.", ""));
-  const json& gen = Member(meta, "generation");
+  const json& gen = Field(meta, {"generation"});
   r.generation = gen.is_number_integer() ? gen.get<int64_t>() : 0;
   policy::EndpointSpec& s = r.spec;
   s.name = absl::StrCat(r.ns, "/", r.name);
   s.generation = r.generation;
-  const json& spec = Member(object, "spec");
+  const json& spec = Field(object, {"spec"});
   if (!spec.is_object()) {
     return absl::InvalidArgumentError("spec: required");
   }
 
-  const json& m = Member(spec, "model");
+  const json& m = Field(spec, {"model"});
   const std::string mp = "spec.model.";
   PL_ASSIGN_OR_RETURN(std::string preset, String(m, "preset", mp, {}));
   absl::StatusOr<model::ModelProfile> profile = model::FindPreset(preset);
@@ -318,7 +310,7 @@ absl::StatusOr<AutoscalerResource> ParseInferenceAutoscaler(
         absl::StrCat("spec.mode: \"", mode, "\" is not Realtime or Batch"));
   }
 
-  const json& slo = Member(spec, "slo");
+  const json& slo = Field(spec, {"slo"});
   const std::string sp = "spec.slo.";
   PL_ASSIGN_OR_RETURN(
       double ttft,
@@ -331,20 +323,20 @@ absl::StatusOr<AutoscalerResource> ParseInferenceAutoscaler(
   PL_ASSIGN_OR_RETURN(s.slo.max_cold_start_fraction,
                       Number(slo, "maxColdStartFraction", sp,
                              kSpec.slo.max_cold_start_fraction));
-  if (!Member(slo, "coldStartPenaltyUSD").is_null()) {
+  if (!Field(slo, {"coldStartPenaltyUSD"}).is_null()) {
     PL_ASSIGN_OR_RETURN(s.slo.cold_start_penalty_usd,
                         Number(slo, "coldStartPenaltyUSD", sp, {}));
   }
   PL_ASSIGN_OR_RETURN(s.concurrency_per_replica,
                       Int(spec, "concurrencyPerReplica", "spec.",
                           kSpec.concurrency_per_replica));
-  const json& rep = Member(spec, "replicas");
+  const json& rep = Field(spec, {"replicas"});
   PL_ASSIGN_OR_RETURN(s.min_replicas,
                       Int(rep, "min", "spec.replicas.", kSpec.min_replicas));
   PL_ASSIGN_OR_RETURN(s.max_replicas,
                       Int(rep, "max", "spec.replicas.", kSpec.max_replicas));
 
-  const json& variants = Member(spec, "variants");
+  const json& variants = Field(spec, {"variants"});
   if (!variants.is_array() || variants.empty()) {
     return absl::InvalidArgumentError("spec.variants: at least one is needed");
   }
@@ -367,7 +359,7 @@ absl::StatusOr<AutoscalerResource> ParseInferenceAutoscaler(
     s.variants.push_back(std::move(v));
   }
 
-  const json& metrics = Member(spec, "metrics");
+  const json& metrics = Field(spec, {"metrics"});
   const std::string xp = "spec.metrics.";
   PL_ASSIGN_OR_RETURN(std::string server,
                       String(metrics, "server", xp, "vllm"));
