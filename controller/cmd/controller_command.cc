@@ -46,6 +46,11 @@ int RunController(const std::vector<std::string>& args, std::ostream& out,
        "rate() window of the metric presets, >= 4 scrape intervals (1m)"},
       {"listen", false, "HOST:PORT",
        "/metrics, /healthz, /readyz (0.0.0.0:8080; port 0: any)"},
+      {"grpc-listen", false, "HOST:PORT",
+       "the activators' demand stream, gRPC (0.0.0.0:9090; \"\": none)"},
+      {"activator-grace", false, "DURATION",
+       "after start, wait this long for activators before trusting their "
+       "demand (10s)"},
       {"qps", false, "N", "API requests per second, sustained (50)"},
       {"burst", false, "N", "API requests in a burst (100)"},
       {"workers", false, "N", "endpoints reconciled in parallel (2)"},
@@ -73,8 +78,9 @@ int RunController(const std::vector<std::string>& args, std::ostream& out,
           args, specs,
           "usage: pilotlight controller [flags]\n\n"
           "Runs the operator: watches InferenceAutoscalers, GPUClasses,\n"
-          "Deployments and Pods, reads demand from Prometheus, and patches\n"
-          "replicas through /scale. Logs are JSON lines on stderr.\n\n",
+          "Deployments and Pods, reads demand from Prometheus and from the\n"
+          "activators (gRPC), and patches replicas through /scale. Logs are\n"
+          "JSON lines on stderr.\n\n",
           out, err, flags)) {
     return *exit;
   }
@@ -93,6 +99,7 @@ int RunController(const std::vector<std::string>& args, std::ostream& out,
   o.kube = *kc;
   o.prometheus_url = flags.String("prometheus").value_or(o.prometheus_url);
   o.listen_address = flags.String("listen").value_or(o.listen_address);
+  o.grpc_address = flags.String("grpc-listen").value_or(o.grpc_address);
   o.leader_elect = !flags.Bool("no-leader-election");
   o.election.lease_namespace =
       flags.String("lease-namespace").value_or(o.election.lease_namespace);
@@ -104,6 +111,7 @@ int RunController(const std::vector<std::string>& args, std::ostream& out,
         Set(flags.Duration("rate-window"), o.rate_window),
         Set(flags.Double("qps"), o.qps), Set(flags.Int("burst"), o.burst),
         Set(flags.Int("workers"), o.workers),
+        Set(flags.Duration("activator-grace"), o.activator_startup_grace),
         Set(flags.Duration("lease-duration"), o.election.lease_duration),
         Set(flags.Duration("renew-deadline"), o.election.renew_deadline),
         Set(flags.Duration("retry-period"), o.election.retry_period),

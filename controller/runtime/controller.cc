@@ -11,17 +11,21 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "controller/api/demand_service.h"
 #include "controller/kube/informer.h"
 #include "controller/kube/kube_client.h"
 #include "controller/kube/throttle.h"
 #include "controller/kube/work_queue.h"
+#include "controller/runtime/activator_demand.h"
 #include "controller/runtime/cluster_index.h"
 #include "controller/runtime/gpu_class_cache.h"
 #include "controller/runtime/kube_writers.h"
 #include "controller/runtime/log.h"
+#include "controller/runtime/merged_demand.h"
 #include "controller/runtime/metrics.h"
 #include "controller/runtime/prom_demand.h"
 #include "controller/runtime/reconciler.h"
+#include "grpcpp/server_builder.h"
 #include "prometheus/text_serializer.h"
 
 namespace pilotlight::runtime {
@@ -52,7 +56,7 @@ void KeepMetadata(json& object) {
 
 }  // namespace
 
-class Controller::Impl {
+class Controller::Impl : public api::DemandReceiver {
  public:
   Impl(ControllerOptions o, const kube::Clock& clock)
       : o_(std::move(o)),
@@ -63,6 +67,26 @@ class Controller::Impl {
 
   absl::Status Run(const std::atomic<bool>& stop);
   int port() const { return port_.load(); }
+  int grpc_port() const { return grpc_port_.load(); }
+
+  // api::DemandReceiver: the activators' reports.
+  void Apply(const api::ActivatorReport& report) override {
+    metrics_.activator_reports.Increment();
+    for (const std::string& key : activator_demand_->Apply(report)) {
+      metrics_.pokes.Increment();
+      queue_.Add(key);
+    }
+    metrics_.activators.Set(activator_demand_->Connected());
+  }
+  void Disconnected(const std::string& activator, int64_t incarnation,
+                    bool clean) override {
+    activator_demand_->Disconnected(activator, incarnation, clean);
+    metrics_.activators.Set(activator_demand_->Connected());
+    LogJson(clean ? "info" : "warn",
+            clean ? "activator left" : "activator stream lost",
+            {{"activator", activator}});
+  }
+  bool Leading() const override { return !o_.leader_elect || leading_.load(); }
 
  private:
   std::unique_ptr<kube::Informer> MakeInformer(
@@ -89,12 +113,12 @@ class Controller::Impl {
   }
   void Wire();
   absl::Status ServeHttp(httplib::Server& http, std::thread& thread);
+  absl::Status ServeGrpc();
   void WaitForSync(const std::atomic<bool>& stop);
   void Elect(const std::atomic<bool>& stop, KubeClient& client);
   void TickLoop(const std::atomic<bool>& stop);
   void ReadDemand();
   void Worker();
-  bool Leading() const { return !o_.leader_elect || leading_.load(); }
 
   ControllerOptions o_;
   const kube::Clock& clock_;
@@ -103,6 +127,7 @@ class Controller::Impl {
   prometheus::Registry registry_;
   Metrics metrics_;
   std::atomic<int> port_{0};
+  std::atomic<int> grpc_port_{0};
   std::atomic<bool> leading_{false};
 
   std::vector<kube::Informer*> informers_;
@@ -114,6 +139,10 @@ class Controller::Impl {
   std::unique_ptr<kube::Informer> nodes_;
   std::unique_ptr<prom::PromClient> prom_;
   std::unique_ptr<PromDemand> demand_;
+  std::unique_ptr<ActivatorDemand> activator_demand_;
+  std::unique_ptr<MergedDemand> merged_demand_;
+  std::unique_ptr<api::DemandService> demand_service_;
+  std::unique_ptr<grpc::Server> grpc_;
   std::unique_ptr<GpuClassCache> gpu_classes_;
   ClusterIndex index_;
   std::unique_ptr<Reconciler> reconciler_;
@@ -132,11 +161,10 @@ void Controller::Impl::Wire() {
   pods_ = MakeInformer("/api/v1/pods");
   nodes_ = MakeInformer("/api/v1/nodes");
   gpu_classes_ = std::make_unique<GpuClassCache>(*gpu_class_objects_);
-  demand_ = std::make_unique<PromDemand>(*prom_, o_.rate_window, o_.tick);
   reconciler_ = std::make_unique<Reconciler>(
       o_.decider,
       ReconcilerInputs{*autoscalers_, *deployments_, *pods_, index_,
-                       *gpu_classes_, *demand_},
+                       *gpu_classes_, *merged_demand_},
       clock_, metrics_);
 
   autoscalers_->AddHandler([this](EventType t, const json& ia) {
@@ -198,6 +226,32 @@ absl::Status Controller::Impl::ServeHttp(httplib::Server& http,
   return absl::OkStatus();
 }
 
+// The activators' demand stream. Every replica serves it (leading or not),
+// so demand is already here when a standby takes over.
+absl::Status Controller::Impl::ServeGrpc() {
+  // No demand service, no activators: nothing to wait for after start.
+  activator_demand_ = std::make_unique<ActivatorDemand>(
+      clock_,
+      o_.grpc_address.empty() ? absl::ZeroDuration()
+                              : o_.activator_startup_grace,
+      o_.activator_forget_after);
+  if (o_.grpc_address.empty()) {
+    return absl::OkStatus();
+  }
+  demand_service_ = std::make_unique<api::DemandService>(*this);
+  int port = 0;
+  grpc::ServerBuilder b;
+  b.AddListeningPort(o_.grpc_address, grpc::InsecureServerCredentials(), &port);
+  b.RegisterService(demand_service_.get());
+  grpc_ = b.BuildAndStart();
+  if (grpc_ == nullptr || port == 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot serve gRPC on ", o_.grpc_address));
+  }
+  grpc_port_ = port;
+  return absl::OkStatus();
+}
+
 // Nothing is decided from a half-filled cache (a Deployment not listed yet
 // is not a missing Deployment).
 void Controller::Impl::WaitForSync(const std::atomic<bool>& stop) {
@@ -254,6 +308,13 @@ absl::Status Controller::Impl::Run(const std::atomic<bool>& stop) {
   if (absl::Status st = ServeHttp(http, http_thread); !st.ok()) {
     return st;
   }
+  if (absl::Status st = ServeGrpc(); !st.ok()) {
+    http.stop();
+    http_thread.join();
+    return st;
+  }
+  demand_ = std::make_unique<PromDemand>(*prom_, o_.rate_window, o_.tick);
+  merged_demand_ = std::make_unique<MergedDemand>(*demand_, *activator_demand_);
   Wire();
   for (kube::Informer* i : informers_) {
     i->Start();
@@ -280,7 +341,8 @@ absl::Status Controller::Impl::Run(const std::atomic<bool>& stop) {
           {{"prometheus", o_.prometheus_url},
            {"tick_seconds", absl::ToDoubleSeconds(o_.tick)},
            {"leader_election", o_.leader_elect},
-           {"metrics_port", port_.load()}});
+           {"metrics_port", port_.load()},
+           {"grpc_port", grpc_port_.load()}});
   TickLoop(stop);
 
   queue_.ShutDown();
@@ -293,6 +355,9 @@ absl::Status Controller::Impl::Run(const std::atomic<bool>& stop) {
   }
   for (kube::Informer* i : informers_) {
     i->Stop();
+  }
+  if (grpc_ != nullptr) {
+    grpc_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
   }
   http.stop();
   if (http_thread.joinable()) {
@@ -383,5 +448,6 @@ absl::Status Controller::Run(const std::atomic<bool>& stop) {
 }
 
 int Controller::port() const { return impl_->port(); }
+int Controller::grpc_port() const { return impl_->grpc_port(); }
 
 }  // namespace pilotlight::runtime

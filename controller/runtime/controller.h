@@ -3,8 +3,11 @@
 // Controller: `pilotlight controller`, the operator's reconcile loop.
 // Informers keep InferenceAutoscalers, GPUClasses, Deployments and Pods;
 // every tick (2 s by default) one batched read of Prometheus gives demand
-// per pod; each endpoint is then reconciled from a work queue (and at once
-// when its resource, a variant's Deployment or one of its pods changes):
+// per pod, and the activators stream what they hold over gRPC
+// (MergedDemand joins the two); each endpoint is then reconciled from a
+// work queue (and at once when its resource, a variant's Deployment or one
+// of its pods changes, or when an activator holds requests for it with no
+// ready replica -- a poke):
 //
 //   snapshot (spec, GPUClasses, demand, replicas, cold starts learned from
 //   pod condition times)  ->  policy::Decider  ->  /scale patches, Events,
@@ -44,6 +47,15 @@ struct ControllerOptions {
   int burst = 100;
   // "host:port" for /metrics, /healthz, /readyz ("" = none).
   std::string listen_address = "0.0.0.0:8080";
+  // "host:port" of the gRPC demand service the activators stream to
+  // ("" = none; port 0 = any free port).
+  std::string grpc_address = "0.0.0.0:9090";
+  // After start, and after an activator's stream breaks, the activators'
+  // demand is not trusted (no scale-down on it) until they report again,
+  // or for at most `activator_forget_after` (a lost activator is then
+  // taken as gone).
+  absl::Duration activator_startup_grace = absl::Seconds(10);
+  absl::Duration activator_forget_after = absl::Minutes(2);
   bool leader_elect = true;
   kube::LeaderElectionConfig election;
   policy::DeciderConfig decider;
@@ -59,8 +71,10 @@ class Controller {
   // port in use).
   absl::Status Run(const std::atomic<bool>& stop);
 
-  // The port /metrics listens on (after Run started; for tests).
+  // The ports /metrics and the gRPC demand service listen on (after Run
+  // started; for tests).
   int port() const;
+  int grpc_port() const;
 
  private:
   class Impl;

@@ -1,9 +1,9 @@
 // File: controller/runtime/demand_source.h
 //
-// DemandSource: where the reconciler gets an endpoint's demand. Today
-// Prometheus (PromDemand: one batched read per tick, joined to the
-// endpoint's ready pods); the activator's stream is the next source, and
-// tests hand in a fake.
+// DemandSource: where the reconciler gets an endpoint's demand: Prometheus
+// (PromDemand: one batched read per tick, joined to the endpoint's ready
+// pods) merged with the activators' stream (MergedDemand); tests hand in a
+// fake.
 #pragma once
 
 #include <cstdint>
@@ -20,10 +20,11 @@ class DemandSource {
  public:
   virtual ~DemandSource() = default;
 
-  // Changes whenever new demand can be read (Prometheus: once a tick). The
-  // reconciler decides once per epoch; reconciles in between (a pod
-  // changed) only refresh the status.
-  virtual int64_t Epoch() const = 0;
+  // Changes whenever new demand can be read for `endpoint` ("ns/name";
+  // Prometheus: once a tick; the activator: when it pokes). The reconciler
+  // decides once per epoch; reconciles in between (a pod changed) only
+  // refresh the status.
+  virtual int64_t Epoch(const std::string& endpoint) const = 0;
 
   // The endpoint's demand at `now`, summed over `ready_pods` ("ns/name").
   // A signal that could not be read is left unset -- missing is never zero

@@ -82,7 +82,23 @@ struct Metrics {
                    .Name("pilotlight_leader")
                    .Help("1 while this controller leads")
                    .Register(r)
-                   .Add({})) {}
+                   .Add({})),
+        activators(prometheus::BuildGauge()
+                       .Name("pilotlight_activators_connected")
+                       .Help("Activators streaming demand to this controller")
+                       .Register(r)
+                       .Add({})),
+        activator_reports(prometheus::BuildCounter()
+                              .Name("pilotlight_activator_reports_total")
+                              .Help("Demand reports received from activators")
+                              .Register(r)
+                              .Add({})),
+        pokes(prometheus::BuildCounter()
+                  .Name("pilotlight_pokes_total")
+                  .Help("Endpoints reconciled at once because an activator "
+                        "holds requests for them with no ready replica")
+                  .Register(r)
+                  .Add({})) {}
 
   prometheus::Family<prometheus::Gauge>& desired;
   prometheus::Family<prometheus::Gauge>& ready;
@@ -98,6 +114,9 @@ struct Metrics {
   prometheus::Counter& prom_queries;
   prometheus::Gauge& prom_queries_per_tick;
   prometheus::Gauge& leader;
+  prometheus::Gauge& activators;
+  prometheus::Counter& activator_reports;
+  prometheus::Counter& pokes;
 };
 
 }  // namespace pilotlight::runtime

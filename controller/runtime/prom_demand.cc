@@ -46,7 +46,7 @@ PromDemand::RefreshStats PromDemand::Refresh(
   return stats;
 }
 
-int64_t PromDemand::Epoch() const {
+int64_t PromDemand::Epoch(const std::string& /*endpoint*/) const {
   const std::lock_guard<std::mutex> lock(mu_);
   return epoch_;
 }

@@ -33,7 +33,7 @@ class PromDemand final : public DemandSource {
   // Reads every query the endpoints in `autoscalers` use, at `at`.
   RefreshStats Refresh(const kube::ObjectCache& autoscalers, absl::Time at);
 
-  int64_t Epoch() const override;
+  int64_t Epoch(const std::string& endpoint) const override;
   policy::DemandSample Read(const api::AutoscalerResource& endpoint,
                             const std::vector<std::string>& ready_pods,
                             absl::Time now, std::string& missing) override;

@@ -257,7 +257,7 @@ Reconciler::Observed Reconciler::Observe(
 const policy::Decision& Reconciler::DecideOnce(Endpoint& e, Observed& o,
                                                int64_t generation,
                                                absl::Time now) {
-  const int64_t epoch = in_.demand.Epoch();
+  const int64_t epoch = in_.demand.Epoch(e.parsed->spec.name);
   const bool new_demand = epoch != e.demand_epoch;
   if (new_demand) {
     std::string missing;

@@ -195,8 +195,9 @@ int main(int argc, char** argv) {
     ::dup2(fd, 1);
     ::execl(PILOTLIGHT_BINARY, PILOTLIGHT_BINARY, "controller", "--kubeconfig",
             kubeconfig->c_str(), "--prometheus", prom.c_str(), "--listen",
-            "127.0.0.1:0", "--no-leader-election", "--qps", "200", "--burst",
-            "400", static_cast<char*>(nullptr));
+            "127.0.0.1:0", "--grpc-listen", "127.0.0.1:0", "--activator-grace",
+            "0s", "--no-leader-election", "--qps", "200", "--burst", "400",
+            static_cast<char*>(nullptr));
     ::_exit(127);
   }
   int port = 0;

@@ -302,7 +302,9 @@ class FakeDemand final : public runtime::DemandSource {
   void SetMissing(std::string what) { missing_ = std::move(what); }
   void NextEpoch() { ++epoch_; }
 
-  int64_t Epoch() const override { return epoch_; }
+  int64_t Epoch(const std::string& /*endpoint*/) const override {
+    return epoch_;
+  }
   policy::DemandSample Read(const api::AutoscalerResource&,
                             const std::vector<std::string>& ready_pods,
                             absl::Time now, std::string& missing) override {

@@ -1,0 +1,127 @@
+#include "controller/runtime/activator_demand.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace pilotlight::runtime {
+
+ActivatorDemand::ActivatorDemand(const kube::Clock& clock,
+                                 absl::Duration startup_grace,
+                                 absl::Duration forget_after)
+    : clock_(clock),
+      started_(clock.Now()),
+      startup_grace_(startup_grace),
+      forget_after_(forget_after) {}
+
+std::vector<std::string> ActivatorDemand::Apply(const ActivatorReport& r) {
+  const std::lock_guard<std::mutex> lock(mu_);
+  Source& s = sources_[r.activator];
+  if (s.incarnation != r.incarnation) {
+    // A restarted activator counts from zero again.
+    s = Source{};
+    s.incarnation = r.incarnation;
+  }
+  s.connected = true;
+  std::vector<std::string> poke;
+  for (const auto& [key, now] : r.endpoints) {
+    auto before = s.endpoints.find(key);
+    const bool was_holding = before != s.endpoints.end() &&
+                             before->second.held > 0 &&
+                             before->second.no_replica;
+    if (now.held > 0 && now.no_replica && (!r.full || !was_holding)) {
+      poke.push_back(key);
+      ++pokes_[key];
+    }
+  }
+  if (r.full) {
+    // An endpoint left out of a full report has no demand at this
+    // activator; keep its total (arrivals are counted from it).
+    for (auto& [key, e] : s.endpoints) {
+      if (!r.endpoints.contains(key)) {
+        e = EndpointActivity{.arrivals_total = e.arrivals_total};
+      }
+    }
+  }
+  for (const auto& [key, now] : r.endpoints) {
+    s.endpoints[key] = now;
+  }
+  return poke;
+}
+
+void ActivatorDemand::Disconnected(const std::string& activator,
+                                   int64_t incarnation, bool clean) {
+  const std::lock_guard<std::mutex> lock(mu_);
+  auto it = sources_.find(activator);
+  if (it == sources_.end() || it->second.incarnation != incarnation) {
+    return;  // a newer stream of it took over
+  }
+  if (clean) {
+    sources_.erase(it);
+    return;
+  }
+  it->second.connected = false;
+  it->second.lost_at = clock_.Now();
+}
+
+std::string ActivatorDemand::LostLocked(absl::Time now) {
+  std::string lost;
+  for (auto it = sources_.begin(); it != sources_.end();) {
+    const Source& s = it->second;
+    if (!s.connected && now - s.lost_at > forget_after_) {
+      it = sources_.erase(it);  // gone for good (its pod deleted)
+      continue;
+    }
+    if (!s.connected) {
+      absl::StrAppend(&lost, "activator ", it->first, ": stream lost ",
+                      absl::FormatDuration(absl::Trunc(
+                          now - s.lost_at, absl::Milliseconds(100))),
+                      " ago; ");
+    }
+    ++it;
+  }
+  if (now - started_ < startup_grace_) {
+    absl::StrAppend(&lost, "waiting ",
+                    absl::FormatDuration(startup_grace_ - (now - started_)),
+                    " more for activators to report after start; ");
+  }
+  return lost;
+}
+
+ActivatorRead ActivatorDemand::Read(const std::string& endpoint) {
+  const std::lock_guard<std::mutex> lock(mu_);
+  ActivatorRead out;
+  out.lost = LostLocked(clock_.Now());
+  for (auto& [name, s] : sources_) {
+    out.reporting += s.connected ? 1 : 0;
+    auto it = s.endpoints.find(endpoint);
+    if (it == s.endpoints.end()) {
+      continue;
+    }
+    const EndpointActivity& e = it->second;
+    out.held += e.held;
+    out.in_flight += e.in_flight;
+    out.oldest_wait_seconds =
+        std::max(out.oldest_wait_seconds, e.oldest_wait_seconds);
+    int64_t& taken = s.taken[endpoint];
+    out.arrivals +=
+        static_cast<double>(std::max<int64_t>(0, e.arrivals_total - taken));
+    taken = e.arrivals_total;
+  }
+  return out;
+}
+
+int64_t ActivatorDemand::Epoch(const std::string& endpoint) const {
+  const std::lock_guard<std::mutex> lock(mu_);
+  auto it = pokes_.find(endpoint);
+  return it == pokes_.end() ? 0 : it->second;
+}
+
+int ActivatorDemand::Connected() const {
+  const std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<int>(
+      std::count_if(sources_.begin(), sources_.end(),
+                    [](const auto& s) { return s.second.connected; }));
+}
+
+}  // namespace pilotlight::runtime

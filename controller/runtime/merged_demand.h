@@ -1,0 +1,41 @@
+// File: controller/runtime/merged_demand.h
+//
+// MergedDemand: the DemandSource the controller runs on -- Prometheus (what
+// the model servers report) merged with the activators' stream (what waits
+// for a replica), without counting a request twice:
+//
+//   queued    = engines' waiting + the activators' in-flight beyond what
+//               the engines report running (forwarded, not yet seen) +
+//               held at the activators (never reached a pod)
+//   in_flight = engines' running
+//   arrivals  = max(Prometheus, activators): a request through the
+//               activator reaches a pod too, one sent straight to a pod is
+//               seen by Prometheus alone
+//
+// A signal Prometheus could not read stays unset (missing is not zero). While
+// the activators' demand cannot be trusted (one of them lost, or just after
+// start) the sample is withheld and named in `missing`: the policy holds
+// rather than scale down on demand it cannot see.
+#pragma once
+
+#include "controller/runtime/activator_demand.h"
+#include "controller/runtime/demand_source.h"
+
+namespace pilotlight::runtime {
+
+class MergedDemand final : public DemandSource {
+ public:
+  MergedDemand(DemandSource& prom, ActivatorDemand& activators)
+      : prom_(prom), activators_(activators) {}
+
+  int64_t Epoch(const std::string& endpoint) const override;
+  policy::DemandSample Read(const api::AutoscalerResource& endpoint,
+                            const std::vector<std::string>& ready_pods,
+                            absl::Time now, std::string& missing) override;
+
+ private:
+  DemandSource& prom_;
+  ActivatorDemand& activators_;
+};
+
+}  // namespace pilotlight::runtime
