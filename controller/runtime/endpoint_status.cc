@@ -39,8 +39,9 @@ json ToMergePatch(const EndpointStatus& s, const DecisionNote& note) {
     // What was decided before the endpoint stopped being valid no longer
     // holds: clear it.
     for (const char* k :
-         {"variants", "replicas", "tier", "warmPool", "keepAliveSeconds",
-          "keepAliveUntil", "costPerHour", "coldStart", "lastDecision"}) {
+         {"variants", "replicas", "tier", "warmPool", "concurrencyPerReplica",
+          "keepAliveSeconds", "keepAliveUntil", "costPerHour", "coldStart",
+          "lastDecision"}) {
       out[k] = nullptr;
     }
     return out;
@@ -66,6 +67,7 @@ json ToMergePatch(const EndpointStatus& s, const DecisionNote& note) {
                      {"spot", absl::StrCat(spot_ready, "/", spot_desired)}};
   out["tier"] = s.tier;
   out["warmPool"] = s.warm_pool;
+  out["concurrencyPerReplica"] = s.concurrency_per_replica;
   out["keepAliveSeconds"] = s.keep_alive_seconds;
   out["keepAliveUntil"] =
       s.keep_alive_until ? json(FormatRfc3339(*s.keep_alive_until)) : json();

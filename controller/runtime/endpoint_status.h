@@ -60,6 +60,9 @@ struct EndpointStatus {
   std::vector<VariantStatus> variants;
   std::string tier;
   int32_t warm_pool = 0;
+  // Concurrent sequences one replica of the serving tier takes at the TPOT
+  // SLO: the activator's admission cap per pod.
+  int32_t concurrency_per_replica = 0;
   int64_t keep_alive_seconds = 0;
   std::optional<absl::Time> keep_alive_until;
   int64_t cost_milli_per_hour = 0;  // rounded to 1/1000 $

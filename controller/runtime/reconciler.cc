@@ -377,6 +377,7 @@ absl::Status Reconciler::Publish(Endpoint& e, const policy::Decision& d,
   const policy::ColdStartStats& cs = o.snap.variants[tier_variant].cold_start;
   st.tier = d.tier;
   st.warm_pool = d.warm_pool;
+  st.concurrency_per_replica = d.capacity_per_replica;
   st.keep_alive_seconds = absl::ToInt64Seconds(d.keep_alive);
   st.keep_alive_until = d.keep_alive_until;
   st.cost_milli_per_hour = std::llround(d.cost_per_hour * 1000);

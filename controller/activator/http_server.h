@@ -1,0 +1,66 @@
+// File: controller/activator/http_server.h
+//
+// cpp-httplib (Debian's 0.11.4) set up for bursts of connections. As
+// shipped it listens with a backlog of 5 and serves each connection on one
+// of max(8, cores - 1) threads for the connection's whole life (keep-alive
+// included): a burst of new connections then waits in SYN retransmits
+// (seconds), and a few held requests or open streams starve every other
+// connection. Here:
+//
+//   - the listening socket's backlog is raised (listen(2) again on the
+//     bound socket, which Linux allows) -- a burst waits for the model,
+//     never for the kernel's accept queue;
+//   - connections get threads made on demand up to `max_threads` (a held
+//     request or an open stream holds one), beyond which they queue;
+//   - SO_REUSEADDR instead of the library's SO_REUSEPORT, so a second
+//     process cannot silently share the port.
+//
+// Used by the activator and by the model-server stand-in.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace pilotlight::activator {
+
+struct HttpServerOptions {
+  int backlog = 4096;
+  int max_threads = 4096;
+  int keep_alive_seconds = 5;
+};
+
+// The listening socket, as the server's socket-options hook saw it.
+struct ListenSocket {
+  std::atomic<int> fd{-1};
+};
+
+// Installs the thread pool and the socket options on `server` (before
+// BindHttpServer, which needs the returned socket).
+std::shared_ptr<ListenSocket> ConfigureHttpServer(
+    httplib::Server& server, const HttpServerOptions& options);
+
+// Binds `host:port` (port 0: any free one) and raises its backlog to
+// `backlog`; returns the port.
+absl::StatusOr<int> BindHttpServer(httplib::Server& server,
+                                   const ListenSocket& socket,
+                                   const std::string& host, int port,
+                                   int backlog);
+
+// Splits "host:port"; InvalidArgument naming `flag` otherwise.
+absl::StatusOr<std::pair<std::string, int>> SplitHostPort(
+    const std::string& address, const std::string& flag);
+
+}  // namespace pilotlight::activator

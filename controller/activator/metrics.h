@@ -1,0 +1,95 @@
+// File: controller/activator/metrics.h
+//
+// The activator's Prometheus metrics (served on its admin port's /metrics).
+#pragma once
+
+#include "prometheus/counter.h"
+#include "prometheus/family.h"
+#include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
+
+namespace pilotlight::activator {
+
+struct Metrics {
+  explicit Metrics(prometheus::Registry& r)
+      : requests(prometheus::BuildCounter()
+                     .Name("pilotlight_activator_requests_total")
+                     .Help("Requests answered, by endpoint and HTTP code")
+                     .Register(r)),
+        held(prometheus::BuildGauge()
+                 .Name("pilotlight_activator_held_requests")
+                 .Help("Requests waiting for a replica now, by endpoint")
+                 .Register(r)),
+        in_flight(prometheus::BuildGauge()
+                      .Name("pilotlight_activator_in_flight_requests")
+                      .Help("Requests forwarded and not yet answered, by "
+                            "endpoint")
+                      .Register(r)),
+        hold(prometheus::BuildHistogram()
+                 .Name("pilotlight_activator_hold_seconds")
+                 .Help("How long requests that had to wait were held before "
+                       "a replica took them")
+                 .Register(r)
+                 .Add({},
+                      prometheus::Histogram::BucketBoundaries{
+                          0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
+                          120, 300, 600})),
+        rejections(prometheus::BuildCounter()
+                       .Name("pilotlight_activator_rejections_total")
+                       .Help("Requests refused, by reason (queue_full, "
+                             "activation_timeout, unknown_endpoint, "
+                             "too_large, shutting_down)")
+                       .Register(r)),
+        upstream_errors(prometheus::BuildCounter()
+                            .Name("pilotlight_activator_upstream_errors_total")
+                            .Help("Failures talking to model-server pods, by "
+                                  "reason (connect, broken, "
+                                  "response_timeout, stream_aborted)")
+                            .Register(r)),
+        retries(prometheus::BuildCounter()
+                    .Name("pilotlight_activator_retries_total")
+                    .Help("Requests sent to another pod after one refused "
+                          "the connection (before any byte was answered)")
+                    .Register(r)
+                    .Add({})),
+        pokes(prometheus::BuildCounter()
+                  .Name("pilotlight_activator_pokes_total")
+                  .Help("Requests that found an endpoint with no ready "
+                        "replica and told the controllers at once")
+                  .Register(r)
+                  .Add({})),
+        poke_ack(prometheus::BuildHistogram()
+                     .Name("pilotlight_activator_poke_ack_seconds")
+                     .Help("Poke -> the controller's acknowledgement")
+                     .Register(r)
+                     .Add({},
+                          prometheus::Histogram::BucketBoundaries{
+                              0.0005, 0.001, 0.002, 0.005, 0.01, 0.05, 0.1, 0.5,
+                              1})),
+        controllers(prometheus::BuildGauge()
+                        .Name("pilotlight_activator_controllers_connected")
+                        .Help("Controller replicas this activator streams "
+                              "demand to")
+                        .Register(r)
+                        .Add({})),
+        targets(prometheus::BuildGauge()
+                    .Name("pilotlight_activator_targets")
+                    .Help("Pods requests are forwarded to (Ready and "
+                          "answering), by endpoint")
+                    .Register(r)) {}
+
+  prometheus::Family<prometheus::Counter>& requests;
+  prometheus::Family<prometheus::Gauge>& held;
+  prometheus::Family<prometheus::Gauge>& in_flight;
+  prometheus::Histogram& hold;
+  prometheus::Family<prometheus::Counter>& rejections;
+  prometheus::Family<prometheus::Counter>& upstream_errors;
+  prometheus::Counter& retries;
+  prometheus::Counter& pokes;
+  prometheus::Histogram& poke_ack;
+  prometheus::Gauge& controllers;
+  prometheus::Family<prometheus::Gauge>& targets;
+};
+
+}  // namespace pilotlight::activator

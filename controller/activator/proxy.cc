@@ -1,0 +1,182 @@
+#include "controller/activator/proxy.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "nlohmann/json.hpp"
+
+namespace pilotlight::activator {
+namespace {
+
+bool CopiedBack(const std::string& header) {
+  const std::string h = absl::AsciiStrToLower(header);
+  return h != "content-length" && h != "transfer-encoding" &&
+         h != "connection" && h != "keep-alive" && h != "content-type";
+}
+
+}  // namespace
+
+bool Proxy::SplitTarget(const std::string& target, std::string& endpoint,
+                        std::string& rest) {
+  // "/ns/name" then "/..." (or nothing).
+  if (target.size() < 4 || target[0] != '/') {
+    return false;
+  }
+  const size_t a = target.find('/', 1);
+  if (a == std::string::npos || a == 1) {
+    return false;
+  }
+  size_t b = target.find_first_of("/?", a + 1);
+  if (b == a + 1) {
+    return false;
+  }
+  if (b == std::string::npos) {
+    b = target.size();
+  }
+  endpoint = target.substr(1, b - 1);
+  rest = target.substr(b);
+  if (rest.empty() || rest[0] == '?') {
+    rest = "/" + rest;
+  }
+  return endpoint.find('?') == std::string::npos;
+}
+
+void Proxy::Install(httplib::Server& server) {
+  const auto handler = [this](const httplib::Request& req,
+                              httplib::Response& res) { Handle(req, res); };
+  server.Get(".*", handler);
+  server.Post(".*", handler);
+  server.Put(".*", handler);
+  server.Delete(".*", handler);
+}
+
+void Proxy::Refuse(httplib::Response& res, const std::string& endpoint,
+                   int code, const std::string& reason,
+                   const std::string& message, int retry_after_s) {
+  res.status = code;
+  if (retry_after_s > 0) {
+    res.set_header("Retry-After", std::to_string(retry_after_s));
+  }
+  // The OpenAI error shape, so clients print the message.
+  const nlohmann::json body = {
+      {"error", {{"message", message}, {"type", reason}, {"code", code}}}};
+  res.set_content(body.dump() + "\n", "application/json");
+  if (!reason.empty()) {
+    metrics_.rejections.Add({{"reason", reason}}).Increment();
+  }
+  metrics_.requests
+      .Add({{"endpoint", endpoint}, {"code", std::to_string(code)}})
+      .Increment();
+}
+
+void Proxy::Handle(const httplib::Request& req, httplib::Response& res) {
+  std::string endpoint;
+  std::string rest;
+  if (!SplitTarget(req.target, endpoint, rest)) {
+    Refuse(res, "", 404, "unknown_endpoint",
+           absl::StrCat("no endpoint in ", req.path,
+                        ": send requests to /<namespace>/<name>/v1/..., where "
+                        "<namespace>/<name> is an InferenceAutoscaler"));
+    return;
+  }
+  if (req.body.size() > o_.max_body_bytes) {
+    Refuse(res, endpoint, 413, "too_large",
+           absl::StrCat("request body of ", req.body.size(),
+                        " bytes is over the activator's limit of ",
+                        o_.max_body_bytes));
+    return;
+  }
+  const EndpointTimeouts t = timeouts_(endpoint);
+  const absl::Time deadline = absl::Now() + t.activation;
+  std::string last_error;
+  for (int attempt = 0; attempt < o_.max_attempts; ++attempt) {
+    absl::StatusOr<Lease> lease = router_.Acquire(
+        endpoint, static_cast<int64_t>(req.body.size()), deadline);
+    if (!lease.ok()) {
+      const std::string msg(lease.status().message());
+      switch (lease.status().code()) {
+        case absl::StatusCode::kNotFound:
+          Refuse(res, endpoint, 404, "unknown_endpoint", msg);
+          return;
+        case absl::StatusCode::kResourceExhausted:
+          Refuse(res, endpoint, 429, "queue_full", msg, 1);
+          return;
+        case absl::StatusCode::kDeadlineExceeded:
+          Refuse(res, endpoint, 503, "activation_timeout",
+                 absl::StrCat(msg, " (activation timeout ",
+                              absl::FormatDuration(t.activation), ")"),
+                 5);
+          return;
+        default:
+          Refuse(res, endpoint, 503, "shutting_down", msg, 1);
+          return;
+      }
+    }
+    if (lease->held() > absl::ZeroDuration()) {
+      metrics_.hold.Observe(absl::ToDoubleSeconds(lease->held()));
+    }
+    auto shared_lease = std::make_shared<Lease>(*std::move(lease));
+    auto f = std::make_shared<Forward>(req, rest, shared_lease->address(),
+                                       t.forward);
+    switch (f->WaitForResponse()) {
+      case Forward::Start::kResponded: {
+        res.status = f->status();
+        std::string content_type = "application/octet-stream";
+        for (const auto& [name, value] : f->headers()) {
+          if (absl::AsciiStrToLower(name) == "content-type") {
+            content_type = value;
+          } else if (CopiedBack(name)) {
+            res.headers.emplace(name, value);
+          }
+        }
+        if (absl::StartsWith(content_type, "text/event-stream")) {
+          res.set_header("Cache-Control", "no-cache");
+        }
+        metrics_.requests
+            .Add(
+                {{"endpoint", endpoint}, {"code", std::to_string(f->status())}})
+            .Increment();
+        res.set_chunked_content_provider(
+            content_type,
+            [f, this](size_t, httplib::DataSink& sink) {
+              const bool more = f->Pump(sink);
+              if (!more && !sink.is_writable()) {
+                metrics_.upstream_errors.Add({{"reason", "client_gone"}})
+                    .Increment();
+              }
+              return more;
+            },
+            [f, shared_lease](bool) { f->Cancel(); });
+        return;
+      }
+      case Forward::Start::kConnectFailed:
+        last_error = absl::StrCat(shared_lease->address(), ": ", f->error());
+        metrics_.upstream_errors.Add({{"reason", "connect"}}).Increment();
+        router_.Remove(endpoint, shared_lease->address());
+        metrics_.retries.Increment();
+        continue;
+      case Forward::Start::kFailed:
+        metrics_.upstream_errors.Add({{"reason", "broken"}}).Increment();
+        Refuse(res, endpoint, 502, "",
+               absl::StrCat(
+                   "pod ", shared_lease->address(),
+                   " broke the connection before answering: ", f->error()));
+        return;
+      case Forward::Start::kTimedOut:
+        metrics_.upstream_errors.Add({{"reason", "response_timeout"}})
+            .Increment();
+        Refuse(res, endpoint, 504, "",
+               absl::StrCat("pod ", shared_lease->address(), ": ", f->error()));
+        return;
+    }
+  }
+  Refuse(res, endpoint, 502, "",
+         absl::StrCat("no pod of ", endpoint, " took the connection after ",
+                      o_.max_attempts, " tries; last: ", last_error));
+}
+
+}  // namespace pilotlight::activator

@@ -1,0 +1,81 @@
+// File: controller/activator/proxy.h
+//
+// Proxy: the activator's OpenAI-compatible front. A request for
+//
+//   /<namespace>/<name>/<rest>        e.g. /ml/llama/v1/chat/completions
+//
+// goes to InferenceAutoscaler <namespace>/<name>: a lease on one of its
+// pods from the Router (held while none is free -- at zero, until the
+// controller's scale-up is Ready and answering), then sent on as
+// /<rest> (query kept) and streamed back unbuffered (Forward). Answers it
+// makes itself:
+//
+//   404  no such endpoint, or a path without /<namespace>/<name>/
+//   413  body over the limit
+//   429  the hold is full (Retry-After)
+//   503  no replica within the activation timeout (Retry-After), or the
+//        activator is stopping
+//   502  every pod tried refused the connection, or one broke before
+//        answering
+//   504  a pod took the request but sent nothing within the
+//        response-start timeout
+//
+// A pod that refuses or resets the connection before any byte is answered
+// is taken out and the request tried on another (up to 3 pods); once a
+// byte went to the client it never is. The timeouts come per endpoint from
+// `Timeouts` (the activation wait from its predicted cold start).
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "controller/activator/forward.h"
+#include "controller/activator/metrics.h"
+#include "controller/activator/router.h"
+#include "httplib.h"
+
+namespace pilotlight::activator {
+
+struct EndpointTimeouts {
+  absl::Duration activation = absl::Minutes(5);
+  ForwardTimeouts forward;
+};
+
+struct ProxyOptions {
+  size_t max_body_bytes = size_t{16} << 20;
+  int max_attempts = 3;
+};
+
+class Proxy {
+ public:
+  using Timeouts = std::function<EndpointTimeouts(const std::string& endpoint)>;
+  Proxy(ProxyOptions options, Router& router, Timeouts timeouts,
+        Metrics& metrics)
+      : o_(options),
+        router_(router),
+        timeouts_(std::move(timeouts)),
+        metrics_(metrics) {}
+
+  // Routes every path of `server` to Handle.
+  void Install(httplib::Server& server);
+  void Handle(const httplib::Request& req, httplib::Response& res);
+
+  // "/ns/name/rest?q" -> {"ns/name", "/rest?q"}; false when the path has no
+  // endpoint.
+  static bool SplitTarget(const std::string& target, std::string& endpoint,
+                          std::string& rest);
+
+ private:
+  void Refuse(httplib::Response& res, const std::string& endpoint, int code,
+              const std::string& reason, const std::string& message,
+              int retry_after_s = 0);
+
+  const ProxyOptions o_;
+  Router& router_;
+  const Timeouts timeouts_;
+  Metrics& metrics_;
+};
+
+}  // namespace pilotlight::activator

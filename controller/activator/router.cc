@@ -1,0 +1,248 @@
+#include "controller/activator/router.h"
+
+#include <algorithm>
+#include <iterator>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+
+namespace pilotlight::activator {
+
+Lease::Lease(Lease&& other) noexcept
+    : router_(std::exchange(other.router_, nullptr)),
+      endpoint_(std::move(other.endpoint_)),
+      address_(std::move(other.address_)),
+      held_(other.held_) {}
+
+Lease::~Lease() {
+  if (router_ != nullptr) {
+    router_->Release(endpoint_, address_);
+  }
+}
+
+void Router::SetEndpoints(const std::set<std::string>& endpoints) {
+  const std::lock_guard<std::mutex> lock(mu_);
+  known_ = endpoints;
+  for (auto& [key, e] : endpoints_) {
+    if (!known_.contains(key)) {
+      e->targets.clear();
+      e->changed.notify_all();
+    }
+  }
+}
+
+bool Router::Known(const std::string& endpoint) const {
+  const std::lock_guard<std::mutex> lock(mu_);
+  return known_.contains(endpoint);
+}
+
+void Router::SetTargets(const std::string& endpoint,
+                        const std::vector<std::string>& addresses, int cap) {
+  const std::lock_guard<std::mutex> lock(mu_);
+  std::unique_ptr<Endpoint>& slot = endpoints_[endpoint];
+  if (slot == nullptr) {
+    slot = std::make_unique<Endpoint>();
+  }
+  std::map<std::string, Target> next;
+  for (const std::string& a : addresses) {
+    auto it = slot->targets.find(a);
+    next[a] = it == slot->targets.end() ? Target{} : it->second;
+  }
+  slot->targets = std::move(next);
+  slot->cap = std::max(1, cap);
+  slot->changed.notify_all();
+}
+
+void Router::Remove(const std::string& endpoint, const std::string& address) {
+  const std::lock_guard<std::mutex> lock(mu_);
+  auto it = endpoints_.find(endpoint);
+  if (it != endpoints_.end()) {
+    it->second->targets.erase(address);
+  }
+}
+
+std::pair<const std::string, Router::Target>* Router::Pick(Endpoint& e) {
+  std::pair<const std::string, Target>* best = nullptr;
+  for (auto& t : e.targets) {
+    if (t.second.in_flight < e.cap &&
+        (best == nullptr || t.second.in_flight < best->second.in_flight)) {
+      best = &t;
+    }
+  }
+  return best;
+}
+
+int Router::FreeSlots(const Endpoint& e) {
+  int free = 0;
+  for (const auto& [address, t] : e.targets) {
+    free += std::max(0, e.cap - t.in_flight);
+  }
+  return free;
+}
+
+absl::StatusOr<Lease> Router::Acquire(const std::string& endpoint,
+                                      int64_t bytes, absl::Time deadline) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (closed_) {
+    return absl::UnavailableError("the activator is shutting down");
+  }
+  if (!known_.contains(endpoint)) {
+    return absl::NotFoundError(
+        absl::StrCat("no InferenceAutoscaler ", endpoint));
+  }
+  std::unique_ptr<Endpoint>& slot = endpoints_[endpoint];
+  if (slot == nullptr) {
+    slot = std::make_unique<Endpoint>();
+  }
+  Endpoint& e = *slot;
+  ++e.arrivals_total;
+  const absl::Time start = absl::Now();
+  const auto take = [&](std::pair<const std::string, Target>& t) {
+    ++t.second.in_flight;
+    ++e.in_flight;
+    return Lease(this, endpoint, t.first, absl::Now() - start);
+  };
+  if (e.waiting.empty()) {
+    if (auto* t = Pick(e)) {
+      return take(*t);
+    }
+  }
+  // Hold, within every bound.
+  const auto full = [&](const char* what, int64_t have, int64_t max) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "hold queue full: ", have, " ", what, " (max ", max, "); retry later"));
+  };
+  if (std::ssize(e.waiting) >= limits_.max_held_per_endpoint) {
+    return full("requests held for this endpoint", std::ssize(e.waiting),
+                limits_.max_held_per_endpoint);
+  }
+  if (e.held_bytes + bytes > limits_.max_held_bytes_per_endpoint) {
+    return full("bytes held for this endpoint", e.held_bytes,
+                limits_.max_held_bytes_per_endpoint);
+  }
+  if (held_total_ >= limits_.max_held_total) {
+    return full("requests held in total", held_total_, limits_.max_held_total);
+  }
+  if (held_bytes_total_ + bytes > limits_.max_held_bytes_total) {
+    return full("bytes held in total", held_bytes_total_,
+                limits_.max_held_bytes_total);
+  }
+  const int64_t ticket = next_ticket_++;
+  e.waiting[ticket] = start;
+  e.held_bytes += bytes;
+  ++held_total_;
+  held_bytes_total_ += bytes;
+  const auto leave = [&] {
+    e.waiting.erase(ticket);
+    e.held_bytes -= bytes;
+    --held_total_;
+    held_bytes_total_ -= bytes;
+    e.changed.notify_all();  // the others move up
+  };
+  if (e.targets.empty() && poke_) {
+    lock.unlock();
+    poke_(endpoint);
+    lock.lock();
+  }
+  while (true) {
+    if (closed_) {
+      leave();
+      return absl::UnavailableError("the activator is shutting down");
+    }
+    // In arrival order: the i-th waiter goes once i slots are free.
+    const auto pos = std::distance(e.waiting.begin(), e.waiting.find(ticket));
+    if (pos < FreeSlots(e)) {
+      if (auto* t = Pick(e)) {
+        leave();
+        return take(*t);
+      }
+    }
+    if (absl::Now() >= deadline) {
+      leave();
+      return absl::DeadlineExceededError(
+          absl::StrCat("no replica of ", endpoint, " was ready after ",
+                       absl::FormatDuration(absl::Trunc(
+                           absl::Now() - start, absl::Milliseconds(1)))));
+    }
+    e.changed.wait_until(lock, absl::ToChronoTime(deadline));
+  }
+}
+
+void Router::Release(const std::string& endpoint, const std::string& address) {
+  const std::lock_guard<std::mutex> lock(mu_);
+  Endpoint& e = *endpoints_.at(endpoint);
+  --e.in_flight;
+  auto it = e.targets.find(address);
+  if (it != e.targets.end()) {
+    --it->second.in_flight;
+  }
+  e.changed.notify_all();
+}
+
+EndpointLoad Router::LoadLocked(const std::string& key, const Endpoint& e,
+                                absl::Time now) const {
+  EndpointLoad l;
+  l.endpoint = key;
+  l.arrivals_total = e.arrivals_total;
+  l.in_flight = e.in_flight;
+  l.held = static_cast<int32_t>(e.waiting.size());
+  l.held_bytes = e.held_bytes;
+  if (!e.waiting.empty()) {
+    l.oldest_wait_seconds = absl::ToDoubleSeconds(
+        now - std::min_element(e.waiting.begin(), e.waiting.end(),
+                               [](const auto& a, const auto& b) {
+                                 return a.second < b.second;
+                               })
+                  ->second);
+  }
+  l.no_replica = e.targets.empty();
+  return l;
+}
+
+std::vector<EndpointLoad> Router::Demand(absl::Time now) const {
+  const std::lock_guard<std::mutex> lock(mu_);
+  std::vector<EndpointLoad> out;
+  for (const auto& [key, e] : endpoints_) {
+    if (e->arrivals_total > 0) {
+      out.push_back(LoadLocked(key, *e, now));
+    }
+  }
+  return out;
+}
+
+EndpointLoad Router::DemandOf(const std::string& endpoint,
+                              absl::Time now) const {
+  const std::lock_guard<std::mutex> lock(mu_);
+  auto it = endpoints_.find(endpoint);
+  if (it == endpoints_.end()) {
+    EndpointLoad l;
+    l.endpoint = endpoint;
+    l.no_replica = true;
+    return l;
+  }
+  return LoadLocked(endpoint, *it->second, now);
+}
+
+int Router::held_total() const {
+  const std::lock_guard<std::mutex> lock(mu_);
+  return held_total_;
+}
+
+int Router::in_flight_total() const {
+  const std::lock_guard<std::mutex> lock(mu_);
+  int n = 0;
+  for (const auto& [key, e] : endpoints_) {
+    n += e->in_flight;
+  }
+  return n;
+}
+
+void Router::Close() {
+  const std::lock_guard<std::mutex> lock(mu_);
+  closed_ = true;
+  for (auto& [key, e] : endpoints_) {
+    e->changed.notify_all();
+  }
+}
+
+}  // namespace pilotlight::activator

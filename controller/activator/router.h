@@ -1,0 +1,140 @@
+// File: controller/activator/router.h
+//
+// Router: which pod each request of an endpoint goes to, and the requests
+// that wait for one. Per endpoint it keeps the targets (pods that are Ready
+// and whose model server answers, each with an admission cap from the
+// sizing model) and hands out leases, least in flight first. A request with
+// no free target is held -- bounded per endpoint and in total, by count and
+// by bytes -- and leaves the hold in arrival order as slots free up or
+// targets appear. The first request held for an endpoint with no target at
+// all calls `poke` (the demand reporter tells the controller at once).
+//
+// Everything the demand reporter sends comes from here (Demand()), so what
+// the controller sees is exactly what is held and in flight. Thread-safe;
+// Acquire blocks its caller (one HTTP worker per request) until a lease,
+// the deadline, or Close().
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace pilotlight::activator {
+
+struct HoldLimits {
+  int max_held_per_endpoint = 1000;
+  int64_t max_held_bytes_per_endpoint = int64_t{64} << 20;
+  int max_held_total = 5000;
+  int64_t max_held_bytes_total = int64_t{256} << 20;
+};
+
+// What one endpoint's requests look like at the activator now.
+struct EndpointLoad {
+  std::string endpoint;  // "ns/name"
+  int64_t arrivals_total = 0;
+  int32_t in_flight = 0;
+  int32_t held = 0;
+  int64_t held_bytes = 0;
+  double oldest_wait_seconds = 0;
+  bool no_replica = false;  // no target to forward to
+};
+
+class Router;
+
+// A slot on one pod; gives it back when destroyed.
+class Lease {
+ public:
+  Lease(Lease&& other) noexcept;
+  Lease& operator=(Lease&&) = delete;
+  Lease(const Lease&) = delete;
+  ~Lease();
+  const std::string& address() const { return address_; }
+  absl::Duration held() const { return held_; }  // time spent waiting
+
+ private:
+  friend class Router;
+  Lease(Router* router, std::string endpoint, std::string address,
+        absl::Duration held)
+      : router_(router),
+        endpoint_(std::move(endpoint)),
+        address_(std::move(address)),
+        held_(held) {}
+  Router* router_;
+  std::string endpoint_;
+  std::string address_;
+  absl::Duration held_;
+};
+
+class Router {
+ public:
+  using Poke = std::function<void(const std::string& endpoint)>;
+  explicit Router(HoldLimits limits, Poke poke = nullptr)
+      : limits_(limits), poke_(std::move(poke)) {}
+
+  // The endpoints requests may name; others are answered 404. Endpoints
+  // no longer listed keep their leases until given back.
+  void SetEndpoints(const std::set<std::string>& endpoints);
+  bool Known(const std::string& endpoint) const;
+  // The pods ("host:port") requests of `endpoint` may go to, and how many
+  // at once each takes (>= 1).
+  void SetTargets(const std::string& endpoint,
+                  const std::vector<std::string>& addresses, int cap);
+  // A target that refused a connection: out until SetTargets lists it again.
+  void Remove(const std::string& endpoint, const std::string& address);
+
+  // A lease on the least-loaded target with a free slot, holding until
+  // `deadline` when there is none. Errors: NotFound (unknown endpoint),
+  // ResourceExhausted (the hold is full: which bound), DeadlineExceeded
+  // (held until the deadline), Unavailable (closing).
+  absl::StatusOr<Lease> Acquire(const std::string& endpoint, int64_t bytes,
+                                absl::Time deadline);
+
+  std::vector<EndpointLoad> Demand(absl::Time now) const;
+  EndpointLoad DemandOf(const std::string& endpoint, absl::Time now) const;
+  int held_total() const;
+  int in_flight_total() const;
+  // Wakes every held request with Unavailable; new ones are refused.
+  void Close();
+
+ private:
+  friend class Lease;
+  struct Target {
+    int in_flight = 0;
+  };
+  struct Endpoint {
+    std::map<std::string, Target> targets;
+    int cap = 1;
+    int64_t arrivals_total = 0;
+    int in_flight = 0;
+    int64_t held_bytes = 0;
+    std::map<int64_t, absl::Time> waiting;  // ticket -> since, in order
+    std::condition_variable changed;
+  };
+  void Release(const std::string& endpoint, const std::string& address);
+  // The least-loaded target with a free slot, or nullptr.
+  static std::pair<const std::string, Target>* Pick(Endpoint& e);
+  static int FreeSlots(const Endpoint& e);
+  EndpointLoad LoadLocked(const std::string& key, const Endpoint& e,
+                          absl::Time now) const;
+
+  const HoldLimits limits_;
+  const Poke poke_;
+  mutable std::mutex mu_;
+  std::map<std::string, std::unique_ptr<Endpoint>> endpoints_;
+  std::set<std::string> known_;
+  int held_total_ = 0;
+  int64_t held_bytes_total_ = 0;
+  int64_t next_ticket_ = 0;
+  bool closed_ = false;
+};
+
+}  // namespace pilotlight::activator

@@ -1,0 +1,371 @@
+// The activator's HTTP front with real HTTP on loopback: a fake model
+// server that streams slowly, and pods that appear late, refuse, or die.
+#include "controller/activator/proxy.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "controller/activator/http_server.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "httplib.h"
+
+namespace pilotlight::activator {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kEp[] = "ml/llama";
+
+// A model server: POST /v1/completions answers {"text":"ok <n>"}, or with
+// "stream": true, `chunks` SSE events `gap` apart then [DONE].
+class FakeModel {
+ public:
+  explicit FakeModel(int chunks = 5,
+                     absl::Duration gap = absl::Milliseconds(100))
+      : chunks_(chunks), gap_(gap) {
+    socket_ = ConfigureHttpServer(server_, {});
+    server_.Post("/v1/completions", [this](const httplib::Request& req,
+                                           httplib::Response& res) {
+      ++started;
+      if (!absl::StrContains(req.body, "\"stream\": true")) {
+        res.set_content(absl::StrCat("{\"text\":\"ok ", req.body, "\"}"),
+                        "application/json");
+        ++finished;
+        return;
+      }
+      res.set_chunked_content_provider(
+          "text/event-stream", [this](size_t, httplib::DataSink& sink) {
+            for (int i = 0; i < chunks_; ++i) {
+              const std::string ev = absl::StrCat("data: ", i, "\n\n");
+              if (dead_) {
+                return false;  // the connection closes mid-response
+              }
+              if (!sink.write(ev.data(), ev.size())) {
+                ++aborted;
+                return false;
+              }
+              absl::SleepFor(gap_);
+            }
+            const std::string done = "data: [DONE]\n\n";
+            if (!sink.write(done.data(), done.size())) {
+              ++aborted;
+              return false;
+            }
+            ++finished;
+            sink.done();
+            return true;
+          });
+    });
+    port_ = *BindHttpServer(server_, *socket_, "127.0.0.1", 0, 1024);
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+  }
+  ~FakeModel() { Stop(); }
+  void Stop() {
+    server_.stop();
+    if (thread_.joinable()) {
+      thread_.join();
+    }
+  }
+  std::string address() const { return absl::StrCat("127.0.0.1:", port_); }
+  // The process dies: open responses break off, nothing more is served.
+  void Kill() {
+    dead_ = true;
+    Stop();
+  }
+
+  std::atomic<int> started{0};
+  std::atomic<int> finished{0};
+  std::atomic<int> aborted{0};
+
+ private:
+  const int chunks_;
+  const absl::Duration gap_;
+  std::atomic<bool> dead_{false};
+  httplib::Server server_;
+  std::shared_ptr<ListenSocket> socket_;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+// A port nothing listens on (bound once, then closed).
+std::string DeadAddress() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), len);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return absl::StrCat("127.0.0.1:", ntohs(a.sin_port));
+}
+
+class ProxyTest : public ::testing::Test {
+ protected:
+  void Start(HoldLimits limits = {},
+             absl::Duration activation = absl::Seconds(10)) {
+    router_ = std::make_unique<Router>(limits);
+    router_->SetEndpoints({kEp});
+    EndpointTimeouts t;
+    t.activation = activation;
+    t.forward.response_start = absl::Seconds(5);
+    t.forward.idle = absl::Seconds(2);
+    proxy_ = std::make_unique<Proxy>(
+        ProxyOptions{}, *router_, [t](const std::string&) { return t; },
+        metrics_);
+    socket_ = ConfigureHttpServer(front_, {});
+    proxy_->Install(front_);
+    port_ = *BindHttpServer(front_, *socket_, "127.0.0.1", 0, 4096);
+    thread_ = std::thread([this] { front_.listen_after_bind(); });
+  }
+  void TearDown() override {
+    if (router_ != nullptr) {
+      router_->Close();
+    }
+    front_.stop();
+    if (thread_.joinable()) {
+      thread_.join();
+    }
+  }
+  httplib::Client Client() const {
+    httplib::Client c("127.0.0.1", port_);
+    c.set_read_timeout(30);
+    return c;
+  }
+
+  prometheus::Registry registry_;
+  Metrics metrics_{registry_};
+  std::unique_ptr<Router> router_;
+  std::unique_ptr<Proxy> proxy_;
+  httplib::Server front_;
+  std::shared_ptr<ListenSocket> socket_;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+TEST(SplitTargetTest, EndpointAndRest) {
+  std::string ep;
+  std::string rest;
+  ASSERT_TRUE(Proxy::SplitTarget("/ml/llama/v1/completions?x=1", ep, rest));
+  EXPECT_EQ(ep, "ml/llama");
+  EXPECT_EQ(rest, "/v1/completions?x=1");
+  ASSERT_TRUE(Proxy::SplitTarget("/ml/llama", ep, rest));
+  EXPECT_EQ(rest, "/");
+  EXPECT_FALSE(Proxy::SplitTarget("/v1", ep, rest));
+  EXPECT_FALSE(Proxy::SplitTarget("//x/y", ep, rest));
+  EXPECT_FALSE(Proxy::SplitTarget("/ml//v1", ep, rest));
+}
+
+// 0 -> 1: 40 concurrent requests arrive with no pod; the pod appears later;
+// every one is answered with its own body, none lost.
+TEST_F(ProxyTest, NoRequestLostAcrossZeroToOne) {
+  Start();
+  FakeModel model;
+  std::vector<std::thread> clients;
+  std::atomic<int> ok{0};
+  for (int i = 0; i < 40; ++i) {
+    clients.emplace_back([&, i] {
+      httplib::Client c = Client();
+      const std::string body = absl::StrCat("req-", i);
+      httplib::Result r =
+          c.Post("/ml/llama/v1/completions", body, "application/json");
+      ASSERT_TRUE(r) << httplib::to_string(r.error());
+      EXPECT_EQ(r->status, 200) << r->body;
+      EXPECT_THAT(r->body, HasSubstr(absl::StrCat("ok ", body, "\"")));
+      ok += r->status == 200 ? 1 : 0;
+    });
+  }
+  while (router_->held_total() < 40) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  EXPECT_TRUE(router_->DemandOf(kEp, absl::Now()).no_replica);
+  absl::SleepFor(absl::Milliseconds(200));
+  router_->SetTargets(kEp, {model.address()}, 4);
+  for (std::thread& t : clients) {
+    t.join();
+  }
+  EXPECT_EQ(ok.load(), 40);
+  EXPECT_EQ(model.finished.load(), 40);
+  EXPECT_EQ(router_->held_total(), 0);
+}
+
+TEST_F(ProxyTest, OverTheBoundIs429WithRetryAfterAndTheRestAreServed) {
+  HoldLimits limits;
+  limits.max_held_per_endpoint = 5;
+  Start(limits);
+  FakeModel model;
+  std::vector<std::thread> clients;
+  std::atomic<int> served{0};
+  std::atomic<int> refused{0};
+  for (int i = 0; i < 12; ++i) {
+    clients.emplace_back([&] {
+      httplib::Client c = Client();
+      httplib::Result r = c.Post("/ml/llama/v1/completions", "x", "text/plain");
+      ASSERT_TRUE(r);
+      if (r->status == 429) {
+        EXPECT_EQ(r->get_header_value("Retry-After"), "1");
+        EXPECT_THAT(r->body, HasSubstr("hold queue full"));
+        ++refused;
+      } else {
+        EXPECT_EQ(r->status, 200);
+        ++served;
+      }
+    });
+  }
+  while (refused.load() + router_->held_total() < 12) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  router_->SetTargets(kEp, {model.address()}, 1);
+  for (std::thread& t : clients) {
+    t.join();
+  }
+  EXPECT_EQ(served.load(), 5);
+  EXPECT_EQ(refused.load(), 7);
+}
+
+TEST_F(ProxyTest, NoReplicaWithinTheActivationTimeoutIs503) {
+  Start({}, absl::Milliseconds(200));
+  httplib::Client c = Client();
+  httplib::Result r = c.Post("/ml/llama/v1/completions", "x", "text/plain");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 503);
+  EXPECT_FALSE(r->get_header_value("Retry-After").empty());
+  EXPECT_THAT(r->body, HasSubstr("activation timeout"));
+  r = c.Post("/ml/nope/v1/completions", "x", "text/plain");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 404);
+}
+
+// The first SSE event reaches the client long before the upstream is done.
+TEST_F(ProxyTest, StreamsUnbuffered) {
+  Start();
+  FakeModel model(5, absl::Milliseconds(200));
+  router_->SetTargets(kEp, {model.address()}, 4);
+  httplib::Client c = Client();
+  httplib::Request req;
+  req.method = "POST";
+  req.path = "/ml/llama/v1/completions";
+  req.body = R"({"stream": true})";
+  req.headers.emplace("Content-Type", "application/json");
+  const absl::Time t0 = absl::Now();
+  absl::Time first;
+  std::string got;
+  req.content_receiver = [&](const char* d, size_t n, uint64_t, uint64_t) {
+    if (got.empty()) {
+      first = absl::Now();
+    }
+    got.append(d, n);
+    return true;
+  };
+  httplib::Response res;
+  httplib::Error err = httplib::Error::Success;
+  ASSERT_TRUE(c.send(req, res, err)) << httplib::to_string(err);
+  const absl::Time end = absl::Now();
+  EXPECT_EQ(res.status, 200);
+  EXPECT_EQ(res.get_header_value("Content-Type"), "text/event-stream");
+  EXPECT_EQ(got,
+            "data: 0\n\ndata: 1\n\ndata: 2\n\ndata: 3\n\ndata: 4\n\n"
+            "data: [DONE]\n\n");
+  // The upstream takes >= 1 s (5 x 200 ms); the first byte comes at once.
+  EXPECT_GE(end - t0, absl::Milliseconds(1000));
+  EXPECT_LT(first - t0, absl::Milliseconds(500));
+}
+
+// A client that goes away mid-stream cancels the upstream request.
+TEST_F(ProxyTest, ClientDisconnectCancelsUpstream) {
+  Start();
+  FakeModel model(50, absl::Milliseconds(50));
+  router_->SetTargets(kEp, {model.address()}, 4);
+  httplib::Client c = Client();
+  httplib::Request req;
+  req.method = "POST";
+  req.path = "/ml/llama/v1/completions";
+  req.body = R"({"stream": true})";
+  int chunks = 0;
+  req.content_receiver = [&](const char*, size_t, uint64_t, uint64_t) {
+    return ++chunks < 2;  // hang up after the second chunk
+  };
+  httplib::Response res;
+  httplib::Error err = httplib::Error::Success;
+  c.send(req, res, err);
+  EXPECT_EQ(err, httplib::Error::Canceled);
+  const absl::Time until = absl::Now() + absl::Seconds(5);
+  while (model.aborted.load() == 0 && absl::Now() < until) {
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  EXPECT_EQ(model.aborted.load(), 1);
+  EXPECT_EQ(model.finished.load(), 0);
+  // Its slot is free again.
+  while (router_->in_flight_total() != 0 && absl::Now() < until) {
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  EXPECT_EQ(router_->in_flight_total(), 0);
+}
+
+// A pod that refuses the connection (its port not open yet, or its
+// process gone) is taken out before any byte: the request is held again and
+// served by the next pod.
+TEST_F(ProxyTest, RefusedConnectionIsRetriedOnAnotherPod) {
+  Start();
+  FakeModel model;
+  router_->SetTargets(kEp, {DeadAddress()}, 4);
+  std::thread client([&] {
+    httplib::Client c = Client();
+    httplib::Result r = c.Post("/ml/llama/v1/completions", "x", "text/plain");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200) << r->body;
+  });
+  while (router_->held_total() != 1) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  EXPECT_TRUE(router_->DemandOf(kEp, absl::Now()).no_replica);
+  router_->SetTargets(kEp, {model.address()}, 4);
+  client.join();
+  EXPECT_EQ(metrics_.retries.Value(), 1);
+  EXPECT_EQ(model.finished.load(), 1);
+}
+
+// A pod that dies mid-stream: the client sees the stream end early (no
+// [DONE]), promptly -- not a hang -- and nothing is retried.
+TEST_F(ProxyTest, PodDyingMidStreamEndsTheResponsePromptly) {
+  Start();
+  auto model = std::make_unique<FakeModel>(100, absl::Milliseconds(50));
+  router_->SetTargets(kEp, {model->address()}, 4);
+  std::thread killer([&] {
+    absl::SleepFor(absl::Milliseconds(300));
+    model->Kill();
+  });
+  httplib::Client c = Client();
+  httplib::Request req;
+  req.method = "POST";
+  req.path = "/ml/llama/v1/completions";
+  req.body = R"({"stream": true})";
+  std::string got;
+  req.content_receiver = [&](const char* d, size_t n, uint64_t, uint64_t) {
+    got.append(d, n);
+    return true;
+  };
+  httplib::Response res;
+  httplib::Error err = httplib::Error::Success;
+  const absl::Time t0 = absl::Now();
+  c.send(req, res, err);
+  killer.join();
+  EXPECT_LT(absl::Now() - t0, absl::Seconds(4));
+  EXPECT_THAT(got, HasSubstr("data: 0"));
+  EXPECT_THAT(got, ::testing::Not(HasSubstr("[DONE]")));
+  EXPECT_EQ(model->started.load(), 1);
+}
+
+}  // namespace
+}  // namespace pilotlight::activator

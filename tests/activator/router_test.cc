@@ -1,0 +1,137 @@
+// The Router alone: leases least in flight first within each pod's cap,
+// holds in arrival order, bounded by count and bytes, pokes once per
+// endpoint at zero, and reports exactly what it holds.
+#include "controller/activator/router.h"
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "absl/time/clock.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace pilotlight::activator {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kEp[] = "ml/llama";
+
+absl::Time Soon() { return absl::Now() + absl::Seconds(5); }
+
+TEST(RouterTest, UnknownEndpointIsNotFound) {
+  Router r({});
+  EXPECT_EQ(r.Acquire("ml/none", 0, Soon()).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST(RouterTest, LeastInFlightWithinTheCap) {
+  Router r({});
+  r.SetEndpoints({kEp});
+  r.SetTargets(kEp, {"a:1", "b:1"}, 2);
+  std::vector<Lease> leases;
+  std::vector<std::string> got;
+  for (int i = 0; i < 4; ++i) {
+    absl::StatusOr<Lease> l = r.Acquire(kEp, 0, Soon());
+    ASSERT_TRUE(l.ok()) << l.status();
+    got.push_back(l->address());
+    leases.push_back(*std::move(l));
+  }
+  // Alternates, then both are at their cap of 2: the next one waits.
+  EXPECT_THAT(got, ::testing::UnorderedElementsAre("a:1", "a:1", "b:1", "b:1"));
+  EXPECT_EQ(
+      r.Acquire(kEp, 0, absl::Now() + absl::Milliseconds(50)).status().code(),
+      absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(r.DemandOf(kEp, absl::Now()).in_flight, 4);
+  leases.clear();
+  EXPECT_EQ(r.DemandOf(kEp, absl::Now()).in_flight, 0);
+}
+
+TEST(RouterTest, HoldsAtZeroPokesOnceAndReleasesInOrder) {
+  std::atomic<int> pokes{0};
+  Router r({}, [&](const std::string& ep) {
+    EXPECT_EQ(ep, kEp);
+    ++pokes;
+  });
+  r.SetEndpoints({kEp});
+  std::vector<std::thread> clients;
+  std::mutex mu;
+  std::vector<int> order;
+  for (int i = 0; i < 3; ++i) {
+    clients.emplace_back([&, i] {
+      absl::StatusOr<Lease> l = r.Acquire(kEp, 100, Soon());
+      ASSERT_TRUE(l.ok()) << l.status();
+      EXPECT_GT(l->held(), absl::ZeroDuration());
+      const std::lock_guard<std::mutex> lock(mu);
+      order.push_back(i);
+    });
+    // Arrival order is the order they were started in.
+    while (r.DemandOf(kEp, absl::Now()).held != i + 1) {
+      std::this_thread::yield();
+    }
+  }
+  const EndpointLoad held = r.DemandOf(kEp, absl::Now());
+  EXPECT_EQ(held.held, 3);
+  EXPECT_EQ(held.held_bytes, 300);
+  EXPECT_TRUE(held.no_replica);
+  EXPECT_EQ(held.arrivals_total, 3);
+  EXPECT_EQ(pokes.load(), 3);  // each held request at zero tells the reporter
+  // One pod, one slot: they leave one at a time, first come first served.
+  r.SetTargets(kEp, {"a:1"}, 1);
+  for (std::thread& t : clients) {
+    t.join();
+  }
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(r.held_total(), 0);
+}
+
+TEST(RouterTest, TheHoldIsBoundedByCountAndBytes) {
+  HoldLimits limits;
+  limits.max_held_per_endpoint = 2;
+  limits.max_held_bytes_per_endpoint = 1000;
+  limits.max_held_total = 3;
+  Router r(limits);
+  r.SetEndpoints({kEp, "ml/other"});
+  std::vector<std::thread> held;
+  const absl::Time until = absl::Now() + absl::Milliseconds(300);
+  for (int i = 0; i < 2; ++i) {
+    held.emplace_back([&] { (void)r.Acquire(kEp, 10, until); });
+  }
+  while (r.held_total() != 2) {
+    std::this_thread::yield();
+  }
+  absl::Status st = r.Acquire(kEp, 10, until).status();
+  EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(st.message(), HasSubstr("held for this endpoint"));
+  st = r.Acquire("ml/other", 2000, until).status();
+  EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(st.message(), HasSubstr("bytes held for this endpoint"));
+  held.emplace_back([&] { (void)r.Acquire("ml/other", 10, until); });
+  while (r.held_total() != 3) {
+    std::this_thread::yield();
+  }
+  st = r.Acquire("ml/other", 10, until).status();
+  EXPECT_THAT(st.message(), HasSubstr("held in total"));
+  for (std::thread& t : held) {
+    t.join();
+  }
+  EXPECT_EQ(r.held_total(), 0);
+}
+
+TEST(RouterTest, CloseWakesTheHeld) {
+  Router r({});
+  r.SetEndpoints({kEp});
+  std::thread t([&] {
+    EXPECT_EQ(r.Acquire(kEp, 0, Soon()).status().code(),
+              absl::StatusCode::kUnavailable);
+  });
+  while (r.held_total() != 1) {
+    std::this_thread::yield();
+  }
+  r.Close();
+  t.join();
+}
+
+}  // namespace
+}  // namespace pilotlight::activator
