@@ -56,9 +56,14 @@ void Router::SetTargets(const std::string& endpoint,
 void Router::Remove(const std::string& endpoint, const std::string& address) {
   const std::lock_guard<std::mutex> lock(mu_);
   auto it = endpoints_.find(endpoint);
-  if (it != endpoints_.end()) {
-    it->second->targets.erase(address);
+  if (it != endpoints_.end() && it->second->targets.erase(address) > 0) {
+    removed_.emplace_back(endpoint, address);
   }
+}
+
+std::vector<std::pair<std::string, std::string>> Router::TakeRemoved() {
+  const std::lock_guard<std::mutex> lock(mu_);
+  return std::exchange(removed_, {});
 }
 
 std::pair<const std::string, Router::Target>* Router::Pick(Endpoint& e) {

@@ -90,6 +90,8 @@ class Router {
                   const std::vector<std::string>& addresses, int cap);
   // A target that refused a connection: out until SetTargets lists it again.
   void Remove(const std::string& endpoint, const std::string& address);
+  // The (endpoint, address) pairs Remove took out since the last call.
+  std::vector<std::pair<std::string, std::string>> TakeRemoved();
 
   // A lease on the least-loaded target with a free slot, holding until
   // `deadline` when there is none. Errors: NotFound (unknown endpoint),
@@ -131,6 +133,7 @@ class Router {
   mutable std::mutex mu_;
   std::map<std::string, std::unique_ptr<Endpoint>> endpoints_;
   std::set<std::string> known_;
+  std::vector<std::pair<std::string, std::string>> removed_;
   int held_total_ = 0;
   int64_t held_bytes_total_ = 0;
   int64_t next_ticket_ = 0;

@@ -33,6 +33,15 @@ std::string DefaultIdentity() {
 
 }  // namespace
 
+absl::StatusOr<kube::KubeConfig> KubeConfigFromFlags(const ParsedFlags& flags) {
+  const char* env = std::getenv("KUBECONFIG");
+  const std::string path =
+      flags.String("kubeconfig").value_or(env != nullptr ? env : "");
+  return path.empty() ? kube::InClusterConfig()
+                      : kube::KubeConfigFromFile(
+                            path, flags.String("context").value_or(""));
+}
+
 int RunController(const std::vector<std::string>& args, std::ostream& out,
                   std::ostream& err) {
   const std::vector<FlagSpec> specs = {
@@ -85,13 +94,7 @@ int RunController(const std::vector<std::string>& args, std::ostream& out,
     return *exit;
   }
   runtime::ControllerOptions o;
-  const char* env = std::getenv("KUBECONFIG");
-  const std::string path =
-      flags.String("kubeconfig").value_or(env != nullptr ? env : "");
-  absl::StatusOr<kube::KubeConfig> kc =
-      path.empty() ? kube::InClusterConfig()
-                   : kube::KubeConfigFromFile(
-                         path, flags.String("context").value_or(""));
+  absl::StatusOr<kube::KubeConfig> kc = KubeConfigFromFlags(flags);
   if (!kc.ok()) {
     err << "pilotlight controller: " << kc.status().message() << "\n";
     return kExitUsage;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "controller/cmd/activator_command.h"
 #include "controller/cmd/controller_command.h"
 #include "controller/cmd/gpuclasses_command.h"
 #include "controller/cmd/simulate_command.h"
@@ -20,6 +21,7 @@ constexpr absl::string_view kUsage =
     "  simulate   replay a request trace through the policy and baselines\n"
     "  gpuclasses print the default GPUClass objects from the catalog\n"
     "  controller run the operator against a cluster\n"
+    "  activator  hold requests for endpoints at zero and forward them\n"
     "  version    print the version\n"
     "\n"
     "Run 'pilotlight <command> --help' for a command's flags.\n";
@@ -41,6 +43,9 @@ int main(int argc, char** argv) {
   }
   if (command == "controller") {
     return pilotlight::cmd::RunController(args, std::cout, std::cerr);
+  }
+  if (command == "activator") {
+    return pilotlight::cmd::RunActivator(args, std::cout, std::cerr);
   }
   if (command == "gpuclasses") {
     return pilotlight::cmd::RunGpuClasses(args, std::cout, std::cerr);

@@ -1,0 +1,211 @@
+#include "controller/activator/targets.h"
+
+#include <algorithm>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "controller/base/json_fields.h"
+#include "controller/runtime/pod_facts.h"
+#include "httplib.h"
+
+namespace pilotlight::activator {
+
+using json = nlohmann::json;
+
+PodEndpoint PodServer(const json& pod) {
+  PodEndpoint pe;
+  const std::string ip = StringField(pod, {"status", "podIP"});
+  if (ip.empty()) {
+    return pe;
+  }
+  int64_t port = 0;
+  for (const json& c : ArrayField(pod, {"spec", "containers"})) {
+    const json& ports = ArrayField(c, {"ports"});
+    if (ports.empty()) {
+      continue;
+    }
+    // The port named "http", else the container's first.
+    const json* chosen = &ports[0];
+    for (const json& p : ports) {
+      if (StringField(p, {"name"}) == "http") {
+        chosen = &p;
+      }
+    }
+    port = IntField(*chosen, {"containerPort"});
+    const std::string path =
+        StringField(c, {"readinessProbe", "httpGet", "path"});
+    if (!path.empty()) {
+      pe.health_path = path;
+    }
+    break;
+  }
+  pe.address = absl::StrCat(ip, ":", port > 0 ? port : 8000);
+  return pe;
+}
+
+bool Targets::HttpProbe(const std::string& address, const std::string& path,
+                        absl::Duration timeout) {
+  const size_t colon = address.rfind(':');
+  int port = 0;
+  if (colon == std::string::npos ||
+      !absl::SimpleAtoi(address.substr(colon + 1), &port)) {
+    return false;
+  }
+  httplib::Client c(address.substr(0, colon), port);
+  const int64_t us = absl::ToInt64Microseconds(timeout);
+  c.set_connection_timeout(us / 1000000, us % 1000000);
+  c.set_read_timeout(us / 1000000, us % 1000000);
+  c.set_write_timeout(us / 1000000, us % 1000000);
+  const httplib::Result r = c.Get(path);
+  return r && r->status / 100 == 2;
+}
+
+Targets::Targets(TargetOptions options, Router& router,
+                 const kube::ObjectCache& autoscalers,
+                 const kube::ObjectCache& pods,
+                 const runtime::ClusterIndex& index, Probe probe)
+    : o_(std::move(options)),
+      router_(router),
+      autoscalers_(autoscalers),
+      pods_(pods),
+      index_(index),
+      probe_(std::move(probe)) {}
+
+void Targets::Changed(const std::string& endpoint) {
+  const std::lock_guard<std::mutex> lock(mu_);
+  dirty_.insert(endpoint);
+}
+
+void Targets::ChangedAll() {
+  const std::lock_guard<std::mutex> lock(mu_);
+  all_dirty_ = true;
+}
+
+int Targets::Refresh() {
+  std::set<std::string> todo;
+  bool all = false;
+  {
+    const std::lock_guard<std::mutex> lock(mu_);
+    todo.swap(dirty_);
+    all = std::exchange(all_dirty_, false);
+  }
+  if (all) {
+    std::set<std::string> known;
+    autoscalers_.ForEach(
+        [&](const json& ia) { known.insert(kube::ObjectKey(ia)); });
+    for (const std::string& k : known_) {
+      todo.insert(k);  // deleted ones too
+    }
+    todo.insert(known.begin(), known.end());
+  }
+  // A pod that refused a connection is probed again before it is trusted.
+  for (const auto& [endpoint, address] : router_.TakeRemoved()) {
+    auto it = answered_.find(endpoint);
+    if (it != answered_.end()) {
+      std::erase_if(it->second,
+                    [&](const auto& p) { return p.second == address; });
+    }
+    todo.insert(endpoint);
+  }
+  todo.insert(pending_.begin(), pending_.end());
+  pending_.clear();
+  bool known_changed = false;
+  for (const std::string& key : todo) {
+    const bool exists = autoscalers_.Get(key) != nullptr;
+    known_changed |= exists ? known_.insert(key).second : known_.erase(key) > 0;
+  }
+  if (known_changed) {
+    router_.SetEndpoints(known_);
+  }
+  for (const std::string& key : todo) {
+    if (RefreshEndpoint(key)) {
+      pending_.insert(key);
+    }
+  }
+  return static_cast<int>(pending_.size());
+}
+
+bool Targets::RefreshEndpoint(const std::string& key) {
+  const kube::ObjectCache::ObjectPtr ia = autoscalers_.Get(key);
+  if (ia == nullptr) {
+    answered_.erase(key);
+    router_.SetTargets(key, {}, 1);
+    const std::lock_guard<std::mutex> lock(mu_);
+    count_.erase(key);
+    return false;
+  }
+  const std::string ns = key.substr(0, key.find('/'));
+  std::map<std::string, std::string> answered;  // this pass's, by pod uid
+  const std::map<std::string, std::string>& before = answered_[key];
+  std::vector<std::string> addresses;
+  bool pending = false;
+  for (const json& v : ArrayField(*ia, {"spec", "variants"})) {
+    const std::string dep =
+        absl::StrCat(ns, "/", StringField(v, {"deployment"}));
+    for (const std::string& pk : index_.PodsOf(dep)) {
+      const kube::ObjectCache::ObjectPtr pod = pods_.Get(pk);
+      if (pod == nullptr || !runtime::PodReady(*pod) ||
+          runtime::PodTerminating(*pod)) {
+        continue;
+      }
+      const PodEndpoint pe = PodServer(*pod);
+      if (pe.address.empty()) {
+        continue;
+      }
+      const std::string uid = StringField(*pod, {"metadata", "uid"});
+      auto it = before.find(uid);
+      if ((it != before.end() && it->second == pe.address) ||
+          probe_(pe.address, pe.health_path, o_.probe_timeout)) {
+        answered[uid] = pe.address;
+        addresses.push_back(pe.address);
+      } else {
+        pending = true;  // Ready, model not answering yet
+      }
+    }
+  }
+  answered_[key] = std::move(answered);
+  const int64_t cap = IntField(*ia, {"status", "concurrencyPerReplica"});
+  router_.SetTargets(key, addresses,
+                     cap > 0 ? static_cast<int>(cap) : o_.default_concurrency);
+  const std::lock_guard<std::mutex> lock(mu_);
+  count_[key] = addresses.size();
+  return pending;
+}
+
+void Targets::Run(const std::atomic<bool>& stop) {
+  while (!stop) {
+    const absl::Time next = absl::Now() + o_.probe_interval;
+    Refresh();
+    const absl::Duration left = next - absl::Now();
+    if (left > absl::ZeroDuration()) {
+      absl::SleepFor(left);
+    }
+  }
+}
+
+EndpointTimeouts Targets::TimeoutsOf(const std::string& endpoint) const {
+  EndpointTimeouts t = o_.timeouts;
+  const kube::ObjectCache::ObjectPtr ia = autoscalers_.Get(endpoint);
+  if (ia == nullptr) {
+    return t;
+  }
+  const json& lead = Field(*ia, {"status", "coldStart", "leadSeconds"});
+  if (lead.is_number() && lead.get<double>() > 0) {
+    t.activation =
+        std::min(o_.activation_max,
+                 absl::Seconds(lead.get<double>() * o_.activation_factor) +
+                     o_.activation_margin);
+  }
+  return t;
+}
+
+size_t Targets::CountOf(const std::string& endpoint) const {
+  const std::lock_guard<std::mutex> lock(mu_);
+  auto it = count_.find(endpoint);
+  return it == count_.end() ? 0 : it->second;
+}
+
+}  // namespace pilotlight::activator

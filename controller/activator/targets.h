@@ -1,0 +1,105 @@
+// File: controller/activator/targets.h
+//
+// Targets: which pods each endpoint's requests may go to, kept in the
+// Router. A pod is a target once the kubelet reports it Ready (so startup
+// and readiness probes are respected) AND its model server answers its
+// health path -- the container's readinessProbe.httpGet.path, else
+// /health -- probed every `probe_interval` with a `probe_timeout`, so the
+// first request after 0 -> 1 meets a model that answers, not a port that
+// merely opened. A pod is probed until it first answers, then trusted
+// until it stops being Ready, is deleted, or refuses a connection (the
+// proxy takes it out; it is probed again).
+//
+// Per endpoint it also reads from the InferenceAutoscaler's status what
+// the controller decided: the admission cap per pod
+// (status.concurrencyPerReplica) and the predicted cold start
+// (status.coldStart.leadSeconds), from which the activation timeout comes.
+//
+// Inputs are caches (InferenceAutoscalers; pods, joined to their
+// Deployment by runtime::ClusterIndex) and a probe function, so tests can
+// drive it without a cluster.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "absl/time/time.h"
+#include "controller/activator/proxy.h"
+#include "controller/activator/router.h"
+#include "controller/kube/informer.h"
+#include "controller/runtime/cluster_index.h"
+
+namespace pilotlight::activator {
+
+struct TargetOptions {
+  absl::Duration probe_interval = absl::Milliseconds(200);
+  absl::Duration probe_timeout = absl::Milliseconds(300);
+  // Per-pod cap until the controller has published one.
+  int default_concurrency = 32;
+  // activation = factor x predicted cold start + margin, within bounds;
+  // `timeouts.activation` when the controller has not predicted one yet.
+  double activation_factor = 1.5;
+  absl::Duration activation_margin = absl::Seconds(30);
+  absl::Duration activation_max = absl::Minutes(20);
+  EndpointTimeouts timeouts;
+};
+
+// A pod's model server: "ip:port" and the health path; unset fields when
+// the pod has no IP yet.
+struct PodEndpoint {
+  std::string address;
+  std::string health_path = "/health";
+};
+PodEndpoint PodServer(const nlohmann::json& pod);
+
+class Targets {
+ public:
+  // Probe: true when `address` answers GET `path` with 2xx within `timeout`.
+  using Probe =
+      std::function<bool(const std::string& address, const std::string& path,
+                         absl::Duration timeout)>;
+  static bool HttpProbe(const std::string& address, const std::string& path,
+                        absl::Duration timeout);
+
+  Targets(TargetOptions options, Router& router,
+          const kube::ObjectCache& autoscalers, const kube::ObjectCache& pods,
+          const runtime::ClusterIndex& index, Probe probe = HttpProbe);
+
+  // An InferenceAutoscaler or one of its pods changed: look again.
+  void Changed(const std::string& endpoint);
+  void ChangedAll();
+  // One pass: refresh what changed, probe pods not yet answering; returns
+  // the endpoints whose targets are still incomplete.
+  int Refresh();
+  // Refresh every probe interval until `stop`.
+  void Run(const std::atomic<bool>& stop);
+
+  EndpointTimeouts TimeoutsOf(const std::string& endpoint) const;
+  size_t CountOf(const std::string& endpoint) const;
+
+ private:
+  bool RefreshEndpoint(const std::string& key);
+
+  const TargetOptions o_;
+  Router& router_;
+  const kube::ObjectCache& autoscalers_;
+  const kube::ObjectCache& pods_;
+  const runtime::ClusterIndex& index_;
+  const Probe probe_;
+  mutable std::mutex mu_;
+  std::set<std::string> dirty_;
+  bool all_dirty_ = true;
+  // Refresh's own (one thread):
+  std::set<std::string> known_;
+  std::set<std::string> pending_;  // a Ready pod not answering yet
+  // Per endpoint, the pods that answered once: uid -> address (trusted
+  // while Ready).
+  std::map<std::string, std::map<std::string, std::string>> answered_;
+  std::map<std::string, size_t> count_;  // under mu_
+};
+
+}  // namespace pilotlight::activator
