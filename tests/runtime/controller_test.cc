@@ -28,6 +28,8 @@
 #include "gtest/gtest.h"
 #include "httplib.h"
 #include "nlohmann/json.hpp"
+#include "tests/cluster/endpoint_fixture.h"
+#include "tests/cluster/process.h"
 #include "tests/cluster/test_cluster.h"
 #include "tests/tools/load_generator/load_generator.h"
 
@@ -41,301 +43,33 @@ using testcluster::WaitFor;
 using ::testing::HasSubstr;
 
 // One `pilotlight controller` process; its JSON log goes to a file.
-class ControllerProcess {
+class ControllerProcess : public testcluster::Process {
  public:
   ControllerProcess(std::vector<std::string> args, const std::string& log)
-      : log_(log) {
-    std::vector<std::string> argv = {PILOTLIGHT_BINARY, "controller"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    std::vector<char*> cargs;
-    for (std::string& a : argv) {
-      cargs.push_back(a.data());
-    }
-    cargs.push_back(nullptr);
-    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::dup2(fd, 2);
-      ::dup2(fd, 1);
-      ::execv(cargs[0], cargs.data());
-      ::_exit(127);
-    }
-    ::close(fd);
-  }
-  ~ControllerProcess() { Kill(SIGTERM); }
-
-  void Kill(int sig) {
-    if (pid_ <= 0) {
-      return;
-    }
-    ::kill(pid_, sig);
-    for (int i = 0; i < 100 && ::waitpid(pid_, nullptr, WNOHANG) == 0; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    ::kill(pid_, SIGKILL);
-    ::waitpid(pid_, nullptr, 0);
-    pid_ = -1;
-  }
-
-  std::string Log() const {
-    std::ifstream in(log_);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-  }
-
+      : Process(PILOTLIGHT_BINARY, Prepend("controller", std::move(args)),
+                log) {}
   // The /metrics port, from the "controller started" log line.
-  int Port() const {
-    int port = 0;
-    WaitFor(absl::Seconds(20), [&] {
-      for (absl::string_view line : absl::StrSplit(Log(), '\n')) {
-        const json j = json::parse(line, nullptr, false);
-        if (j.is_object() && j.value("msg", "") == "controller started") {
-          port = j.value("metrics_port", 0);
-          return true;
-        }
-      }
-      return false;
-    });
-    return port;
-  }
-
-  // One sample of /metrics (the sum over its label sets).
+  int Port() const { return LogInt("controller started", "metrics_port"); }
   double Metric(const std::string& name) const {
-    httplib::Client http("127.0.0.1", Port());
-    httplib::Result r = http.Get("/metrics");
-    if (!r) {
-      return -1;
-    }
-    double total = 0;
-    for (absl::string_view line : absl::StrSplit(r->body, '\n')) {
-      if (absl::StartsWith(line, name) &&
-          (line.size() > name.size() &&
-           (line[name.size()] == ' ' || line[name.size()] == '{'))) {
-        double v = 0;
-        if (absl::SimpleAtod(line.substr(line.rfind(' ') + 1), &v)) {
-          total += v;
-        }
-      }
-    }
-    return total;
+    return Process::Metric(Port(), name);
   }
 
  private:
-  std::string log_;
-  pid_t pid_ = -1;
+  static std::vector<std::string> Prepend(std::string first,
+                                          std::vector<std::string> rest) {
+    rest.insert(rest.begin(), std::move(first));
+    return rest;
+  }
 };
 
-class ControllerTest : public ::testing::Test {
+class ControllerTest : public testcluster::EndpointFixture {
  protected:
-  void SetUp() override {
-    const std::optional<std::string> path = testcluster::TestKubeconfig();
-    if (!path) {
-      GTEST_SKIP() << testcluster::kNoCluster;
-    }
-    kubeconfig_ = *path;
-    prometheus_ = testcluster::TestPrometheusUrl();
-    ASSERT_FALSE(prometheus_.empty());
-    config_ = *kube::KubeConfigFromFile(kubeconfig_);
-    kube_ = *KubeClient::Create(config_);
-    const std::string applied = Shell(absl::StrCat(
-        "kubectl --kubeconfig ", kubeconfig_,
-        " apply --server-side -f deploy/crds/ && kubectl --kubeconfig ",
-        kubeconfig_,
-        " wait --for condition=established --timeout=30s -f deploy/crds/ && "
-        "kubectl --kubeconfig ",
-        kubeconfig_, " apply --server-side -f deploy/gpuclasses/default.yaml"));
-    ASSERT_THAT(applied, HasSubstr("gpuclass.pilotlight.dev/l4-on-demand"));
-    ns_ = absl::StrCat(
-        "rt-", ::getpid(), "-",
-        absl::AsciiStrToLower(
-            ::testing::UnitTest::GetInstance()->current_test_info()->name()));
-    ns_ = ns_.substr(0, 60);
-    ASSERT_TRUE(
-        Request("POST", "/api/v1/namespaces", {{"metadata", {{"name", ns_}}}})
-            .ok());
-  }
-  void TearDown() override {
-    if (kube_) {
-      (void)kube_->Request("DELETE", "/api/v1/namespaces/" + ns_, "");
-    }
-  }
-
-  absl::StatusOr<json> Request(const std::string& method,
-                               const std::string& path,
-                               const json& body = nullptr,
-                               const std::string& ct = "application/json") {
-    absl::StatusOr<KubeClient::Response> r =
-        kube_->Request(method, path, body.is_null() ? "" : body.dump(), ct);
-    if (!r.ok()) {
-      return r.status();
-    }
-    return json::parse(r->body, nullptr, false);
-  }
-
-  std::vector<std::string> FastFlags() const {
-    return {"--kubeconfig",
-            kubeconfig_,
-            "--prometheus",
-            prometheus_,
-            "--listen",
-            "127.0.0.1:0",
-            "--grpc-listen",
-            "127.0.0.1:0",
-            "--activator-grace",
-            "0s",
-            "--tick",
-            "1s",
-            "--rate-window",
-            "10s",
-            "--stable-window",
-            "6s",
-            "--panic-window",
-            "2s",
-            "--scale-down-stabilization",
-            "6s",
-            "--scale-to-zero-grace",
-            "4s",
-            "--stale-after",
-            "10s"};
-  }
-
-  std::string LogPath(const std::string& what) const {
-    return absl::StrCat(testcluster::TestClusterDir().value_or("/tmp"),
-                        "/logs/", ns_, "-", what, ".log");
-  }
-
-  // A Deployment of model servers on the loopback kubelet's pool.
-  absl::Status CreateDeployment(const std::string& name, int replicas,
-                                const std::string& gpu_class,
-                                const std::string& capacity) {
-    json d = json::parse(R"({
-      "apiVersion": "apps/v1", "kind": "Deployment",
-      "spec": {
-        "template": {
-          "metadata": {"annotations": {"prometheus.io/scrape": "true",
-                                       "prometheus.io/port": "8000",
-                                       "pilotlight.dev/cold-start-seconds": "2"}},
-          "spec": {
-            "tolerations": [
-              {"key": "pilotlight.dev/loopback", "operator": "Exists", "effect": "NoSchedule"},
-              {"key": "karpenter.sh/capacity-type", "operator": "Exists", "effect": "NoSchedule"}],
-            "containers": [{"name": "vllm", "image": "vllm/vllm-openai:v0.11.0",
-              "ports": [{"containerPort": 8000}],
-              "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}}})");
-    d["metadata"]["name"] = name;
-    d["spec"]["replicas"] = replicas;
-    d["spec"]["selector"]["matchLabels"] = {{"app", "chat"}, {"variant", name}};
-    d["spec"]["template"]["metadata"]["labels"] = {{"app", "chat"},
-                                                   {"variant", name}};
-    d["spec"]["template"]["spec"]["nodeSelector"] = {
-        {"pilotlight.dev/loopback", "true"},
-        {"pilotlight.dev/gpu-class", gpu_class},
-        {"karpenter.sh/capacity-type", capacity}};
-    d["spec"]["template"]["spec"]["containers"][0]["args"] = {
-        "--model", "llama-3.1-8b", "--gpu", gpu_class, "--max-num-seqs", "2"};
-    return Request(
-               "POST",
-               absl::StrCat("/apis/apps/v1/namespaces/", ns_, "/deployments"),
-               d)
-        .status();
-  }
-
-  absl::Status CreateAutoscaler(const std::string& name, const json& spec) {
-    return Request("POST",
-                   absl::StrCat("/apis/pilotlight.dev/v1alpha1/namespaces/",
-                                ns_, "/inferenceautoscalers"),
-                   {{"apiVersion", "pilotlight.dev/v1alpha1"},
-                    {"kind", "InferenceAutoscaler"},
-                    {"metadata", {{"name", name}}},
-                    {"spec", spec}})
-        .status();
-  }
-
-  json Autoscaler(const std::string& name) {
-    absl::StatusOr<json> j =
-        Request("GET", absl::StrCat("/apis/pilotlight.dev/v1alpha1/namespaces/",
-                                    ns_, "/inferenceautoscalers/", name));
-    return j.ok() ? *j : json::object();
-  }
-
-  std::string Condition(const json& ia, const std::string& type,
-                        std::string* reason = nullptr,
-                        std::string* message = nullptr) {
-    for (const json& c : ia.value("status", json::object())
-                             .value("conditions", json::array())) {
-      if (c.value("type", "") == type) {
-        if (reason != nullptr) {
-          *reason = c.value("reason", "");
-        }
-        if (message != nullptr) {
-          *message = c.value("message", "");
-        }
-        return c.value("status", "");
-      }
-    }
-    return "";
-  }
-
-  int Replicas(const std::string& deployment) {
-    absl::StatusOr<json> d =
-        Request("GET", absl::StrCat("/apis/apps/v1/namespaces/", ns_,
-                                    "/deployments/", deployment));
-    return d.ok() ? (*d)["spec"].value("replicas", -1) : -1;
-  }
-  int ReadyReplicas(const std::string& deployment) {
-    absl::StatusOr<json> d =
-        Request("GET", absl::StrCat("/apis/apps/v1/namespaces/", ns_,
-                                    "/deployments/", deployment));
-    return d.ok() ? (*d)["status"].value("readyReplicas", 0) : -1;
-  }
-
-  std::vector<std::string> EventReasons() {
-    std::vector<std::string> reasons;
-    absl::StatusOr<json> ev =
-        Request("GET", absl::StrCat("/api/v1/namespaces/", ns_, "/events"));
-    if (ev.ok()) {
-      for (const json& e : (*ev)["items"]) {
-        if (e["involvedObject"].value("kind", "") == "InferenceAutoscaler") {
-          reasons.push_back(e.value("reason", ""));
-        }
-      }
-    }
-    return reasons;
-  }
-
-  static json Spec() {
-    return json::parse(R"({
-      "model": {"preset": "llama-3.1-8b", "maxContextTokens": 4096,
-                "promptTokens": 128, "outputTokens": 32},
-      "slo": {"maxColdStartFraction": 0.2},
-      "concurrencyPerReplica": 2,
-      "variants": [{"deployment": "chat-l4", "gpuClass": "l4-on-demand"},
-                   {"deployment": "chat-a100", "gpuClass": "a100-80gb-spot"}],
-      "replicas": {"min": 0, "max": 4}})");
-  }
-
-  // Spec() on one variant, chat-like, with `min` replicas.
-  static json OneVariantSpec(const std::string& deployment, int min) {
-    json spec = Spec();
-    spec["variants"] = json::array(
-        {{{"deployment", deployment}, {"gpuClass", "l4-on-demand"}}});
-    spec["replicas"]["min"] = min;
-    return spec;
-  }
-
   // The controller alone (no leader election), with the fast windows.
   std::unique_ptr<ControllerProcess> StartController() const {
     std::vector<std::string> flags = FastFlags();
     flags.push_back("--no-leader-election");
     return std::make_unique<ControllerProcess>(flags, LogPath("controller"));
   }
-
-  std::string kubeconfig_;
-  std::string prometheus_;
-  kube::KubeConfig config_;
-  std::unique_ptr<KubeClient> kube_;
-  std::string ns_;
 };
 
 // The whole loop: load arrives, the endpoint scales up; load stops, it

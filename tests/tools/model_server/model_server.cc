@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "controller/activator/http_server.h"
 #include "controller/model/catalog.h"
 #include "controller/model/model_profile.h"
 #include "nlohmann/json.hpp"
@@ -134,22 +135,17 @@ absl::StatusOr<std::unique_ptr<ModelServer>> ModelServer::Create(
   s->metrics_ = std::make_unique<Metrics>(*s->registry_, options.metrics,
                                           s->options_.served_model_name);
   s->server_ = std::make_unique<httplib::Server>();
-  s->server_->new_task_queue = [] { return new httplib::ThreadPool(64); };
+  // A backlog and threads for a burst of new connections (the activator
+  // forwards a held burst at once): see controller/activator/http_server.h.
+  s->socket_ = activator::ConfigureHttpServer(*s->server_, {});
   s->Routes();
   return s;
 }
 
 absl::StatusOr<int> ModelServer::Bind() {
-  const int port = options_.port == 0
-                       ? server_->bind_to_any_port(options_.address)
-                       : (server_->bind_to_port(options_.address, options_.port)
-                              ? options_.port
-                              : -1);
-  if (port <= 0) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot bind ", options_.address, ":", options_.port));
-  }
-  return port;
+  return activator::BindHttpServer(*server_, *socket_, options_.address,
+                                   options_.port,
+                                   activator::HttpServerOptions{}.backlog);
 }
 
 void ModelServer::Serve() { server_->listen_after_bind(); }

@@ -33,6 +33,9 @@
 namespace httplib {
 class Server;
 }
+namespace pilotlight::activator {
+struct ListenSocket;
+}
 namespace prometheus {
 class Registry;
 }
@@ -87,6 +90,7 @@ class ModelServer {
   int slots_ = 1;
   double kv_capacity_tokens_ = 1;
   std::unique_ptr<httplib::Server> server_;
+  std::shared_ptr<activator::ListenSocket> socket_;
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<Metrics> metrics_;
 
