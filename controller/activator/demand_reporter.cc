@@ -188,7 +188,7 @@ void DemandReporter::Run(Stream& s) {
     s.wake.wait_for(lock, absl::ToChronoMilliseconds(backoff),
                     [&] { return stop_.load(); });
     backoff = acked ? absl::Milliseconds(100)
-                    : std::min(backoff * 2, absl::Seconds(5));
+                    : std::min(backoff * 2, absl::Seconds(2));
   }
 }
 

@@ -6,7 +6,7 @@
 // failover, has it. A full report (every endpoint the router has seen)
 // goes out every `interval`; a poke (a request held for an endpoint with no
 // ready pod) goes out at once as a partial report of the poked endpoints.
-// A broken stream is reopened with back-off (100 ms doubling to 5 s); the
+// A broken stream is reopened with back-off (100 ms doubling to 2 s); the
 // first report on a new stream is full, and counters are totals, so a
 // controller that restarted misses nothing. Drain() sends a last report
 // marked draining, so the controllers take the stream's end as a goodbye.

@@ -45,7 +45,8 @@ class EndpointFixture : public ::testing::Test {
         " wait --for condition=established --timeout=30s -f deploy/crds/ && "
         "kubectl --kubeconfig ",
         kubeconfig_, " apply --server-side -f deploy/gpuclasses/default.yaml"));
-    ASSERT_THAT(applied, ::testing::HasSubstr("gpuclass.pilotlight.dev/l4-on-demand"));
+    ASSERT_THAT(applied,
+                ::testing::HasSubstr("gpuclass.pilotlight.dev/l4-on-demand"));
     ns_ = absl::StrCat(
         "rt-", ::getpid(), "-",
         absl::AsciiStrToLower(
@@ -101,8 +102,8 @@ class EndpointFixture : public ::testing::Test {
   }
 
   std::string LogPath(const std::string& what) const {
-    return absl::StrCat(TestClusterDir().value_or("/tmp"),
-                        "/logs/", ns_, "-", what, ".log");
+    return absl::StrCat(TestClusterDir().value_or("/tmp"), "/logs/", ns_, "-",
+                        what, ".log");
   }
 
   // A Deployment of model servers on the loopback kubelet's pool.

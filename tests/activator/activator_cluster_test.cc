@@ -1,0 +1,336 @@
+// The activator end to end on the local test cluster (label integration):
+// the real `pilotlight controller` and `pilotlight activator` binaries, the
+// real API server, model-server processes on the loopback kubelet (a 2 s
+// cold start), Prometheus. An endpoint at zero receives a burst through the
+// activator: held, the controller poked over gRPC, scaled up, every request
+// answered with its own body.
+#include <signal.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "httplib.h"
+#include "nlohmann/json.hpp"
+#include "tests/cluster/endpoint_fixture.h"
+#include "tests/cluster/process.h"
+
+namespace pilotlight::activator {
+namespace {
+
+using json = nlohmann::json;
+using testcluster::Process;
+using testcluster::WaitFor;
+
+struct Outcome {
+  int status = 0;
+  bool body_ok = false;
+  absl::Duration latency;
+  std::string detail;
+  std::string retry_after;
+};
+
+// One OpenAI completion through the activator; `tokens` makes each
+// request's answer its own (N " tok" pieces, usage N).
+Outcome Complete(int port, const std::string& path, int tokens, bool stream) {
+  httplib::Client c("127.0.0.1", port);
+  c.set_read_timeout(120);
+  c.set_connection_timeout(30);
+  const json body = {{"model", "llama-3.1-8b"},
+                     {"prompt", "Say hello"},
+                     {"max_tokens", tokens},
+                     {"stream", stream}};
+  Outcome o;
+  const absl::Time t0 = absl::Now();
+  httplib::Result r = c.Post(path, body.dump(), "application/json");
+  o.latency = absl::Now() - t0;
+  if (!r) {
+    o.detail = httplib::to_string(r.error());
+    return o;
+  }
+  o.status = r->status;
+  o.retry_after = r->get_header_value("Retry-After");
+  o.detail = r->body.substr(0, 300);
+  if (r->status != 200) {
+    return o;
+  }
+  if (stream) {
+    // tokens events, then [DONE].
+    int events = 0;
+    for (size_t at = r->body.find("data: {"); at != std::string::npos;
+         at = r->body.find("data: {", at + 1)) {
+      ++events;
+    }
+    o.body_ok = events == tokens && absl::EndsWith(r->body, "data: [DONE]\n\n");
+  } else {
+    const json j = json::parse(r->body, nullptr, false);
+    o.body_ok = j.is_object() &&
+                j["usage"].value("completion_tokens", -1) == tokens &&
+                absl::EndsWith(j["choices"][0].value("text", ""),
+                               absl::StrCat(" tok", tokens - 1));
+  }
+  return o;
+}
+
+absl::Duration Quantile(std::vector<absl::Duration> v, double q) {
+  std::sort(v.begin(), v.end());
+  return v.empty()
+             ? absl::ZeroDuration()
+             : v[static_cast<size_t>(q * static_cast<double>(v.size() - 1))];
+}
+
+class ActivatorClusterTest : public testcluster::EndpointFixture {
+ protected:
+  // The controller with the fast windows and its gRPC demand service.
+  std::unique_ptr<Process> StartController() const {
+    std::vector<std::string> flags = {"controller"};
+    for (const std::string& f : FastFlags()) {
+      flags.push_back(f);
+    }
+    flags.push_back("--no-leader-election");
+    auto p = std::make_unique<Process>(PILOTLIGHT_BINARY, flags,
+                                       LogPath("controller"));
+    return p;
+  }
+  std::unique_ptr<Process> StartActivator(
+      int grpc_port, std::vector<std::string> extra = {}) const {
+    std::vector<std::string> flags = {"activator",
+                                      "--kubeconfig",
+                                      kubeconfig_,
+                                      "--controller",
+                                      absl::StrCat("127.0.0.1:", grpc_port),
+                                      "--listen",
+                                      "127.0.0.1:0",
+                                      "--admin-listen",
+                                      "127.0.0.1:0",
+                                      "--drain-delay",
+                                      "0s",
+                                      "--name",
+                                      "act-test"};
+    flags.insert(flags.end(), extra.begin(), extra.end());
+    return std::make_unique<Process>(PILOTLIGHT_BINARY, flags,
+                                     LogPath("activator"));
+  }
+  std::string Path() const {
+    return absl::StrCat("/", ns_, "/chat/v1/completions");
+  }
+
+  // Fires `n` concurrent requests (every other one streaming).
+  std::vector<Outcome> Burst(int port, int n) const {
+    std::vector<Outcome> out(static_cast<size_t>(n));
+    std::vector<std::thread> clients;
+    for (int i = 0; i < n; ++i) {
+      clients.emplace_back([&, i] {
+        out[static_cast<size_t>(i)] =
+            Complete(port, Path(), 2 + i % 5, i % 2 == 0);
+      });
+    }
+    for (std::thread& t : clients) {
+      t.join();
+    }
+    return out;
+  }
+
+  static void Report(const char* what, const std::vector<Outcome>& out) {
+    std::vector<absl::Duration> ok;
+    for (const Outcome& o : out) {
+      if (o.status == 200) {
+        ok.push_back(o.latency);
+      }
+    }
+    std::printf("%s: %zu of %zu answered 200; latency p50 %s p99 %s max %s\n",
+                what, ok.size(), out.size(),
+                absl::FormatDuration(Quantile(ok, 0.5)).c_str(),
+                absl::FormatDuration(Quantile(ok, 0.99)).c_str(),
+                absl::FormatDuration(Quantile(ok, 1.0)).c_str());
+  }
+};
+
+// At zero, 200 concurrent requests (half streaming) through the activator:
+// every one answered with its own body, latency about a cold start plus
+// service. Then the endpoint idles to zero and a second burst brings it
+// back (1 -> 0 -> N).
+TEST_F(ActivatorClusterTest, BurstAtZeroIsHeldAndServedThenAgainAfterIdle) {
+  ASSERT_TRUE(CreateDeployment("chat-l4", 0, "l4", "on-demand").ok());
+  ASSERT_TRUE(CreateAutoscaler("chat", OneVariantSpec("chat-l4", 0)).ok());
+  const std::unique_ptr<Process> controller = StartController();
+  const int grpc_port = controller->LogInt("controller started", "grpc_port");
+  ASSERT_GT(grpc_port, 0) << controller->Log();
+  const std::unique_ptr<Process> activator = StartActivator(grpc_port);
+  const int port = activator->LogInt("activator started", "port");
+  ASSERT_GT(port, 0) << activator->Log();
+  const int admin = activator->LogInt("activator started", "admin_port");
+  ASSERT_TRUE(WaitFor(absl::Seconds(30), [&] {
+    return Condition(Autoscaler("chat"), "Ready") == "True";
+  })) << controller->Log();
+  ASSERT_EQ(Replicas("chat-l4"), 0);
+
+  const std::vector<Outcome> first = Burst(port, 200);
+  Report("burst at zero", first);
+  for (const Outcome& o : first) {
+    EXPECT_EQ(o.status, 200) << o.detail;
+    EXPECT_TRUE(o.body_ok) << o.detail;
+  }
+  EXPECT_GT(Replicas("chat-l4"), 0);
+  EXPECT_GE(Process::Metric(admin, "pilotlight_activator_pokes_total"), 1);
+  EXPECT_GE(Process::Metric(admin, "pilotlight_activator_hold_seconds_count"),
+            1);
+  // Held requests waited at least the 2 s cold start, not minutes.
+  std::vector<absl::Duration> lat;
+  for (const Outcome& o : first) {
+    lat.push_back(o.latency);
+  }
+  EXPECT_GE(Quantile(lat, 0.5), absl::Seconds(2));
+  EXPECT_LT(Quantile(lat, 0.99), absl::Seconds(60));
+
+  // Idle: to zero (keep-alive of the fast windows), then back.
+  ASSERT_TRUE(WaitFor(absl::Seconds(120), [&] {
+    return Replicas("chat-l4") == 0;
+  })) << "never scaled to zero";
+  ASSERT_TRUE(WaitFor(absl::Seconds(30),
+                      [&] { return ReadyReplicas("chat-l4") == 0; }));
+  const std::vector<Outcome> again = Burst(port, 50);
+  Report("burst after idling to zero", again);
+  for (const Outcome& o : again) {
+    EXPECT_EQ(o.status, 200) << o.detail;
+    EXPECT_TRUE(o.body_ok) << o.detail;
+  }
+}
+
+// Over the hold bound: 429 with Retry-After for the overflow, every
+// accepted request still served.
+TEST_F(ActivatorClusterTest, OverTheBoundIsRefusedAndTheAcceptedServed) {
+  ASSERT_TRUE(CreateDeployment("chat-l4", 0, "l4", "on-demand").ok());
+  ASSERT_TRUE(CreateAutoscaler("chat", OneVariantSpec("chat-l4", 0)).ok());
+  const std::unique_ptr<Process> controller = StartController();
+  const int grpc_port = controller->LogInt("controller started", "grpc_port");
+  const std::unique_ptr<Process> activator =
+      StartActivator(grpc_port, {"--max-held", "20"});
+  const int port = activator->LogInt("activator started", "port");
+  ASSERT_GT(port, 0) << activator->Log();
+  ASSERT_TRUE(WaitFor(absl::Seconds(30), [&] {
+    return Condition(Autoscaler("chat"), "Ready") == "True";
+  }));
+  const std::vector<Outcome> out = Burst(port, 60);
+  Report("60 at zero, hold bound 20", out);
+  int served = 0;
+  int refused = 0;
+  for (const Outcome& o : out) {
+    if (o.status == 429) {
+      EXPECT_EQ(o.retry_after, "1");
+      ++refused;
+    } else {
+      EXPECT_EQ(o.status, 200) << o.detail;
+      EXPECT_TRUE(o.body_ok) << o.detail;
+      ++served;
+    }
+  }
+  EXPECT_GE(served, 20);
+  EXPECT_GE(refused, 1);
+  EXPECT_EQ(served + refused, 60);
+}
+
+// The controller restarts while requests are held: they are served once it
+// is back (the activator reconnects and its full report pokes again).
+TEST_F(ActivatorClusterTest, HeldRequestsSurviveAControllerRestart) {
+  ASSERT_TRUE(CreateDeployment("chat-l4", 0, "l4", "on-demand").ok());
+  ASSERT_TRUE(CreateAutoscaler("chat", OneVariantSpec("chat-l4", 0)).ok());
+  std::vector<std::string> flags = {"controller"};
+  for (const std::string& f : FastFlags()) {
+    flags.push_back(f);
+  }
+  // A fixed gRPC port, so the restarted controller is found again.
+  const int grpc_port = 20000 + ::getpid() % 20000;
+  for (size_t i = 0; i + 1 < flags.size(); ++i) {
+    if (flags[i] == "--grpc-listen") {
+      flags[i + 1] = absl::StrCat("127.0.0.1:", grpc_port);
+    }
+  }
+  flags.push_back("--no-leader-election");
+  auto controller =
+      std::make_unique<Process>(PILOTLIGHT_BINARY, flags, LogPath("c1"));
+  ASSERT_EQ(controller->LogInt("controller started", "grpc_port"), grpc_port)
+      << controller->Log();
+  const std::unique_ptr<Process> activator = StartActivator(grpc_port);
+  const int port = activator->LogInt("activator started", "port");
+  ASSERT_TRUE(WaitFor(absl::Seconds(30), [&] {
+    return Condition(Autoscaler("chat"), "Ready") == "True";
+  }));
+  controller->Kill(SIGKILL);
+  std::vector<Outcome> out(10);
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 10; ++i) {
+    clients.emplace_back([&, i] {
+      out[static_cast<size_t>(i)] = Complete(port, Path(), 3, i % 2 == 0);
+    });
+  }
+  absl::SleepFor(absl::Seconds(3));
+  EXPECT_EQ(Replicas("chat-l4"), 0);  // nobody to scale it yet
+  controller =
+      std::make_unique<Process>(PILOTLIGHT_BINARY, flags, LogPath("c2"));
+  for (std::thread& t : clients) {
+    t.join();
+  }
+  Report("held across a controller restart", out);
+  for (const Outcome& o : out) {
+    EXPECT_EQ(o.status, 200) << o.detail;
+    EXPECT_TRUE(o.body_ok) << o.detail;
+  }
+}
+
+// The activator killed while it holds requests: its clients get a prompt
+// error (the connection closes), and a new activator serves new requests.
+TEST_F(ActivatorClusterTest, ActivatorRestartFailsHeldPromptlyThenServes) {
+  ASSERT_TRUE(CreateDeployment("chat-l4", 0, "l4", "on-demand").ok());
+  ASSERT_TRUE(CreateAutoscaler("chat", OneVariantSpec("chat-l4", 0)).ok());
+  const std::unique_ptr<Process> controller = StartController();
+  const int grpc_port = controller->LogInt("controller started", "grpc_port");
+  // A long cold start so the requests are still held when it dies.
+  ASSERT_TRUE(Request("PATCH",
+                      absl::StrCat("/apis/apps/v1/namespaces/", ns_,
+                                   "/deployments/chat-l4"),
+                      json::parse(R"({"spec": {"template": {"metadata":
+                        {"annotations": {"pilotlight.dev/cold-start-seconds": "8"}}}}})"),
+                      "application/merge-patch+json")
+                  .ok());
+  auto activator = StartActivator(grpc_port);
+  const int port = activator->LogInt("activator started", "port");
+  ASSERT_TRUE(WaitFor(absl::Seconds(30), [&] {
+    return Condition(Autoscaler("chat"), "Ready") == "True";
+  }));
+  std::vector<Outcome> out(5);
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 5; ++i) {
+    clients.emplace_back([&, i] {
+      out[static_cast<size_t>(i)] = Complete(port, Path(), 3, false);
+    });
+  }
+  absl::SleepFor(absl::Seconds(1));
+  const absl::Time killed = absl::Now();
+  activator->Kill(SIGKILL);
+  for (std::thread& t : clients) {
+    t.join();
+  }
+  EXPECT_LT(absl::Now() - killed, absl::Seconds(2));
+  for (const Outcome& o : out) {
+    EXPECT_EQ(o.status, 0) << "a held request outlived its activator";
+  }
+  activator = StartActivator(grpc_port);
+  const int port2 = activator->LogInt("activator started", "port");
+  const Outcome o = Complete(port2, Path(), 3, true);
+  EXPECT_EQ(o.status, 200) << o.detail;
+  EXPECT_TRUE(o.body_ok) << o.detail;
+}
+
+}  // namespace
+}  // namespace pilotlight::activator
