@@ -102,11 +102,14 @@ class ActivatorClusterTest : public testcluster::EndpointFixture {
                                        LogPath("controller"));
     return p;
   }
+  // The activator as service account pilotlight-activator (the shipped
+  // RBAC only), so every test checks that it is enough.
   std::unique_ptr<Process> StartActivator(
       int grpc_port, std::vector<std::string> extra = {}) const {
+    const std::string sa = ServiceAccountKubeconfig("pilotlight-activator");
     std::vector<std::string> flags = {"activator",
                                       "--kubeconfig",
-                                      kubeconfig_,
+                                      sa,
                                       "--controller",
                                       absl::StrCat("127.0.0.1:", grpc_port),
                                       "--listen",

@@ -9,11 +9,13 @@
 
 #include <unistd.h>
 
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "controller/kube/kube_client.h"
 #include "gmock/gmock.h"
@@ -223,6 +225,34 @@ class EndpointFixture : public ::testing::Test {
         {{{"deployment", deployment}, {"gpuClass", "l4-on-demand"}}});
     spec["replicas"]["min"] = min;
     return spec;
+  }
+
+  // Applies deploy/rbac.yaml and writes a kubeconfig that authenticates as
+  // service account pilotlight-system/`sa` (a bound token, as in a pod);
+  // returns its path ("" on failure).
+  std::string ServiceAccountKubeconfig(const std::string& sa) const {
+    const std::string applied =
+        Shell(absl::StrCat("kubectl --kubeconfig ", kubeconfig_,
+                           " apply --server-side -f deploy/rbac.yaml"));
+    if (!absl::StrContains(applied,
+                           "clusterrole.rbac.authorization.k8s.io/" + sa)) {
+      ADD_FAILURE() << applied;
+      return "";
+    }
+    const std::string token = std::string(absl::StripAsciiWhitespace(
+        Shell(absl::StrCat("kubectl --kubeconfig ", kubeconfig_,
+                           " create token ", sa, " -n pilotlight-system"))));
+    const std::string dir = TestClusterDir().value_or("/tmp");
+    const std::string path =
+        absl::StrCat(dir, "/", ns_, "-", sa, ".kubeconfig");
+    std::ofstream out(path);
+    out << "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: "
+           "{server: \""
+        << config_.server << "\", certificate-authority: \"" << dir
+        << "/pki/ca.crt\"}}]\nusers: [{name: sa, user: {token: \"" << token
+        << "\"}}]\ncontexts: [{name: c, context: {cluster: c, user: "
+           "sa}}]\ncurrent-context: c\n";
+    return path;
   }
 
   std::string kubeconfig_;

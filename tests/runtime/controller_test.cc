@@ -318,25 +318,9 @@ TEST_F(ControllerTest, ApiServerRestartIsSurvived) {
 // account (a bound token, as in a pod) leads, patches, writes status and
 // Events, and is never refused.
 TEST_F(ControllerTest, RunsWithTheShippedRbacOnly) {
-  ASSERT_THAT(Shell(absl::StrCat("kubectl --kubeconfig ", kubeconfig_,
-                                 " apply --server-side -f deploy/rbac.yaml")),
-              HasSubstr("clusterrole.rbac.authorization.k8s.io/"
-                        "pilotlight-controller"));
-  std::string token = Shell(
-      absl::StrCat("kubectl --kubeconfig ", kubeconfig_,
-                   " create token pilotlight-controller -n pilotlight-system"));
-  token = std::string(absl::StripAsciiWhitespace(token));
-  const std::string dir = testcluster::TestClusterDir().value_or("/tmp");
-  const std::string sa_config = absl::StrCat(dir, "/", ns_, "-sa.kubeconfig");
-  {
-    std::ofstream out(sa_config);
-    out << "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: "
-           "{server: \""
-        << config_.server << "\", certificate-authority: \"" << dir
-        << "/pki/ca.crt\"}}]\nusers: [{name: sa, user: {token: \"" << token
-        << "\"}}]\ncontexts: [{name: c, context: {cluster: c, user: "
-           "sa}}]\ncurrent-context: c\n";
-  }
+  const std::string sa_config =
+      ServiceAccountKubeconfig("pilotlight-controller");
+  ASSERT_FALSE(sa_config.empty());
   ASSERT_TRUE(CreateDeployment("chat-l4", 1, "l4", "on-demand").ok());
   json spec = OneVariantSpec("chat-l4", 2);
   ASSERT_TRUE(CreateAutoscaler("chat", spec).ok());
