@@ -47,6 +47,7 @@ Forward::Forward(const httplib::Request& req, const std::string& target,
   client_->set_read_timeout(read / 1000000, read % 1000000);
   client_->set_write_timeout(60);
   client_->set_keep_alive(false);
+  client_->set_tcp_nodelay(true);
   client_->set_decompress(false);  // bytes pass as they are
 
   httplib::Request up;

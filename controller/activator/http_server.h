@@ -13,7 +13,9 @@
 //   - connections get threads made on demand up to `max_threads` (a held
 //     request or an open stream holds one), beyond which they queue;
 //   - SO_REUSEADDR instead of the library's SO_REUSEPORT, so a second
-//     process cannot silently share the port.
+//     process cannot silently share the port;
+//   - TCP_NODELAY on every connection: a streamed token is sent when it
+//     is written, not held back waiting for the peer's delayed ACK.
 //
 // Used by the activator and by the model-server stand-in.
 #pragma once

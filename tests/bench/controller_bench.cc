@@ -28,6 +28,7 @@
 #include "controller/kube/kube_client.h"
 #include "httplib.h"
 #include "nlohmann/json.hpp"
+#include "tests/bench/proc_stats.h"
 #include "tests/cluster/test_cluster.h"
 
 namespace {
@@ -35,39 +36,9 @@ namespace {
 using json = nlohmann::json;
 using pilotlight::kube::KubeClient;
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// utime + stime of `pid`, in seconds.
-double ProcessCpu(pid_t pid) {
-  const std::string stat = ReadFile(absl::StrCat("/proc/", pid, "/stat"));
-  const std::vector<std::string> f =
-      absl::StrSplit(stat.substr(stat.rfind(')') + 2), ' ');
-  double ut = 0;
-  double st = 0;
-  if (f.size() < 13 || !absl::SimpleAtod(f[11], &ut) ||
-      !absl::SimpleAtod(f[12], &st)) {
-    return -1;
-  }
-  return (ut + st) / static_cast<double>(::sysconf(_SC_CLK_TCK));
-}
-
-double RssMiB(pid_t pid) {
-  for (absl::string_view line :
-       absl::StrSplit(ReadFile(absl::StrCat("/proc/", pid, "/status")), '\n')) {
-    if (absl::ConsumePrefix(&line, "VmRSS:")) {
-      double kb = 0;
-      (void)absl::SimpleAtod(
-          absl::StripAsciiWhitespace(line.substr(0, line.rfind("kB"))), &kb);
-      return kb / 1024;
-    }
-  }
-  return -1;
-}
+using pilotlight::bench::ProcessCpu;
+using pilotlight::bench::ReadFile;
+using pilotlight::bench::RssMiB;
 
 double Metric(int port, const std::string& name) {
   httplib::Client http("127.0.0.1", port);

@@ -1,0 +1,307 @@
+// activator_bench: what the activator costs on the warm path, and what a
+// held request costs, measured side by side in one run (no cluster):
+//
+//   1. warm path: C concurrent clients, each streaming R responses (16 SSE
+//      chunks, 2 ms apart) on a keep-alive connection -- straight to the
+//      model server, then through the activator. Prints time to first byte
+//      and total, p50/p99, requests/s, and the difference.
+//   2. burst: B requests at once, each on a new connection, to a warm
+//      endpoint -- straight, then through the activator. Prints p50/p99 and
+//      the added p99.
+//   3. holding: H requests held at zero (1 KiB bodies, new connections) by
+//      an activator in a child process; prints its resident memory before
+//      and while holding, per held request.
+//
+// Usage: activator_bench [--clients 64] [--requests 50] [--burst 1000]
+//                        [--held 2000]
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "controller/activator/http_server.h"
+#include "controller/activator/proxy.h"
+#include "controller/activator/router.h"
+#include "httplib.h"
+#include "prometheus/registry.h"
+#include "tests/bench/proc_stats.h"
+
+namespace {
+
+using namespace pilotlight::activator;  // NOLINT(google-build-using-namespace)
+
+constexpr char kEp[] = "bench/llm";
+
+// A model server stand-in with a fixed service: `chunks` SSE events `gap`
+// apart (a decode at 500 tokens/s), any number at once.
+class Upstream {
+ public:
+  Upstream(int chunks, absl::Duration gap) {
+    socket_ = ConfigureHttpServer(server_, {});
+    server_.Post("/v1/completions", [chunks, gap](const httplib::Request&,
+                                                  httplib::Response& res) {
+      res.set_chunked_content_provider(
+          "text/event-stream",
+          [chunks, gap, sent = 0](size_t, httplib::DataSink& sink) mutable {
+            if (sent < chunks) {
+              absl::SleepFor(gap);
+              const std::string ev =
+                  absl::StrCat("data: {\"token\": ", sent++, "}\n\n");
+              return sink.write(ev.data(), ev.size());
+            }
+            sink.write("data: [DONE]\n\n", 14);
+            sink.done();
+            return true;
+          });
+    });
+    port_ = *BindHttpServer(server_, *socket_, "127.0.0.1", 0, 4096);
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+  }
+  ~Upstream() {
+    server_.stop();
+    thread_.join();
+  }
+  int port() const { return port_; }
+
+ private:
+  httplib::Server server_;
+  std::shared_ptr<ListenSocket> socket_;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+// The activator's front in this process.
+class Front {
+ public:
+  explicit Front(const std::string& target, int cap) : metrics_(registry_) {
+    router_.SetEndpoints({kEp});
+    if (!target.empty()) {
+      router_.SetTargets(kEp, {target}, cap);
+    }
+    EndpointTimeouts t;
+    t.activation = absl::Seconds(10);
+    proxy_ = std::make_unique<Proxy>(ProxyOptions{}, router_,
+                                     [t](const std::string&) { return t; },
+                                     metrics_);
+    socket_ = ConfigureHttpServer(server_, {});
+    proxy_->Install(server_);
+    port_ = *BindHttpServer(server_, *socket_, "127.0.0.1", 0, 4096);
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+  }
+  ~Front() {
+    router_.Close();
+    server_.stop();
+    thread_.join();
+  }
+  int port() const { return port_; }
+
+ private:
+  prometheus::Registry registry_;
+  Metrics metrics_;
+  Router router_{HoldLimits{.max_held_per_endpoint = 100000,
+                            .max_held_bytes_per_endpoint = int64_t{1} << 40,
+                            .max_held_total = 100000,
+                            .max_held_bytes_total = int64_t{1} << 40}};
+  std::unique_ptr<Proxy> proxy_;
+  httplib::Server server_;
+  std::shared_ptr<ListenSocket> socket_;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+struct Sample {
+  double ttfb_ms = 0;
+  double total_ms = 0;
+  bool ok = false;
+};
+
+Sample Stream(httplib::Client& c, const std::string& path) {
+  httplib::Request req;
+  req.method = "POST";
+  req.path = path;
+  req.body = R"({"model": "m", "prompt": "hi", "stream": true})";
+  req.headers.emplace("Content-Type", "application/json");
+  const absl::Time t0 = absl::Now();
+  absl::Time first = t0;
+  bool got = false;
+  req.content_receiver = [&](const char*, size_t, uint64_t, uint64_t) {
+    if (!got) {
+      first = absl::Now();
+      got = true;
+    }
+    return true;
+  };
+  httplib::Response res;
+  httplib::Error err = httplib::Error::Success;
+  const bool sent = c.send(req, res, err);
+  Sample s;
+  s.ok = sent && res.status == 200 && got;
+  s.ttfb_ms = absl::ToDoubleMilliseconds(first - t0);
+  s.total_ms = absl::ToDoubleMilliseconds(absl::Now() - t0);
+  return s;
+}
+
+double Quantile(std::vector<double> v, double q) {
+  if (v.empty()) {
+    return 0;
+  }
+  std::sort(v.begin(), v.end());
+  return v[static_cast<size_t>(q * static_cast<double>(v.size() - 1))];
+}
+
+struct Run {
+  std::vector<double> ttfb, total;
+  int failed = 0;
+  double seconds = 0;
+};
+
+Run Concurrent(int port, const std::string& path, int clients, int requests,
+               bool new_connections) {
+  Run r;
+  std::mutex mu;
+  std::vector<std::thread> threads;
+  const absl::Time t0 = absl::Now();
+  for (int i = 0; i < clients; ++i) {
+    threads.emplace_back([&] {
+      auto c = std::make_unique<httplib::Client>("127.0.0.1", port);
+      c->set_keep_alive(!new_connections);
+      c->set_tcp_nodelay(true);
+      c->set_read_timeout(60);
+      c->set_connection_timeout(60);
+      for (int k = 0; k < requests; ++k) {
+        const Sample s = Stream(*c, path);
+        const std::lock_guard<std::mutex> lock(mu);
+        if (s.ok) {
+          r.ttfb.push_back(s.ttfb_ms);
+          r.total.push_back(s.total_ms);
+        } else {
+          ++r.failed;
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) {
+    t.join();
+  }
+  r.seconds = absl::ToDoubleSeconds(absl::Now() - t0);
+  return r;
+}
+
+void Print(const char* what, const Run& r) {
+  std::printf(
+      "  %-22s ttfb p50 %7.2f p99 %7.2f ms | total p50 %7.2f p99 %7.2f ms | "
+      "%7.1f req/s | failed %d\n",
+      what, Quantile(r.ttfb, 0.5), Quantile(r.ttfb, 0.99),
+      Quantile(r.total, 0.5), Quantile(r.total, 0.99),
+      static_cast<double>(r.total.size()) / r.seconds, r.failed);
+}
+
+// Forks an activator front with no pod (everything is held); returns its
+// pid and port.
+pid_t ForkHoldingFront(int& port) {
+  int fds[2];
+  if (::pipe(fds) != 0) {
+    return -1;
+  }
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(fds[0]);
+    Front front("", 1);
+    const int p = front.port();
+    (void)::write(fds[1], &p, sizeof p);
+    ::pause();
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  (void)::read(fds[0], &port, sizeof port);
+  ::close(fds[0]);
+  return pid;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int clients = 64;
+  int requests = 50;
+  int burst = 1000;
+  int held = 2000;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    const int v = std::atoi(argv[i + 1]);
+    if (flag == "--clients") {
+      clients = v;
+    } else if (flag == "--requests") {
+      requests = v;
+    } else if (flag == "--burst") {
+      burst = v;
+    } else if (flag == "--held") {
+      held = v;
+    }
+  }
+  std::signal(SIGPIPE, SIG_IGN);
+  // 3 first: a fresh process, nothing else running.
+  int hold_port = 0;
+  const pid_t child = ForkHoldingFront(hold_port);
+  absl::SleepFor(absl::Milliseconds(200));
+  const double rss0 = pilotlight::bench::RssMiB(child);
+  std::vector<std::thread> holders;
+  for (int i = 0; i < held; ++i) {
+    holders.emplace_back([hold_port] {
+      httplib::Client c("127.0.0.1", hold_port);
+      c.set_read_timeout(60);
+      c.Post("/bench/llm/v1/completions", std::string(1024, 'x'),
+             "application/json");
+    });
+  }
+  absl::SleepFor(absl::Seconds(3));
+  const double rss1 = pilotlight::bench::RssMiB(child);
+  std::printf("holding (activator in its own process, no pod):\n");
+  std::printf("  %d held: RSS %.1f -> %.1f MiB, %.1f KiB per held request\n",
+              held, rss0, rss1, (rss1 - rss0) * 1024 / held);
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  for (std::thread& t : holders) {
+    t.join();
+  }
+
+  Upstream upstream(16, absl::Milliseconds(2));
+  const std::string direct_target = absl::StrCat("127.0.0.1:", upstream.port());
+  Front front(direct_target, 100000);
+  std::printf("warm path: %d clients x %d streamed responses (keep-alive):\n",
+              clients, requests);
+  const Run d = Concurrent(upstream.port(), "/v1/completions", clients,
+                           requests, false);
+  Print("direct", d);
+  const Run a = Concurrent(front.port(), "/bench/llm/v1/completions", clients,
+                           requests, false);
+  Print("through the activator", a);
+  std::printf(
+      "  added: ttfb p99 %+.2f ms, total p99 %+.2f ms; throughput %.2fx "
+      "direct\n",
+      Quantile(a.ttfb, 0.99) - Quantile(d.ttfb, 0.99),
+      Quantile(a.total, 0.99) - Quantile(d.total, 0.99),
+      (static_cast<double>(a.total.size()) / a.seconds) /
+          (static_cast<double>(d.total.size()) / d.seconds));
+
+  std::printf("burst: %d requests at once, each on a new connection:\n",
+              burst);
+  const Run bd = Concurrent(upstream.port(), "/v1/completions", burst, 1, true);
+  Print("direct", bd);
+  const Run ba =
+      Concurrent(front.port(), "/bench/llm/v1/completions", burst, 1, true);
+  Print("through the activator", ba);
+  std::printf("  added: total p99 %+.2f ms\n",
+              Quantile(ba.total, 0.99) - Quantile(bd.total, 0.99));
+  return d.failed + a.failed + bd.failed + ba.failed == 0 ? 0 : 1;
+}
