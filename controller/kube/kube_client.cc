@@ -206,6 +206,9 @@ absl::Status KubeClient::Connect() {
   http_->set_connection_timeout(5, 0);
   http_->set_read_timeout(30, 0);
   http_->set_keep_alive(true);
+  // A request's body is not held back for the server's delayed ACK of its
+  // headers (Nagle: 40 ms on every PATCH).
+  http_->set_tcp_nodelay(true);
   return absl::OkStatus();
 }
 
@@ -253,6 +256,13 @@ absl::StatusOr<KubeClient::Response> KubeClient::Request(
       (void)absl::SimpleAtoi(r->get_header_value("Retry-After"), &wait_s);
       std::this_thread::sleep_for(
           std::chrono::seconds(std::clamp(wait_s, 1, 10)));
+      continue;
+    }
+    if (!r && r.error() == httplib::Error::Write && attempt == 0) {
+      // A kept-alive connection the server had closed while idle: the
+      // request never reached it (the write failed), so sending it again on
+      // a new connection is safe -- and spares a poked scale-up the
+      // work queue's back-off.
       continue;
     }
     if (!r) {
