@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "controller/activator/http_server.h"
 
 namespace pilotlight::activator {
 namespace {
@@ -63,14 +64,15 @@ Forward::Forward(const httplib::Request& req, const std::string& target,
     }
   }
   up.headers.emplace("X-Forwarded-For", req.remote_addr);
-  thread_ = std::thread(&Forward::Run, this, std::move(up));
+  // On a shared pool: a burst does not pay a thread's creation per request.
+  static GrowingPool* const pool = new GrowingPool(0, 1 << 16);
+  pool->enqueue([this, up = std::move(up)]() mutable { Run(std::move(up)); });
 }
 
 Forward::~Forward() {
   Cancel();
-  if (thread_.joinable()) {
-    thread_.join();
-  }
+  std::unique_lock<std::mutex> lock(mu_);
+  changed_.wait(lock, [this] { return finished_; });
 }
 
 void Forward::Run(httplib::Request up) {
@@ -101,6 +103,7 @@ void Forward::Run(httplib::Request up) {
   const std::lock_guard<std::mutex> lock(mu_);
   error_ = error;
   done_ = true;
+  finished_ = true;
   changed_.notify_all();
 }
 

@@ -2,7 +2,8 @@
 //
 // Forward: one request sent on to one pod, its answer streamed back as it
 // comes. cpp-httplib 0.11.4's client is blocking and has no POST with a
-// content receiver, so the upstream request runs on its own thread
+// content receiver, so the upstream request runs on a thread of its own
+// (from a shared pool)
 // (Client::send with a response handler and a content receiver); the
 // HTTP worker waits for the status line and headers (WaitForResponse),
 // then a chunked content provider pulls the body through Pump as it
@@ -48,7 +49,7 @@ class Forward {
   // `address` ("host:port") at `target` (path and query).
   Forward(const httplib::Request& req, const std::string& target,
           const std::string& address, const ForwardTimeouts& timeouts);
-  ~Forward();  // cancels and joins
+  ~Forward();  // cancels and waits for the upstream request to end
   Forward(const Forward&) = delete;
   Forward& operator=(const Forward&) = delete;
 
@@ -82,7 +83,7 @@ class Forward {
   httplib::Headers headers_;
   std::deque<std::string> chunks_;
   size_t buffered_ = 0;
-  std::thread thread_;
+  bool finished_ = false;  // Run returned
 };
 
 }  // namespace pilotlight::activator

@@ -3,75 +3,66 @@
 #include <httplib.h>
 #include <sys/socket.h>
 
+#include <utility>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
 namespace pilotlight::activator {
-namespace {
+GrowingPool::GrowingPool(int min, int max) : max_(static_cast<size_t>(max)) {
+  const std::lock_guard<std::mutex> lock(mu_);
+  for (int i = 0; i < min && i < max; ++i) {
+    threads_.emplace_back([this] { Work(); });
+  }
+}
 
-// A thread per connection, made when no idle one is left, up to `max`;
-// beyond that connections wait in order. Threads stay once made.
-class GrowingPool final : public httplib::TaskQueue {
- public:
-  explicit GrowingPool(int max) : max_(static_cast<size_t>(max)) {}
-  ~GrowingPool() override { shutdown(); }
+GrowingPool::~GrowingPool() { shutdown(); }
 
-  void enqueue(std::function<void()> fn) override {
+void GrowingPool::enqueue(std::function<void()> fn) {
+  const std::lock_guard<std::mutex> lock(mu_);
+  jobs_.push_back(std::move(fn));
+  if (jobs_.size() > idle_ && threads_.size() < max_) {
+    threads_.emplace_back([this] { Work(); });
+  }
+  ready_.notify_one();
+}
+
+void GrowingPool::shutdown() {
+  {
     const std::lock_guard<std::mutex> lock(mu_);
-    jobs_.push_back(std::move(fn));
-    if (jobs_.size() > idle_ && threads_.size() < max_) {
-      threads_.emplace_back([this] { Work(); });
-    }
-    ready_.notify_one();
+    stop_ = true;
   }
-
-  void shutdown() override {
-    {
-      const std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;
-    }
-    ready_.notify_all();
-    for (std::thread& t : threads_) {
-      if (t.joinable()) {
-        t.join();
-      }
+  ready_.notify_all();
+  for (std::thread& t : threads_) {
+    if (t.joinable()) {
+      t.join();
     }
   }
+}
 
- private:
-  void Work() {
-    std::unique_lock<std::mutex> lock(mu_);
-    while (true) {
-      ++idle_;
-      ready_.wait(lock, [this] { return stop_ || !jobs_.empty(); });
-      --idle_;
-      if (jobs_.empty()) {
-        return;  // stopping
-      }
-      std::function<void()> fn = std::move(jobs_.front());
-      jobs_.pop_front();
-      lock.unlock();
-      fn();
-      lock.lock();
+void GrowingPool::Work() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    ++idle_;
+    ready_.wait(lock, [this] { return stop_ || !jobs_.empty(); });
+    --idle_;
+    if (jobs_.empty()) {
+      return;  // stopping
     }
+    std::function<void()> fn = std::move(jobs_.front());
+    jobs_.pop_front();
+    lock.unlock();
+    fn();
+    lock.lock();
   }
-
-  const size_t max_;
-  std::mutex mu_;
-  std::condition_variable ready_;
-  std::deque<std::function<void()>> jobs_;
-  std::vector<std::thread> threads_;
-  size_t idle_ = 0;
-  bool stop_ = false;
-};
-
-}  // namespace
+}
 
 std::shared_ptr<ListenSocket> ConfigureHttpServer(
     httplib::Server& server, const HttpServerOptions& options) {
+  const int min_threads = options.min_threads;
   const int max_threads = options.max_threads;
-  server.new_task_queue = [max_threads] {
-    return new GrowingPool(max_threads);
+  server.new_task_queue = [min_threads, max_threads] {
+    return new GrowingPool(min_threads, max_threads);
   };
   auto socket = std::make_shared<ListenSocket>();
   server.set_socket_options([socket](int fd) {

@@ -31,15 +31,37 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-
-namespace httplib {
-class Server;
-}
+#include "httplib.h"
 
 namespace pilotlight::activator {
 
+// Threads made as work comes when no idle one is left, up to `max` (beyond
+// that, work waits in order); `min` made at once. Threads stay once made.
+// The server's connection pool, and the activator's upstream requests'.
+class GrowingPool final : public httplib::TaskQueue {
+ public:
+  GrowingPool(int min, int max);
+  ~GrowingPool() override;
+  void enqueue(std::function<void()> fn) override;
+  void shutdown() override;
+
+ private:
+  void Work();
+
+  const size_t max_;
+  std::mutex mu_;
+  std::condition_variable ready_;
+  std::deque<std::function<void()>> jobs_;
+  std::vector<std::thread> threads_;
+  size_t idle_ = 0;
+  bool stop_ = false;
+};
+
 struct HttpServerOptions {
   int backlog = 4096;
+  // Threads made at start (a burst then does not wait for thread creation)
+  // and at most.
+  int min_threads = 8;
   int max_threads = 4096;
   int keep_alive_seconds = 5;
 };

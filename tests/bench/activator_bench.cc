@@ -6,7 +6,8 @@
 //      model server, then through the activator. Prints time to first byte
 //      and total, p50/p99, requests/s, and the difference.
 //   2. burst: B requests at once, each on a new connection, to a warm
-//      endpoint -- straight, then through the activator. Prints p50/p99 and
+//      endpoint -- straight, then through the activator, twice (the second
+//      finds the connection threads the first made). Prints p50/p99 and
 //      the added p99.
 //   3. holding: H requests held at zero (1 KiB bodies, new connections) by
 //      an activator in a child process; prints its resident memory before
@@ -91,13 +92,16 @@ class Front {
     }
     EndpointTimeouts t;
     t.activation = absl::Seconds(10);
-    proxy_ = std::make_unique<Proxy>(ProxyOptions{}, router_,
-                                     [t](const std::string&) { return t; },
-                                     metrics_);
+    proxy_ = std::make_unique<Proxy>(
+        ProxyOptions{}, router_, [t](const std::string&) { return t; },
+        metrics_);
     socket_ = ConfigureHttpServer(server_, {});
     proxy_->Install(server_);
     port_ = *BindHttpServer(server_, *socket_, "127.0.0.1", 0, 4096);
     thread_ = std::thread([this] { server_.listen_after_bind(); });
+    while (!server_.is_running()) {
+      absl::SleepFor(absl::Milliseconds(1));
+    }
   }
   ~Front() {
     router_.Close();
@@ -280,8 +284,8 @@ int main(int argc, char** argv) {
   Front front(direct_target, 100000);
   std::printf("warm path: %d clients x %d streamed responses (keep-alive):\n",
               clients, requests);
-  const Run d = Concurrent(upstream.port(), "/v1/completions", clients,
-                           requests, false);
+  const Run d =
+      Concurrent(upstream.port(), "/v1/completions", clients, requests, false);
   Print("direct", d);
   const Run a = Concurrent(front.port(), "/bench/llm/v1/completions", clients,
                            requests, false);
@@ -294,14 +298,22 @@ int main(int argc, char** argv) {
       (static_cast<double>(a.total.size()) / a.seconds) /
           (static_cast<double>(d.total.size()) / d.seconds));
 
-  std::printf("burst: %d requests at once, each on a new connection:\n",
-              burst);
-  const Run bd = Concurrent(upstream.port(), "/v1/completions", burst, 1, true);
-  Print("direct", bd);
-  const Run ba =
-      Concurrent(front.port(), "/bench/llm/v1/completions", burst, 1, true);
-  Print("through the activator", ba);
-  std::printf("  added: total p99 %+.2f ms\n",
-              Quantile(ba.total, 0.99) - Quantile(bd.total, 0.99));
-  return d.failed + a.failed + bd.failed + ba.failed == 0 ? 0 : 1;
+  // Twice each: the first burst finds no idle connection threads beyond
+  // the servers' minimum (made as it comes), the second finds those the
+  // first made.
+  int failed = d.failed + a.failed;
+  for (const char* round : {"first burst", "second burst"}) {
+    std::printf("%s: %d requests at once, each on a new connection:\n", round,
+                burst);
+    const Run bd =
+        Concurrent(upstream.port(), "/v1/completions", burst, 1, true);
+    Print("direct", bd);
+    const Run ba =
+        Concurrent(front.port(), "/bench/llm/v1/completions", burst, 1, true);
+    Print("through the activator", ba);
+    std::printf("  added: total p99 %+.2f ms\n",
+                Quantile(ba.total, 0.99) - Quantile(bd.total, 0.99));
+    failed += bd.failed + ba.failed;
+  }
+  return failed == 0 ? 0 : 1;
 }

@@ -188,8 +188,9 @@ int main(int argc, char** argv) {
       if (r && r->status == 200) {
         waits.push_back(absl::ToDoubleSeconds(absl::Now() - t0));
       } else {
-        std::fprintf(stderr, "%s: %s\n", name.c_str(),
-                     r ? r->body.c_str() : httplib::to_string(r.error()).c_str());
+        std::fprintf(
+            stderr, "%s: %s\n", name.c_str(),
+            r ? r->body.c_str() : httplib::to_string(r.error()).c_str());
       }
     });
     absl::SleepFor(absl::Milliseconds(300));
@@ -222,8 +223,8 @@ int main(int argc, char** argv) {
       Quantile(waits, 0.5), Quantile(waits, 1.0), waits.size());
   if (auto del = (*client)->Request("DELETE", "/api/v1/namespaces/" + ns, "");
       !del.ok()) {
-    std::fprintf(stderr, "activator_poke_bench: deleting %s: %s\n",
-                 ns.c_str(), del.status().ToString().c_str());
+    std::fprintf(stderr, "activator_poke_bench: deleting %s: %s\n", ns.c_str(),
+                 del.status().ToString().c_str());
   }
   return static_cast<int>(ms.size()) == endpoints &&
                  static_cast<int>(waits.size()) == endpoints
