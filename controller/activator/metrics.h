@@ -35,6 +35,12 @@ struct Metrics {
                       prometheus::Histogram::BucketBoundaries{
                           0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
                           120, 300, 600})),
+        cold_starts(prometheus::BuildCounter()
+                        .Name("pilotlight_activator_cold_starts_total")
+                        .Help("Requests that waited for a pod that was not "
+                              "ready when they arrived")
+                        .Register(r)
+                        .Add({})),
         rejections(prometheus::BuildCounter()
                        .Name("pilotlight_activator_rejections_total")
                        .Help("Requests refused, by reason (queue_full, "
@@ -83,6 +89,7 @@ struct Metrics {
   prometheus::Family<prometheus::Gauge>& held;
   prometheus::Family<prometheus::Gauge>& in_flight;
   prometheus::Histogram& hold;
+  prometheus::Counter& cold_starts;
   prometheus::Family<prometheus::Counter>& rejections;
   prometheus::Family<prometheus::Counter>& upstream_errors;
   prometheus::Counter& retries;

@@ -119,6 +119,9 @@ void Proxy::Handle(const httplib::Request& req, httplib::Response& res) {
     if (lease->held() > absl::ZeroDuration()) {
       metrics_.hold.Observe(absl::ToDoubleSeconds(lease->held()));
     }
+    if (lease->cold() && attempt == 0) {
+      metrics_.cold_starts.Increment();
+    }
     auto shared_lease = std::make_shared<Lease>(*std::move(lease));
     auto f = std::make_shared<Forward>(req, rest, shared_lease->address(),
                                        t.forward);

@@ -12,7 +12,8 @@ Lease::Lease(Lease&& other) noexcept
     : router_(std::exchange(other.router_, nullptr)),
       endpoint_(std::move(other.endpoint_)),
       address_(std::move(other.address_)),
-      held_(other.held_) {}
+      held_(other.held_),
+      cold_(other.cold_) {}
 
 Lease::~Lease() {
   if (router_ != nullptr) {
@@ -44,9 +45,11 @@ void Router::SetTargets(const std::string& endpoint,
     slot = std::make_unique<Endpoint>();
   }
   std::map<std::string, Target> next;
+  const absl::Time now = absl::Now();
   for (const std::string& a : addresses) {
     auto it = slot->targets.find(a);
-    next[a] = it == slot->targets.end() ? Target{} : it->second;
+    next[a] = it == slot->targets.end() ? Target{.in_flight = 0, .since = now}
+                                        : it->second;
   }
   slot->targets = std::move(next);
   slot->cap = std::max(1, cap);
@@ -105,7 +108,8 @@ absl::StatusOr<Lease> Router::Acquire(const std::string& endpoint,
   const auto take = [&](std::pair<const std::string, Target>& t) {
     ++t.second.in_flight;
     ++e.in_flight;
-    return Lease(this, endpoint, t.first, absl::Now() - start);
+    return Lease(this, endpoint, t.first, absl::Now() - start,
+                 t.second.since > start);
   };
   if (e.waiting.empty()) {
     if (auto* t = Pick(e)) {

@@ -59,19 +59,24 @@ class Lease {
   ~Lease();
   const std::string& address() const { return address_; }
   absl::Duration held() const { return held_; }  // time spent waiting
+  // It waited for a pod that became a target after the request arrived: a
+  // cold start (the simulator counts the same way).
+  bool cold() const { return cold_; }
 
  private:
   friend class Router;
   Lease(Router* router, std::string endpoint, std::string address,
-        absl::Duration held)
+        absl::Duration held, bool cold)
       : router_(router),
         endpoint_(std::move(endpoint)),
         address_(std::move(address)),
-        held_(held) {}
+        held_(held),
+        cold_(cold) {}
   Router* router_;
   std::string endpoint_;
   std::string address_;
   absl::Duration held_;
+  bool cold_ = false;
 };
 
 class Router {
@@ -111,6 +116,7 @@ class Router {
   friend class Lease;
   struct Target {
     int in_flight = 0;
+    absl::Time since;  // a target from
   };
   struct Endpoint {
     std::map<std::string, Target> targets;

@@ -62,6 +62,13 @@ const std::vector<FlagSpec>& SimulateFlags() {
        "zone-wide spot preemption events per hour per spot variant "
        "(default 0)"},
       {"zones", false, "N", "zones spot replicas spread over (default 3)"},
+      {"max-held", false, "N",
+       "the activator's hold bound: an arrival finding it full and no free "
+       "slot is rejected (default 1000; 0: none)"},
+      {"poke-delay", false, "DURATION",
+       "an arrival at zero asks the policy this much later (default 10ms)"},
+      {"no-poke", true, "",
+       "no activator poke: demand at zero waits for the next tick"},
       {"start", false, "DURATION", "replay from this offset (default 0)"},
       {"duration", false, "DURATION", "replay this long (default: all)"},
       {"endpoints", false, "N", "only the first N endpoints (default all)"},
@@ -156,6 +163,17 @@ absl::Status BuildConfig(const ParsedFlags& f, const model::Catalog& catalog,
   PL_RETURN_IF_ERROR(
       Set(f.Double("spot-preemptions-per-hour"), c.spot_preemptions_per_hour));
   PL_RETURN_IF_ERROR(Set(f.Int("zones"), c.zones));
+  PL_RETURN_IF_ERROR(Set(f.Int("max-held"), c.activator.max_held));
+  PL_RETURN_IF_ERROR(Set(f.Duration("poke-delay"), c.activator.poke_delay));
+  if (f.Bool("no-poke")) {
+    c.activator.poke_delay.reset();
+  }
+  if (c.activator.max_held < 0 ||
+      (c.activator.poke_delay &&
+       *c.activator.poke_delay < absl::ZeroDuration())) {
+    return absl::InvalidArgumentError(
+        "--max-held and --poke-delay must be >= 0");
+  }
   if (c.zones < 1 || c.spot_preemptions_per_hour < 0) {
     return absl::InvalidArgumentError(
         "--zones must be >= 1 and --spot-preemptions-per-hour >= 0");
@@ -248,6 +266,8 @@ nlohmann::json Json(const sim::Trace& t, const sim::RunReport& r) {
          {"ttft_p50_s", s.ttft.Quantile(0.5)},
          {"ttft_p99_s", s.ttft.Quantile(0.99)},
          {"slo_attainment", static_cast<double>(s.within_ttft_slo) / n},
+         {"rejected_requests", s.rejected_requests},
+         {"pokes", s.pokes},
          {"scale_events", s.scale_events}});
   }
   return j;

@@ -65,6 +65,8 @@ void LatencyHistogram::Merge(const LatencyHistogram& o) {
 void SimResult::Merge(const SimResult& o) {
   requests += o.requests;
   cold_start_requests += o.cold_start_requests;
+  rejected_requests += o.rejected_requests;
+  pokes += o.pokes;
   within_ttft_slo += o.within_ttft_slo;
   ttft.Merge(o.ttft);
   cost_usd += o.cost_usd;
@@ -275,12 +277,18 @@ class Engine {
       const double t_preempt = next_preemption_ < preemptions_.size()
                                    ? preemptions_[next_preemption_].t
                                    : std::numeric_limits<double>::infinity();
-      const double t = std::min({t_arrival, t_done, t_ready, t_preempt});
+      const double t =
+          std::min({t_arrival, t_done, t_ready, t_preempt, poke_at_});
       if (t >= until) {
         return;
       }
       now_ = t;
-      if (t == t_preempt) {
+      if (t == poke_at_) {
+        // The activator's poke: the policy decides now, not at the tick.
+        poke_at_ = std::numeric_limits<double>::infinity();
+        ++result_.pokes;
+        Tick(t);
+      } else if (t == t_preempt) {
         Preempt(preemptions_[next_preemption_++]);
       } else if (t == t_done) {
         const Completion c = completions_.top();
@@ -316,14 +324,30 @@ class Engine {
         const Request& req = trace_.requests[next_++];
         ++arrivals_since_tick_;
         ++result_.requests;
-        const bool cold = ready_count_ == 0;
-        if (cold) {
-          ++result_.cold_start_requests;
+        const ActivatorModel& a = config_.activator;
+        if (a.max_held > 0 && std::ssize(queue_) >= a.max_held && !FreeSlot()) {
+          ++result_.rejected_requests;  // 429 + Retry-After
+          continue;
+        }
+        if (ready_count_ == 0 && a.poke_delay &&
+            poke_at_ == std::numeric_limits<double>::infinity()) {
+          poke_at_ = t + absl::ToDoubleSeconds(*a.poke_delay);
         }
         queue_.push_back(&req);
         Dispatch();
       }
     }
+  }
+
+  bool FreeSlot() const {
+    for (int id : live_ids_) {
+      const Replica& r = replicas_[static_cast<size_t>(id)];
+      if (r.state == Replica::State::kReady &&
+          r.busy < models_[static_cast<size_t>(r.variant)].slots) {
+        return true;
+      }
+    }
+    return false;
   }
 
   // Starts queued requests on ready replicas with free slots, FIFO.
@@ -366,6 +390,9 @@ class Engine {
       const auto index = static_cast<size_t>(&req - trace_.requests.data());
       if (!started_[index]) {
         started_[index] = true;
+        if (r.ready_s > req.arrival_s) {
+          ++result_.cold_start_requests;  // it waited for this replica
+        }
         result_.ttft.Add(ttft);
         if (ttft <= absl::ToDoubleSeconds(config_.spec.slo.ttft)) {
           ++result_.within_ttft_slo;
@@ -612,6 +639,7 @@ class Engine {
   ScalingPolicy& policy_;
 
   double now_ = 0;
+  double poke_at_ = std::numeric_limits<double>::infinity();
   double last_tick_ = 0;
   size_t next_ = 0;
   std::deque<const Request*> queue_;

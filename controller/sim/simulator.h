@@ -15,13 +15,22 @@
 // prompt); it then decodes its output tokens at TPOT(batch at admission) from
 // the sizing model. A trace with its own service times (Alibaba) uses them
 // instead, one request per replica at a time, and its TTFT is the wait.
-// A request that arrives while no replica of the endpoint is ready is a
-// cold-start request.
+// A request is a cold-start request when it waited for a replica that was
+// not yet ready when it arrived (it starts on one whose ready time is after
+// its arrival) -- not only when none was ready; the activator counts the
+// same way live (controller/activator/router.h).
 //
-// The policy is asked every tick (2 s) with what a controller could observe:
-// in flight, queued, arrivals and generated tokens since the last tick, and
-// per variant desired/ready/starting replicas and the cold-start p50/p90 it
-// has measured so far.
+// The activator in front (ActivatorModel): requests wait in its hold, which
+// is bounded (an arrival that finds the hold full and no free slot is
+// rejected, as the activator answers 429), each replica takes at most its
+// slots at once (the activator's per-pod cap is the same sizing-model
+// concurrency), and an arrival while no replica is ready pokes the policy
+// `poke_delay` later instead of waiting for the next tick.
+//
+// The policy is asked every tick (2 s) -- and on a poke -- with what a
+// controller could observe: in flight, queued, arrivals and generated tokens
+// since the last tick, and per variant desired/ready/starting replicas and
+// the cold-start p50/p90 it has measured so far.
 #pragma once
 
 #include <array>
@@ -38,6 +47,16 @@
 #include "controller/sim/trace.h"
 
 namespace pilotlight::sim {
+
+// The activator as the live one behaves (docs/activator.md).
+struct ActivatorModel {
+  // Requests held at once (the activator's --max-held); 0: no bound.
+  int max_held = 1000;
+  // An arrival with no replica ready asks the policy at once, this much
+  // later (the measured first request -> /scale patch); unset: no poke, the
+  // next tick sees it.
+  std::optional<absl::Duration> poke_delay = absl::Milliseconds(10);
+};
 
 struct SimConfig {
   policy::EndpointSpec spec;  // model, SLO, variants (baselines use the first)
@@ -66,6 +85,7 @@ struct SimConfig {
   int zones = 3;
   absl::Duration spot_zone_outage = absl::Minutes(3);
   uint64_t seed = 1;
+  ActivatorModel activator;
 };
 
 // Latency histogram: log-spaced buckets from 1 ms to ~3 h (percentiles to
@@ -99,9 +119,11 @@ struct SimResult {
   LatencyHistogram ttft;
   double cost_usd = 0;
   double gpu_seconds = 0;
-  int64_t scale_events = 0;      // changes of a variant's desired replicas
-  int64_t preemptions = 0;       // spot replicas taken
-  int64_t retried_requests = 0;  // in flight on a preempted replica
+  int64_t scale_events = 0;       // changes of a variant's desired replicas
+  int64_t preemptions = 0;        // spot replicas taken
+  int64_t retried_requests = 0;   // in flight on a preempted replica
+  int64_t rejected_requests = 0;  // the activator's hold was full (429)
+  int64_t pokes = 0;              // policy asked between ticks
   int peak_replicas = 0;
   std::vector<TimelinePoint> timeline;
 

@@ -38,6 +38,7 @@ TEST(RouterTest, LeastInFlightWithinTheCap) {
     got.push_back(l->address());
     leases.push_back(*std::move(l));
   }
+  EXPECT_FALSE(leases[0].cold());  // the pods were there first
   // Alternates, then both are at their cap of 2: the next one waits.
   EXPECT_THAT(got, ::testing::UnorderedElementsAre("a:1", "a:1", "b:1", "b:1"));
   EXPECT_EQ(
@@ -63,6 +64,7 @@ TEST(RouterTest, HoldsAtZeroPokesOnceAndReleasesInOrder) {
       absl::StatusOr<Lease> l = r.Acquire(kEp, 100, Soon());
       ASSERT_TRUE(l.ok()) << l.status();
       EXPECT_GT(l->held(), absl::ZeroDuration());
+      EXPECT_TRUE(l->cold());  // its pod came after it
       const std::lock_guard<std::mutex> lock(mu);
       order.push_back(i);
     });

@@ -53,11 +53,11 @@ TEST(SimulateCommandTest, JsonHasExactlyTheDocumentedKeys) {
   EXPECT_EQ(j["trace"]["endpoints"], 1);
   ASSERT_EQ(j["policies"].size(), 7u);
   for (const nlohmann::json& p : j["policies"]) {
-    EXPECT_EQ(Keys(p),
-              (std::set<std::string>{
-                  "name", "cost_usd", "gpu_hours", "requests",
-                  "cold_start_requests", "cold_start_fraction", "ttft_p50_s",
-                  "ttft_p99_s", "slo_attainment", "scale_events"}));
+    EXPECT_EQ(Keys(p), (std::set<std::string>{
+                           "name", "cost_usd", "gpu_hours", "requests",
+                           "cold_start_requests", "cold_start_fraction",
+                           "ttft_p50_s", "ttft_p99_s", "slo_attainment",
+                           "rejected_requests", "pokes", "scale_events"}));
     EXPECT_EQ(p["requests"], j["trace"]["requests"]) << p["name"];
   }
   EXPECT_EQ(j["policies"][0]["name"], "pilotlight");
