@@ -1,17 +1,21 @@
 #include "controller/activator/activator.h"
 
+#include <algorithm>
 #include <memory>
 #include <sstream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "controller/activator/metrics.h"
+#include "controller/base/json_fields.h"
 #include "controller/kube/informer.h"
 #include "controller/kube/throttle.h"
 #include "controller/runtime/cluster_index.h"
 #include "controller/runtime/log.h"
+#include "controller/runtime/pod_facts.h"
 #include "controller/runtime/real_clock.h"
 #include "httplib.h"
 #include "prometheus/text_serializer.h"
@@ -151,18 +155,43 @@ absl::Status Activator::Run(const std::atomic<bool>& stop) {
   targets.ChangedAll();
   targets.Refresh();
   reporter = std::make_unique<DemandReporter>(o_.reporter, router, metrics);
-  reporter->Start();
+  const bool discover = o_.reporter.controllers.empty();
+  std::vector<std::string> controllers;
+  const auto find_controllers = [&] {
+    std::vector<std::string> now =
+        ControllerAddresses(*pods, o_.controller_namespace, o_.controller_selector,
+                       o_.controller_port);
+    if (now != controllers) {
+      controllers = now;
+      reporter->SetControllers(controllers);
+      LogJson(controllers.empty() ? "warn" : "info", "controllers",
+              {{"addresses", absl::StrJoin(controllers, ",")},
+               {"selector", o_.controller_selector},
+               {"namespace", o_.controller_namespace}});
+    }
+  };
+  if (discover) {
+    find_controllers();
+  } else {
+    reporter->Start();
+  }
   std::atomic<bool> stop_targets{false};
   std::thread targets_thread([&] { targets.Run(stop_targets); });
   std::thread http_thread([&] { http.listen_after_bind(); });
-  LogJson("info", "activator started",
-          {{"port", port_.load()},
-           {"admin_port", admin_port_.load()},
-           {"controllers", absl::StrJoin(o_.reporter.controllers, ",")},
-           {"name", o_.reporter.name}});
+  LogJson(
+      "info", "activator started",
+      {{"port", port_.load()},
+       {"admin_port", admin_port_.load()},
+       {"controllers", discover ? absl::StrCat("pods ", o_.controller_selector,
+                                               " in ", o_.controller_namespace)
+                                : absl::StrJoin(o_.reporter.controllers, ",")},
+       {"name", o_.reporter.name}});
 
-  while (!stop) {
+  for (int i = 0; !stop; ++i) {
     absl::SleepFor(absl::Milliseconds(50));
+    if (discover && i % 10 == 0) {
+      find_controllers();
+    }
   }
 
   // Drain: unready first, keep serving while the Service catches up, then

@@ -32,7 +32,15 @@ struct ActivatorOptions {
   kube::KubeConfig kube;
   std::string listen_address = "0.0.0.0:8000";  // the proxy
   std::string admin_address = "0.0.0.0:8081";   // metrics and probes
+  // The controller replicas: reporter.controllers when given, else the
+  // Ready pods labelled `controller_selector` ("k=v[,k=v]") in
+  // `controller_namespace`, at `controller_port` -- every replica, found
+  // again as they come and go (a new leader gets the demand it needs).
   ReporterOptions reporter;
+  std::string controller_selector =
+      "app.kubernetes.io/name=pilotlight-controller";
+  std::string controller_namespace = "pilotlight-system";
+  int controller_port = 9090;
   HoldLimits hold;
   HttpServerOptions http;
   ProxyOptions proxy;

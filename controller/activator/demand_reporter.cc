@@ -19,7 +19,7 @@ struct DemandReporter::Stream {
   std::set<std::string> poked;
   std::optional<absl::Time> poked_at;  // the oldest poke not acknowledged
   int64_t poke_sequence = -1;          // the report that carried it
-  bool drain = false;
+  std::atomic<bool> stop{false};       // this controller went away
 };
 
 DemandReporter::DemandReporter(ReporterOptions options, const Router& router,
@@ -27,32 +27,52 @@ DemandReporter::DemandReporter(ReporterOptions options, const Router& router,
     : o_(std::move(options)),
       router_(router),
       metrics_(metrics),
-      incarnation_(absl::ToUnixMicros(absl::Now())) {
-  for (const std::string& a : o_.controllers) {
-    auto s = std::make_unique<Stream>();
-    s->address = a;
-    streams_.push_back(std::move(s));
-  }
-}
+      incarnation_(absl::ToUnixMicros(absl::Now())) {}
 
 DemandReporter::~DemandReporter() {
   stop_ = true;
+  const std::lock_guard<std::mutex> lock(streams_mu_);
   for (auto& s : streams_) {
     s->wake.notify_all();
-    if (s->thread.joinable()) {
-      s->thread.join();
+  }
+  for (auto* list : {&streams_, &retired_}) {
+    for (auto& s : *list) {
+      if (s->thread.joinable()) {
+        s->thread.join();
+      }
     }
   }
 }
 
-void DemandReporter::Start() {
-  for (auto& s : streams_) {
-    s->thread = std::thread([this, &s = *s] { Run(s); });
+void DemandReporter::Start() { SetControllers(o_.controllers); }
+
+void DemandReporter::SetControllers(const std::vector<std::string>& addresses) {
+  const std::lock_guard<std::mutex> lock(streams_mu_);
+  const std::set<std::string> want(addresses.begin(), addresses.end());
+  for (auto it = streams_.begin(); it != streams_.end();) {
+    if (want.contains((*it)->address)) {
+      ++it;
+      continue;
+    }
+    (*it)->stop = true;  // its thread ends after its current write
+    (*it)->wake.notify_all();
+    retired_.push_back(std::move(*it));
+    it = streams_.erase(it);
+  }
+  for (const std::string& a : want) {
+    if (std::none_of(streams_.begin(), streams_.end(),
+                     [&](const auto& s) { return s->address == a; })) {
+      auto s = std::make_unique<Stream>();
+      s->address = a;
+      s->thread = std::thread([this, &st = *s] { Run(st); });
+      streams_.push_back(std::move(s));
+    }
   }
 }
 
 void DemandReporter::Poke(const std::string& endpoint) {
   metrics_.pokes.Increment();
+  const std::lock_guard<std::mutex> streams(streams_mu_);
   for (auto& s : streams_) {
     const std::lock_guard<std::mutex> lock(s->mu);
     s->poked.insert(endpoint);
@@ -65,8 +85,11 @@ void DemandReporter::Poke(const std::string& endpoint) {
 
 void DemandReporter::Drain() {
   draining_ = true;
-  for (auto& s : streams_) {
-    s->wake.notify_all();
+  {
+    const std::lock_guard<std::mutex> lock(streams_mu_);
+    for (auto& s : streams_) {
+      s->wake.notify_all();
+    }
   }
   // Each stream sends its draining report and closes; wait a little.
   const absl::Time until = absl::Now() + absl::Seconds(2);
@@ -74,6 +97,7 @@ void DemandReporter::Drain() {
     absl::SleepFor(absl::Milliseconds(10));
   }
   stop_ = true;
+  const std::lock_guard<std::mutex> lock(streams_mu_);
   for (auto& s : streams_) {
     s->wake.notify_all();
   }
@@ -100,7 +124,8 @@ void DemandReporter::Run(Stream& s) {
   auto channel =
       grpc::CreateChannel(s.address, grpc::InsecureChannelCredentials());
   auto stub = v1::Demand::NewStub(channel);
-  while (!stop_) {
+  const auto stopping = [&] { return stop_.load() || s.stop.load(); };
+  while (!stopping()) {
     grpc::ClientContext ctx;
     std::unique_ptr<grpc::ClientReaderWriter<v1::DemandReport, v1::DemandAck>>
         stream = stub->Report(&ctx);
@@ -128,17 +153,17 @@ void DemandReporter::Run(Stream& s) {
     absl::Time next_full = absl::Now();
     bool ok = true;
     bool said_goodbye = false;
-    while (ok && !stop_) {
+    while (ok && !stopping()) {
       v1::DemandReport r;
       r.set_activator(o_.name);
       r.set_incarnation(incarnation_);
       {
         std::unique_lock<std::mutex> lock(s.mu);
         s.wake.wait_until(lock, absl::ToChronoTime(next_full), [&] {
-          return stop_ || draining_ || !s.poked.empty() ||
+          return stopping() || draining_ || !s.poked.empty() ||
                  absl::Now() >= next_full;
         });
-        if (stop_) {
+        if (stopping()) {
           break;
         }
         r.set_sequence(++sequence);
@@ -177,7 +202,7 @@ void DemandReporter::Run(Stream& s) {
     if (said_goodbye) {
       return;
     }
-    if (stop_) {
+    if (stopping()) {
       return;
     }
     runtime::LogJson("warn", "demand stream to the controller broke; retrying",
@@ -186,7 +211,7 @@ void DemandReporter::Run(Stream& s) {
                       {"retry_in_ms", absl::ToInt64Milliseconds(backoff)}});
     std::unique_lock<std::mutex> lock(s.mu);
     s.wake.wait_for(lock, absl::ToChronoMilliseconds(backoff),
-                    [&] { return stop_.load(); });
+                    [&] { return stopping(); });
     backoff = acked ? absl::Milliseconds(100)
                     : std::min(backoff * 2, absl::Seconds(2));
   }

@@ -6,6 +6,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "controller/base/json_fields.h"
 #include "controller/runtime/pod_facts.h"
@@ -44,6 +45,37 @@ PodEndpoint PodServer(const json& pod) {
   }
   pe.address = absl::StrCat(ip, ":", port > 0 ? port : 8000);
   return pe;
+}
+
+std::vector<std::string> ControllerAddresses(const kube::ObjectCache& pods,
+                                             const std::string& ns,
+                                             const std::string& selector,
+                                             int port) {
+  std::vector<std::pair<std::string, std::string>> want;
+  for (absl::string_view kv :
+       absl::StrSplit(selector, ',', absl::SkipEmpty())) {
+    const std::pair<std::string, std::string> p = absl::StrSplit(kv, '=');
+    want.push_back(p);
+  }
+  std::vector<std::string> out;
+  pods.ForEach([&](const json& pod) {
+    if (StringField(pod, {"metadata", "namespace"}) != ns ||
+        !runtime::PodReady(pod) || runtime::PodTerminating(pod)) {
+      return;
+    }
+    const json& labels = Field(pod, {"metadata", "labels"});
+    for (const auto& [k, v] : want) {
+      if (!labels.is_object() || labels.value(k, "") != v) {
+        return;
+      }
+    }
+    const std::string ip = StringField(pod, {"status", "podIP"});
+    if (!ip.empty()) {
+      out.push_back(absl::StrCat(ip, ":", port));
+    }
+  });
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 bool Targets::HttpProbe(const std::string& address, const std::string& path,

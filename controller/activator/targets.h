@@ -26,6 +26,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "absl/time/time.h"
 #include "controller/activator/proxy.h"
@@ -55,6 +56,14 @@ struct PodEndpoint {
   std::string health_path = "/health";
 };
 PodEndpoint PodServer(const nlohmann::json& pod);
+
+// The controller replicas to stream demand to: the Ready, not terminating
+// pods in `ns` whose labels include every k=v of `selector`, as "ip:port",
+// sorted.
+std::vector<std::string> ControllerAddresses(const kube::ObjectCache& pods,
+                                             const std::string& ns,
+                                             const std::string& selector,
+                                             int port);
 
 class Targets {
  public:

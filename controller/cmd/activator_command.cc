@@ -39,8 +39,14 @@ int RunActivator(const std::vector<std::string>& args, std::ostream& out,
        "kubeconfig (default $KUBECONFIG, else the in-cluster service account)"},
       {"context", false, "NAME", "kubeconfig context (default: current)"},
       {"controller", false, "HOST:PORT[,...]",
-       "every controller replica's gRPC demand service "
-       "(pilotlight-controller:9090)"},
+       "every controller replica's gRPC demand service (default: found by "
+       "--controller-selector)"},
+      {"controller-selector", false, "K=V[,...]",
+       "labels of the controller's pods "
+       "(app.kubernetes.io/name=pilotlight-controller)"},
+      {"controller-namespace", false, "NS",
+       "their namespace ($POD_NAMESPACE, else pilotlight-system)"},
+      {"controller-port", false, "N", "their gRPC port (9090)"},
       {"name", false, "NAME",
        "this activator in demand reports ($POD_NAME, else the host name)"},
       {"listen", false, "HOST:PORT",
@@ -94,8 +100,14 @@ int RunActivator(const std::vector<std::string>& args, std::ostream& out,
   }
   o.kube = *kc;
   o.reporter.controllers = absl::StrSplit(
-      flags.String("controller").value_or("pilotlight-controller:9090"), ',',
-      absl::SkipEmpty());
+      flags.String("controller").value_or(""), ',', absl::SkipEmpty());
+  o.controller_selector =
+      flags.String("controller-selector").value_or(o.controller_selector);
+  if (const char* ns = std::getenv("POD_NAMESPACE"); ns != nullptr && *ns) {
+    o.controller_namespace = ns;
+  }
+  o.controller_namespace =
+      flags.String("controller-namespace").value_or(o.controller_namespace);
   o.reporter.name = flags.String("name").value_or(DefaultName());
   o.listen_address = flags.String("listen").value_or(o.listen_address);
   o.admin_address = flags.String("admin-listen").value_or(o.admin_address);
@@ -117,6 +129,7 @@ int RunActivator(const std::vector<std::string>& args, std::ostream& out,
         Set(flags.Duration("idle-timeout"), o.targets.timeouts.forward.idle),
         Set(flags.Duration("total-timeout"), o.targets.timeouts.forward.total),
         Set(flags.Int("default-concurrency"), o.targets.default_concurrency),
+        Set(flags.Int("controller-port"), o.controller_port),
         Set(flags.Duration("report-interval"), o.reporter.interval),
         Set(flags.Duration("drain-delay"), o.drain_delay),
         Set(flags.Duration("drain-timeout"), o.drain_timeout)}) {
@@ -132,8 +145,8 @@ int RunActivator(const std::vector<std::string>& args, std::ostream& out,
     err << "pilotlight activator: limits must be positive\n";
     return kExitUsage;
   }
-  if (o.reporter.controllers.empty()) {
-    err << "pilotlight activator: --controller names no controller\n";
+  if (o.reporter.controllers.empty() && o.controller_selector.empty()) {
+    err << "pilotlight activator: give --controller or --controller-selector\n";
     return kExitUsage;
   }
   o.proxy.max_body_bytes = static_cast<size_t>(max_body);

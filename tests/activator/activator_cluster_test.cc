@@ -82,6 +82,8 @@ Outcome Complete(int port, const std::string& path, int tokens, bool stream) {
   return o;
 }
 
+std::string Local(int port) { return absl::StrCat("127.0.0.1:", port); }
+
 absl::Duration Quantile(std::vector<absl::Duration> v, double q) {
   std::sort(v.begin(), v.end());
   return v.empty()
@@ -105,13 +107,14 @@ class ActivatorClusterTest : public testcluster::EndpointFixture {
   // The activator as service account pilotlight-activator (the shipped
   // RBAC only), so every test checks that it is enough.
   std::unique_ptr<Process> StartActivator(
-      int grpc_port, std::vector<std::string> extra = {}) const {
+      const std::string& controllers,
+      std::vector<std::string> extra = {}) const {
     const std::string sa = ServiceAccountKubeconfig("pilotlight-activator");
     std::vector<std::string> flags = {"activator",
                                       "--kubeconfig",
                                       sa,
                                       "--controller",
-                                      absl::StrCat("127.0.0.1:", grpc_port),
+                                      controllers,
                                       "--listen",
                                       "127.0.0.1:0",
                                       "--admin-listen",
@@ -169,7 +172,7 @@ TEST_F(ActivatorClusterTest, BurstAtZeroIsHeldAndServedThenAgainAfterIdle) {
   const std::unique_ptr<Process> controller = StartController();
   const int grpc_port = controller->LogInt("controller started", "grpc_port");
   ASSERT_GT(grpc_port, 0) << controller->Log();
-  const std::unique_ptr<Process> activator = StartActivator(grpc_port);
+  const std::unique_ptr<Process> activator = StartActivator(Local(grpc_port));
   const int port = activator->LogInt("activator started", "port");
   ASSERT_GT(port, 0) << activator->Log();
   const int admin = activator->LogInt("activator started", "admin_port");
@@ -218,7 +221,7 @@ TEST_F(ActivatorClusterTest, OverTheBoundIsRefusedAndTheAcceptedServed) {
   const std::unique_ptr<Process> controller = StartController();
   const int grpc_port = controller->LogInt("controller started", "grpc_port");
   const std::unique_ptr<Process> activator =
-      StartActivator(grpc_port, {"--max-held", "20"});
+      StartActivator(Local(grpc_port), {"--max-held", "20"});
   const int port = activator->LogInt("activator started", "port");
   ASSERT_GT(port, 0) << activator->Log();
   ASSERT_TRUE(WaitFor(absl::Seconds(30), [&] {
@@ -264,7 +267,7 @@ TEST_F(ActivatorClusterTest, HeldRequestsSurviveAControllerRestart) {
       std::make_unique<Process>(PILOTLIGHT_BINARY, flags, LogPath("c1"));
   ASSERT_EQ(controller->LogInt("controller started", "grpc_port"), grpc_port)
       << controller->Log();
-  const std::unique_ptr<Process> activator = StartActivator(grpc_port);
+  const std::unique_ptr<Process> activator = StartActivator(Local(grpc_port));
   const int port = activator->LogInt("activator started", "port");
   ASSERT_TRUE(WaitFor(absl::Seconds(30), [&] {
     return Condition(Autoscaler("chat"), "Ready") == "True";
@@ -291,6 +294,63 @@ TEST_F(ActivatorClusterTest, HeldRequestsSurviveAControllerRestart) {
   }
 }
 
+// Two controllers, one leading: the activator streams to both, so when the
+// leader dies the standby already has the held demand and acts on it as
+// soon as it leads.
+TEST_F(ActivatorClusterTest, HeldDemandReachesTheNewLeader) {
+  ASSERT_TRUE(CreateDeployment("chat-l4", 0, "l4", "on-demand").ok());
+  ASSERT_TRUE(CreateAutoscaler("chat", OneVariantSpec("chat-l4", 0)).ok());
+  std::vector<std::string> flags = {"controller"};
+  for (const std::string& f : FastFlags()) {
+    flags.push_back(f);
+  }
+  for (const char* f : {"--lease-duration", "4s", "--renew-deadline", "3s",
+                        "--retry-period", "1s", "--lease-namespace"}) {
+    flags.emplace_back(f);
+  }
+  flags.push_back(ns_);
+  std::vector<std::string> fa = flags;
+  fa.insert(fa.end(), {"--identity", "ctl-a"});
+  std::vector<std::string> fb = flags;
+  fb.insert(fb.end(), {"--identity", "ctl-b"});
+  auto a = std::make_unique<Process>(PILOTLIGHT_BINARY, fa, LogPath("a"));
+  const int grpc_a = a->LogInt("controller started", "grpc_port");
+  const int metrics_a = a->LogInt("controller started", "metrics_port");
+  ASSERT_TRUE(WaitFor(absl::Seconds(15), [&] {
+    return Process::Metric(metrics_a, "pilotlight_leader") == 1;
+  })) << a->Log();
+  Process b(PILOTLIGHT_BINARY, fb, LogPath("b"));
+  const int grpc_b = b.LogInt("controller started", "grpc_port");
+  const int metrics_b = b.LogInt("controller started", "metrics_port");
+  const std::unique_ptr<Process> activator =
+      StartActivator(absl::StrCat(Local(grpc_a), ",", Local(grpc_b)));
+  const int port = activator->LogInt("activator started", "port");
+  ASSERT_TRUE(WaitFor(absl::Seconds(30), [&] {
+    return Condition(Autoscaler("chat"), "Ready") == "True" &&
+           Process::Metric(metrics_b, "pilotlight_activators_connected") == 1;
+  })) << b.Log();
+  a->Kill(SIGKILL);
+  const absl::Time killed = absl::Now();
+  std::vector<Outcome> out(6);
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 6; ++i) {
+    clients.emplace_back([&, i] {
+      out[static_cast<size_t>(i)] = Complete(port, Path(), 3, i % 2 == 0);
+    });
+  }
+  for (std::thread& t : clients) {
+    t.join();
+  }
+  Report("held across a leader change", out);
+  for (const Outcome& o : out) {
+    EXPECT_EQ(o.status, 200) << o.detail;
+    EXPECT_TRUE(o.body_ok) << o.detail;
+  }
+  // Lease expiry (4 s) + a retry period + the 2 s cold start.
+  EXPECT_LT(absl::Now() - killed, absl::Seconds(15));
+  EXPECT_EQ(Process::Metric(metrics_b, "pilotlight_leader"), 1);
+}
+
 // The activator killed while it holds requests: its clients get a prompt
 // error (the connection closes), and a new activator serves new requests.
 TEST_F(ActivatorClusterTest, ActivatorRestartFailsHeldPromptlyThenServes) {
@@ -306,7 +366,7 @@ TEST_F(ActivatorClusterTest, ActivatorRestartFailsHeldPromptlyThenServes) {
                         {"annotations": {"pilotlight.dev/cold-start-seconds": "8"}}}}})"),
                       "application/merge-patch+json")
                   .ok());
-  auto activator = StartActivator(grpc_port);
+  auto activator = StartActivator(Local(grpc_port));
   const int port = activator->LogInt("activator started", "port");
   ASSERT_TRUE(WaitFor(absl::Seconds(30), [&] {
     return Condition(Autoscaler("chat"), "Ready") == "True";
@@ -328,7 +388,7 @@ TEST_F(ActivatorClusterTest, ActivatorRestartFailsHeldPromptlyThenServes) {
   for (const Outcome& o : out) {
     EXPECT_EQ(o.status, 0) << "a held request outlived its activator";
   }
-  activator = StartActivator(grpc_port);
+  activator = StartActivator(Local(grpc_port));
   const int port2 = activator->LogInt("activator started", "port");
   const Outcome o = Complete(port2, Path(), 3, true);
   EXPECT_EQ(o.status, 200) << o.detail;

@@ -1,0 +1,153 @@
+// Targets with fakes: which pods requests may go to (kubelet Ready and the
+// model answering its health path), the cap and activation timeout from
+// the controller's status, and the controller replicas found by label.
+#include "controller/activator/targets.h"
+
+#include <map>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/fakes/fake_cluster.h"
+
+namespace pilotlight::activator {
+namespace {
+
+using json = nlohmann::json;
+using kube::EventType;
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+
+json Pod(const std::string& ns, const std::string& name, const std::string& ip,
+         bool ready, json labels = json::object()) {
+  return {
+      {"metadata",
+       {{"namespace", ns},
+        {"name", name},
+        {"uid", name + "-uid"},
+        {"labels", std::move(labels)},
+        {"ownerReferences",
+         {{{"kind", "ReplicaSet"}, {"name", "d-abc"}, {"controller", true}}}}}},
+      {"spec",
+       {{"containers",
+         {{{"ports",
+            {{{"name", "metrics"}, {"containerPort", 9400}},
+             {{"name", "http"}, {"containerPort", 8080}}}},
+           {"readinessProbe", {{"httpGet", {{"path", "/v1/health"}}}}}}}}}},
+      {"status",
+       {{"phase", "Running"},
+        {"podIP", ip},
+        {"conditions",
+         {{{"type", "Ready"},
+           {"status", ready ? "True" : "False"},
+           {"lastTransitionTime", "2026-12-01T00:00:00Z"}}}}}}};
+}
+
+class TargetsTest : public ::testing::Test {
+ protected:
+  TargetsTest() {
+    json ia = {{"metadata", {{"namespace", "ml"}, {"name", "chat"}}},
+               {"spec", {{"variants", {{{"deployment", "d"}}}}}},
+               {"status",
+                {{"concurrencyPerReplica", 6},
+                 {"coldStart", {{"leadSeconds", 40.0}}}}}};
+    index_.OnAutoscaler(EventType::kAdded, ia);
+    autoscalers_.Put(ia);
+    index_.OnReplicaSet(EventType::kAdded, {{"metadata",
+                                             {{"namespace", "ml"},
+                                              {"name", "d-abc"},
+                                              {"ownerReferences",
+                                               {{{"kind", "Deployment"},
+                                                 {"name", "d"},
+                                                 {"controller", true}}}}}}});
+  }
+  void AddPod(const json& pod) {
+    index_.OnPod(pods_.Put(pod), pod, absl::Now());
+    targets_.Changed("ml/chat");
+  }
+
+  fakes::MemoryCache autoscalers_;
+  fakes::MemoryCache pods_;
+  runtime::ClusterIndex index_;
+  Router router_{HoldLimits{}};
+  std::map<std::string, bool> answers_;  // address -> answers its probe
+  std::vector<std::string> probed_;
+  Targets targets_{TargetOptions{},
+                   router_,
+                   autoscalers_,
+                   pods_,
+                   index_,
+                   [this](const std::string& address, const std::string& path,
+                          absl::Duration) {
+                     probed_.push_back(address + path);
+                     return answers_[address];
+                   }};
+};
+
+TEST_F(TargetsTest, ReadyAndAnsweringPodsOnlyWithTheControllersCap) {
+  AddPod(Pod("ml", "a", "10.0.0.1", true));
+  AddPod(Pod("ml", "b", "10.0.0.2", false));  // kubelet: not Ready
+  AddPod(Pod("ml", "c", "10.0.0.3", true));   // Ready, model still loading
+  answers_["10.0.0.1:8080"] = true;
+  EXPECT_EQ(targets_.Refresh(), 1);  // c is still pending
+  EXPECT_EQ(targets_.CountOf("ml/chat"), 1U);
+  // The port named http and the readiness probe's path.
+  EXPECT_THAT(probed_, ElementsAre("10.0.0.1:8080/v1/health",
+                                   "10.0.0.3:8080/v1/health"));
+  const EndpointLoad l = router_.DemandOf("ml/chat", absl::Now());
+  EXPECT_FALSE(l.no_replica);
+  // c answers: probed again on the next pass, without an event.
+  answers_["10.0.0.3:8080"] = true;
+  probed_.clear();
+  EXPECT_EQ(targets_.Refresh(), 0);
+  EXPECT_EQ(targets_.CountOf("ml/chat"), 2U);
+  // Answered once: trusted, not probed again while Ready.
+  targets_.Changed("ml/chat");
+  probed_.clear();
+  targets_.Refresh();
+  EXPECT_THAT(probed_, IsEmpty());
+  // The cap is the controller's concurrencyPerReplica: 2 pods x 6.
+  std::vector<Lease> leases;
+  for (int i = 0; i < 12; ++i) {
+    leases.push_back(*router_.Acquire("ml/chat", 0, absl::Now()));
+  }
+  EXPECT_EQ(router_.Acquire("ml/chat", 0, absl::Now()).status().code(),
+            absl::StatusCode::kDeadlineExceeded);
+}
+
+TEST_F(TargetsTest, ARefusedPodIsProbedAgainBeforeItIsTrusted) {
+  answers_["10.0.0.1:8080"] = true;
+  AddPod(Pod("ml", "a", "10.0.0.1", true));
+  targets_.Refresh();
+  router_.Remove("ml/chat", "10.0.0.1:8080");  // the proxy: refused
+  answers_["10.0.0.1:8080"] = false;
+  probed_.clear();
+  targets_.Refresh();
+  EXPECT_THAT(probed_, ElementsAre("10.0.0.1:8080/v1/health"));
+  EXPECT_EQ(targets_.CountOf("ml/chat"), 0U);
+}
+
+TEST_F(TargetsTest, ActivationTimeoutFollowsThePredictedColdStart) {
+  // 1.5 x 40 s + 30 s.
+  EXPECT_EQ(targets_.TimeoutsOf("ml/chat").activation, absl::Seconds(90));
+  // No prediction yet: the default.
+  EXPECT_EQ(targets_.TimeoutsOf("ml/other").activation,
+            TargetOptions{}.timeouts.activation);
+}
+
+TEST(ControllerAddressesTest, ReadyLabelledPodsInTheNamespace) {
+  fakes::MemoryCache pods;
+  const json labels = {{"app.kubernetes.io/name", "pilotlight-controller"}};
+  pods.Put(Pod("pilotlight-system", "c-1", "10.1.0.2", true, labels));
+  pods.Put(Pod("pilotlight-system", "c-0", "10.1.0.1", true, labels));
+  pods.Put(Pod("pilotlight-system", "c-2", "10.1.0.3", false, labels));
+  pods.Put(Pod("other", "c-3", "10.1.0.4", true, labels));
+  pods.Put(Pod("pilotlight-system", "x", "10.1.0.5", true));
+  EXPECT_THAT(
+      ControllerAddresses(pods, "pilotlight-system",
+                          "app.kubernetes.io/name=pilotlight-controller", 9090),
+      ElementsAre("10.1.0.1:9090", "10.1.0.2:9090"));
+}
+
+}  // namespace
+}  // namespace pilotlight::activator
