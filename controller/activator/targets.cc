@@ -99,7 +99,7 @@ Targets::Targets(TargetOptions options, Router& router,
                  const kube::ObjectCache& autoscalers,
                  const kube::ObjectCache& pods,
                  const runtime::ClusterIndex& index, Probe probe)
-    : o_(std::move(options)),
+    : o_(options),
       router_(router),
       autoscalers_(autoscalers),
       pods_(pods),
@@ -134,13 +134,15 @@ int Targets::Refresh() {
     todo.insert(known.begin(), known.end());
   }
   // A pod that refused a connection is probed again before it is trusted.
-  for (const auto& [endpoint, address] : router_.TakeRemoved()) {
-    auto it = answered_.find(endpoint);
+  for (const std::pair<std::string, std::string>& removed :
+       router_.TakeRemoved()) {
+    const std::string& address = removed.second;
+    auto it = answered_.find(removed.first);
     if (it != answered_.end()) {
       std::erase_if(it->second,
-                    [&](const auto& p) { return p.second == address; });
+                    [&address](const auto& p) { return p.second == address; });
     }
-    todo.insert(endpoint);
+    todo.insert(removed.first);
   }
   todo.insert(pending_.begin(), pending_.end());
   pending_.clear();

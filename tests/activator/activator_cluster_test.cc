@@ -30,6 +30,7 @@ namespace {
 
 using json = nlohmann::json;
 using testcluster::Process;
+using testcluster::Shell;
 using testcluster::WaitFor;
 
 struct Outcome {
@@ -349,6 +350,53 @@ TEST_F(ActivatorClusterTest, HeldDemandReachesTheNewLeader) {
   // Lease expiry (4 s) + a retry period + the 2 s cold start.
   EXPECT_LT(absl::Now() - killed, absl::Seconds(15));
   EXPECT_EQ(Process::Metric(metrics_b, "pilotlight_leader"), 1);
+}
+
+// A model-server pod killed mid-stream: the client's stream ends promptly
+// (no [DONE]), it does not hang; the next request is served by the
+// replacement.
+TEST_F(ActivatorClusterTest, PodKilledMidStreamEndsTheStreamPromptly) {
+  ASSERT_TRUE(CreateDeployment("chat-l4", 1, "l4", "on-demand").ok());
+  ASSERT_TRUE(CreateAutoscaler("chat", OneVariantSpec("chat-l4", 1)).ok());
+  const std::unique_ptr<Process> controller = StartController();
+  const int grpc_port = controller->LogInt("controller started", "grpc_port");
+  const std::unique_ptr<Process> activator = StartActivator(Local(grpc_port));
+  const int port = activator->LogInt("activator started", "port");
+  ASSERT_TRUE(WaitFor(absl::Seconds(60),
+                      [&] { return ReadyReplicas("chat-l4") == 1; }));
+  httplib::Client c("127.0.0.1", port);
+  c.set_read_timeout(120);
+  httplib::Request req;
+  req.method = "POST";
+  req.path = Path();
+  req.body = R"({"model": "llama-3.1-8b", "prompt": "Tell a long story",
+                 "max_tokens": 3000, "stream": true})";
+  req.headers.emplace("Content-Type", "application/json");
+  std::string got;
+  std::atomic<bool> first{false};
+  req.content_receiver = [&](const char* d, size_t n, uint64_t, uint64_t) {
+    got.append(d, n);
+    first = true;
+    return true;
+  };
+  absl::Time killed;
+  std::thread killer([&] {
+    WaitFor(absl::Seconds(30), [&] { return first.load(); });
+    killed = absl::Now();
+    Shell(absl::StrCat("kubectl --kubeconfig ", kubeconfig_, " delete pod -n ",
+                       ns_, " -l variant=chat-l4 --grace-period=0 --force"));
+  });
+  httplib::Response res;
+  httplib::Error err = httplib::Error::Success;
+  c.send(req, res, err);
+  const absl::Time ended = absl::Now();
+  killer.join();
+  EXPECT_THAT(got, ::testing::HasSubstr("data: {"));
+  EXPECT_THAT(got, ::testing::Not(::testing::HasSubstr("[DONE]")));
+  EXPECT_LT(ended - killed, absl::Seconds(10)) << "the stream hung";
+  // The replacement serves the next request.
+  const Outcome o = Complete(port, Path(), 3, false);
+  EXPECT_EQ(o.status, 200) << o.detail;
 }
 
 // The activator killed while it holds requests: its clients get a prompt
