@@ -32,6 +32,7 @@ std::vector<std::string> ActivatorDemand::Apply(const ActivatorReport& r) {
     if (now.held > 0 && now.no_replica && (!r.full || !was_holding)) {
       poke.push_back(key);
       ++pokes_[key];
+      poked_at_.emplace(key, clock_.Now());
     }
   }
   if (r.full) {
@@ -115,6 +116,18 @@ int64_t ActivatorDemand::Epoch(const std::string& endpoint) const {
   const std::lock_guard<std::mutex> lock(mu_);
   auto it = pokes_.find(endpoint);
   return it == pokes_.end() ? 0 : it->second;
+}
+
+std::optional<absl::Time> ActivatorDemand::TakePoke(
+    const std::string& endpoint) {
+  const std::lock_guard<std::mutex> lock(mu_);
+  auto it = poked_at_.find(endpoint);
+  if (it == poked_at_.end()) {
+    return std::nullopt;
+  }
+  const absl::Time at = it->second;
+  poked_at_.erase(it);
+  return at;
 }
 
 int ActivatorDemand::Connected() const {

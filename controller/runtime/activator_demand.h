@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,9 @@ class ActivatorDemand {
   ActivatorRead Read(const std::string& endpoint);
   // Moves when a report pokes `endpoint`.
   int64_t Epoch(const std::string& endpoint) const;
+  // When `endpoint` was first poked since the last call (for the
+  // poke -> /scale patch latency); unset when it was not.
+  std::optional<absl::Time> TakePoke(const std::string& endpoint);
   int Connected() const;
 
  private:
@@ -77,8 +81,9 @@ class ActivatorDemand {
   const absl::Duration startup_grace_;
   const absl::Duration forget_after_;
   mutable std::mutex mu_;
-  std::map<std::string, Source> sources_;  // by activator name
-  std::map<std::string, int64_t> pokes_;   // by endpoint
+  std::map<std::string, Source> sources_;       // by activator name
+  std::map<std::string, int64_t> pokes_;        // by endpoint
+  std::map<std::string, absl::Time> poked_at_;  // not yet taken
 };
 
 }  // namespace pilotlight::runtime

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <sstream>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -36,6 +37,24 @@ using kube::EventType;
 using kube::KubeClient;
 
 constexpr char kGroupPath[] = "/apis/pilotlight.dev/v1alpha1";
+
+// Remembers whether a reconcile patched /scale (for the poke -> patch
+// latency); forwards to the real patcher.
+class PatchWatcher final : public ReplicaPatcher {
+ public:
+  explicit PatchWatcher(ReplicaPatcher& real) : real_(real) {}
+  absl::Status Scale(const std::string& ns, const std::string& deployment,
+                     int32_t replicas) override {
+    absl::Status st = real_.Scale(ns, deployment, replicas);
+    patched_ |= st.ok();
+    return st;
+  }
+  bool TakePatched() { return std::exchange(patched_, false); }
+
+ private:
+  ReplicaPatcher& real_;
+  bool patched_ = false;
+};
 
 // CPU time of the calling thread (a worker's reconciles, without the
 // informers' and the HTTP server's).
@@ -414,12 +433,21 @@ void Controller::Impl::Worker() {
   client.set_throttle(&throttle_);
   KubeWriters kube_writers(client, o_.election.identity, clock_,
                            [this] { metrics_.api_errors.Increment(); });
-  Writers writers = kube_writers.writers();
+  const Writers real = kube_writers.writers();
+  PatchWatcher patcher(real.patcher);
+  Writers writers{patcher, real.status, real.events};
   while (std::optional<std::string> key = queue_.Get()) {
     const double cpu0 = ThreadCpuSeconds();
     const absl::Time t0 = absl::Now();
     const absl::Status st = reconciler_->Reconcile(*key, writers, Leading());
     metrics_.reconcile.Observe(absl::ToDoubleSeconds(absl::Now() - t0));
+    const bool patched = patcher.TakePatched();
+    if (const std::optional<absl::Time> poked =
+            activator_demand_->TakePoke(*key);
+        poked && patched) {
+      metrics_.poke_to_patch.Observe(
+          absl::ToDoubleSeconds(clock_.Now() - *poked));
+    }
     const double cpu = ThreadCpuSeconds() - cpu0;
     double cur = tick_cpu_acc_.load();
     while (!tick_cpu_acc_.compare_exchange_weak(cur, cur + cpu)) {

@@ -93,6 +93,15 @@ struct Metrics {
                               .Help("Demand reports received from activators")
                               .Register(r)
                               .Add({})),
+        poke_to_patch(
+            prometheus::BuildHistogram()
+                .Name("pilotlight_poke_to_patch_seconds")
+                .Help("An activator's poke received -> the endpoint's /scale "
+                      "patch accepted by the API server")
+                .Register(r)
+                .Add({},
+                     prometheus::Histogram::BucketBoundaries{
+                         0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.5, 1})),
         pokes(prometheus::BuildCounter()
                   .Name("pilotlight_pokes_total")
                   .Help("Endpoints reconciled at once because an activator "
@@ -116,6 +125,7 @@ struct Metrics {
   prometheus::Gauge& leader;
   prometheus::Gauge& activators;
   prometheus::Counter& activator_reports;
+  prometheus::Histogram& poke_to_patch;
   prometheus::Counter& pokes;
 };
 

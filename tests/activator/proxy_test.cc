@@ -111,6 +111,17 @@ std::string DeadAddress() {
   return absl::StrCat("127.0.0.1:", ntohs(a.sin_port));
 }
 
+// A streamed completion through the front, its body to `receiver`.
+httplib::Request StreamRequest(httplib::ContentReceiverWithProgress receiver) {
+  httplib::Request req;
+  req.method = "POST";
+  req.path = "/ml/llama/v1/completions";
+  req.body = R"({"stream": true})";
+  req.headers.emplace("Content-Type", "application/json");
+  req.content_receiver = std::move(receiver);
+  return req;
+}
+
 class ProxyTest : public ::testing::Test {
  protected:
   void Start(HoldLimits limits = {},
@@ -253,21 +264,17 @@ TEST_F(ProxyTest, StreamsUnbuffered) {
   FakeModel model(5, absl::Milliseconds(200));
   router_->SetTargets(kEp, {model.address()}, 4);
   httplib::Client c = Client();
-  httplib::Request req;
-  req.method = "POST";
-  req.path = "/ml/llama/v1/completions";
-  req.body = R"({"stream": true})";
-  req.headers.emplace("Content-Type", "application/json");
   const absl::Time t0 = absl::Now();
   absl::Time first;
   std::string got;
-  req.content_receiver = [&](const char* d, size_t n, uint64_t, uint64_t) {
-    if (got.empty()) {
-      first = absl::Now();
-    }
-    got.append(d, n);
-    return true;
-  };
+  httplib::Request req =
+      StreamRequest([&](const char* d, size_t n, uint64_t, uint64_t) {
+        if (got.empty()) {
+          first = absl::Now();
+        }
+        got.append(d, n);
+        return true;
+      });
   httplib::Response res;
   httplib::Error err = httplib::Error::Success;
   ASSERT_TRUE(c.send(req, res, err)) << httplib::to_string(err);
@@ -288,14 +295,11 @@ TEST_F(ProxyTest, ClientDisconnectCancelsUpstream) {
   FakeModel model(50, absl::Milliseconds(50));
   router_->SetTargets(kEp, {model.address()}, 4);
   httplib::Client c = Client();
-  httplib::Request req;
-  req.method = "POST";
-  req.path = "/ml/llama/v1/completions";
-  req.body = R"({"stream": true})";
   int chunks = 0;
-  req.content_receiver = [&](const char*, size_t, uint64_t, uint64_t) {
-    return ++chunks < 2;  // hang up after the second chunk
-  };
+  httplib::Request req =
+      StreamRequest([&](const char*, size_t, uint64_t, uint64_t) {
+        return ++chunks < 2;  // hang up after the second chunk
+      });
   httplib::Response res;
   httplib::Error err = httplib::Error::Success;
   c.send(req, res, err);
@@ -347,15 +351,12 @@ TEST_F(ProxyTest, PodDyingMidStreamEndsTheResponsePromptly) {
     model->Kill();
   });
   httplib::Client c = Client();
-  httplib::Request req;
-  req.method = "POST";
-  req.path = "/ml/llama/v1/completions";
-  req.body = R"({"stream": true})";
   std::string got;
-  req.content_receiver = [&](const char* d, size_t n, uint64_t, uint64_t) {
-    got.append(d, n);
-    return true;
-  };
+  httplib::Request req =
+      StreamRequest([&](const char* d, size_t n, uint64_t, uint64_t) {
+        got.append(d, n);
+        return true;
+      });
   httplib::Response res;
   httplib::Error err = httplib::Error::Success;
   const absl::Time t0 = absl::Now();

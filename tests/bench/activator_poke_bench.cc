@@ -88,9 +88,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "activator_poke_bench: no API client\n");
     return 2;
   }
-  tc::Shell(absl::StrCat("kubectl --kubeconfig ", *kubeconfig,
-                         " apply --server-side -f deploy/crds/ -f "
-                         "deploy/gpuclasses/default.yaml"));
+  tc::Shell(absl::StrCat(
+      "kubectl --kubeconfig ", *kubeconfig,
+      " apply --server-side -f deploy/crds/ && kubectl --kubeconfig ",
+      *kubeconfig,
+      " wait --for condition=established --timeout=30s -f deploy/crds/ && "
+      "kubectl --kubeconfig ",
+      *kubeconfig, " apply --server-side -f deploy/gpuclasses/default.yaml"));
   const std::string ns = absl::StrCat("poke-bench-", ::getpid());
   (void)(*client)->Request("POST", "/api/v1/namespaces",
                            json{{"metadata", {{"name", ns}}}}.dump());
@@ -136,7 +140,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   // Every endpoint reconciled (status written) before the first poke.
-  tc::WaitFor(absl::Minutes(2), [&] {
+  const absl::Time t_wait = absl::Now();
+  const bool reconciled = tc::WaitFor(absl::Minutes(2), [&] {
     auto list = (*client)->Request(
         "GET",
         absl::StrCat("/apis/pilotlight.dev/v1alpha1/namespaces/", ns,
@@ -151,6 +156,9 @@ int main(int argc, char** argv) {
     }
     return ready == endpoints;
   });
+  std::printf("%d endpoints at zero, reconciled in %s%s\n", endpoints,
+              absl::FormatDuration(absl::Now() - t_wait).c_str(),
+              reconciled ? "" : " (not all: timed out)");
 
   std::mutex mu;
   std::map<std::string, absl::Time> patched;

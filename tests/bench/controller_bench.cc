@@ -29,6 +29,7 @@
 #include "httplib.h"
 #include "nlohmann/json.hpp"
 #include "tests/bench/proc_stats.h"
+#include "tests/cluster/process.h"
 #include "tests/cluster/test_cluster.h"
 
 namespace {
@@ -41,22 +42,7 @@ using pilotlight::bench::ReadFile;
 using pilotlight::bench::RssMiB;
 
 double Metric(int port, const std::string& name) {
-  httplib::Client http("127.0.0.1", port);
-  httplib::Result r = http.Get("/metrics");
-  if (!r) {
-    return -1;
-  }
-  double total = 0;
-  for (absl::string_view line : absl::StrSplit(r->body, '\n')) {
-    if (absl::StartsWith(line, name) && line.size() > name.size() &&
-        (line[name.size()] == ' ' || line[name.size()] == '{')) {
-      double v = 0;
-      if (absl::SimpleAtod(line.substr(line.rfind(' ') + 1), &v)) {
-        total += v;
-      }
-    }
-  }
-  return total;
+  return pilotlight::testcluster::Process::Metric(port, name);
 }
 
 }  // namespace

@@ -142,6 +142,10 @@ TEST_F(CrdTest, InvalidAutoscalersAreRefusedWithAClearMessage) {
        "spec.slo.tpotSeconds"},
       {"cold-fraction-over-1", R"({"slo": {"maxColdStartFraction": 2}})",
        "spec.slo.maxColdStartFraction"},
+      // The policy needs room for warm requests: 1 is refused here, as the
+      // parser refuses it (policy/endpoint_spec.cc), not left to fail later.
+      {"cold-fraction-of-1", R"({"slo": {"maxColdStartFraction": 1}})",
+       "spec.slo.maxColdStartFraction"},
       {"custom-without-queries", R"({"metrics": {"server": "custom"}})",
        "metrics.server custom needs concurrencyQuery and arrivalRateQuery"},
       {"unknown-mode", R"({"mode": "Fast"})", "spec.mode"},
