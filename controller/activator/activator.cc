@@ -159,8 +159,8 @@ absl::Status Activator::Run(const std::atomic<bool>& stop) {
   std::vector<std::string> controllers;
   const auto find_controllers = [&] {
     std::vector<std::string> now =
-        ControllerAddresses(*pods, o_.controller_namespace, o_.controller_selector,
-                       o_.controller_port);
+        ControllerAddresses(*pods, o_.controller_namespace,
+                            o_.controller_selector, o_.controller_port);
     if (now != controllers) {
       controllers = now;
       reporter->SetControllers(controllers);
