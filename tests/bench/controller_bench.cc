@@ -5,7 +5,7 @@
 // measures the steady state for a while and prints:
 //   CPU per tick (the whole process, and the reconciles alone), resident
 //   memory, API requests per second, Prometheus queries per tick.
-// Usage: controller_bench [--endpoints N] [--measure SECONDS]
+// Usage: controller_bench [--endpoints N] [--measure SECONDS] [--workers N]
 // Needs the cluster (PILOTLIGHT_CLUSTER_DIR or PILOTLIGHT_TEST_KUBECONFIG).
 #include <fcntl.h>
 #include <signal.h>
@@ -50,12 +50,15 @@ double Metric(int port, const std::string& name) {
 int main(int argc, char** argv) {
   int endpoints = 2000;
   int measure_s = 30;
+  std::string workers = "2";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--endpoints") {
       endpoints = std::atoi(argv[i + 1]);
     } else if (flag == "--measure") {
       measure_s = std::atoi(argv[i + 1]);
+    } else if (flag == "--workers") {
+      workers = argv[i + 1];
     }
   }
   const std::optional<std::string> kubeconfig =
@@ -154,7 +157,7 @@ int main(int argc, char** argv) {
             kubeconfig->c_str(), "--prometheus", prom.c_str(), "--listen",
             "127.0.0.1:0", "--grpc-listen", "127.0.0.1:0", "--activator-grace",
             "0s", "--no-leader-election", "--qps", "200", "--burst", "400",
-            static_cast<char*>(nullptr));
+            "--workers", workers.c_str(), static_cast<char*>(nullptr));
     ::_exit(127);
   }
   int port = 0;

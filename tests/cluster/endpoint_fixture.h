@@ -243,8 +243,9 @@ class EndpointFixture : public ::testing::Test {
         Shell(absl::StrCat("kubectl --kubeconfig ", kubeconfig_,
                            " create token ", sa, " -n pilotlight-system"))));
     const std::string dir = TestClusterDir().value_or("/tmp");
+    // Under run/, which tests/cluster/down removes.
     const std::string path =
-        absl::StrCat(dir, "/", ns_, "-", sa, ".kubeconfig");
+        absl::StrCat(dir, "/run/", ns_, "-", sa, ".kubeconfig");
     std::ofstream out(path);
     out << "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: "
            "{server: \""
