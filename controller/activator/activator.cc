@@ -7,15 +7,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "controller/activator/metrics.h"
-#include "controller/base/json_fields.h"
 #include "controller/kube/informer.h"
 #include "controller/kube/throttle.h"
 #include "controller/runtime/cluster_index.h"
 #include "controller/runtime/log.h"
-#include "controller/runtime/pod_facts.h"
 #include "controller/runtime/real_clock.h"
 #include "httplib.h"
 #include "prometheus/text_serializer.h"
@@ -35,193 +32,238 @@ void KeepMetadata(json& object) {
 
 }  // namespace
 
-Activator::Activator(ActivatorOptions options) : o_(std::move(options)) {}
-Activator::~Activator() = default;
+class Activator::Impl {
+ public:
+  explicit Impl(const ActivatorOptions& o)
+      : o_(o),
+        throttle_(50, 100, clock_),
+        metrics_(registry_),
+        router_(o.hold,
+                [this](const std::string& endpoint) {
+                  if (reporter_ != nullptr) {
+                    reporter_->Poke(endpoint);
+                  }
+                }),
+        autoscalers_(
+            Informer("/apis/pilotlight.dev/v1alpha1/inferenceautoscalers")),
+        replicasets_(Informer("/apis/apps/v1/replicasets", KeepMetadata)),
+        pods_(Informer("/api/v1/pods")),
+        targets_(o.targets, router_, *autoscalers_, *pods_, index_),
+        proxy_(
+            o.proxy, router_,
+            [this](const std::string& endpoint) {
+              return targets_.TimeoutsOf(endpoint);
+            },
+            metrics_) {}
 
-absl::Status Activator::Run(const std::atomic<bool>& stop) {
+  absl::Status Run(const std::atomic<bool>& stop, std::atomic<int>& port,
+                   std::atomic<int>& admin_port);
+
+ private:
+  std::unique_ptr<kube::Informer> Informer(
+      const std::string& path, std::function<void(json&)> transform = nullptr) {
+    kube::InformerOptions io;
+    io.path = path;
+    io.transform = std::move(transform);
+    return std::make_unique<kube::Informer>(o_.kube, io, clock_, &throttle_);
+  }
+  bool Synced() const {
+    return autoscalers_->Synced() && replicasets_->Synced() && pods_->Synced();
+  }
+  void Wire();
+  absl::StatusOr<int> ServeAdmin(const std::string& host, int port);
+  void FindControllers();
+  void Drain();
+
+  const ActivatorOptions& o_;
+  runtime::RealClock clock_;
+  kube::Throttle throttle_;
+  prometheus::Registry registry_;
+  Metrics metrics_;
+  std::unique_ptr<DemandReporter> reporter_;
+  Router router_;
+  std::unique_ptr<kube::Informer> autoscalers_;
+  std::unique_ptr<kube::Informer> replicasets_;
+  std::unique_ptr<kube::Informer> pods_;
+  runtime::ClusterIndex index_;
+  Targets targets_;
+  Proxy proxy_;
+  std::atomic<bool> draining_{false};
+  httplib::Server admin_;
+  httplib::Server front_;
+  std::vector<std::string> controllers_;  // found by label
+};
+
+// Endpoints and their pods (through ReplicaSets) -> Targets.
+void Activator::Impl::Wire() {
+  const auto changed = [this](const runtime::ClusterIndex::Keys& keys) {
+    for (const std::string& k : keys) {
+      targets_.Changed(k);
+    }
+  };
+  autoscalers_->AddHandler([this, changed](EventType t, const json& ia) {
+    changed(index_.OnAutoscaler(t, ia));
+  });
+  replicasets_->AddHandler([this, changed](EventType t, const json& rs) {
+    changed(index_.OnReplicaSet(t, rs));
+  });
+  pods_->AddHandler([this, changed](EventType t, const json& p) {
+    changed(index_.OnPod(t, p, clock_.Now()));
+  });
+}
+
+// /healthz, /readyz (fails while draining), /metrics: a server of their
+// own, so held requests and streams never starve them.
+absl::StatusOr<int> Activator::Impl::ServeAdmin(const std::string& host,
+                                                int port) {
+  const std::shared_ptr<ListenSocket> socket =
+      ConfigureHttpServer(admin_, {.backlog = 256, .max_threads = 16});
+  admin_.Get("/healthz", [](const httplib::Request&, httplib::Response& r) {
+    r.set_content("ok\n", "text/plain");
+  });
+  admin_.Get("/readyz", [this](const httplib::Request&, httplib::Response& r) {
+    const bool ready = Synced() && !draining_;
+    r.status = ready ? 200 : 503;
+    r.set_content(ready       ? "ok\n"
+                  : draining_ ? "draining\n"
+                              : "informers not synced\n",
+                  "text/plain");
+  });
+  admin_.Get("/metrics", [this](const httplib::Request&, httplib::Response& r) {
+    for (const EndpointLoad& l : router_.Demand(absl::Now())) {
+      const prometheus::Labels labels = {{"endpoint", l.endpoint}};
+      metrics_.held.Add(labels).Set(l.held);
+      metrics_.in_flight.Add(labels).Set(l.in_flight);
+      metrics_.targets.Add(labels).Set(
+          static_cast<double>(targets_.CountOf(l.endpoint)));
+    }
+    std::ostringstream out;
+    prometheus::TextSerializer().Serialize(out, registry_.Collect());
+    r.set_content(out.str(), "text/plain; version=0.0.4");
+  });
+  return BindHttpServer(admin_, *socket, host, port, 256);
+}
+
+// The controller replicas by label, when no list was given.
+void Activator::Impl::FindControllers() {
+  std::vector<std::string> now =
+      ControllerAddresses(*pods_, o_.controller_namespace,
+                          o_.controller_selector, o_.controller_port);
+  if (now == controllers_) {
+    return;
+  }
+  controllers_ = now;
+  reporter_->SetControllers(controllers_);
+  LogJson(controllers_.empty() ? "warn" : "info", "controllers",
+          {{"addresses", absl::StrJoin(controllers_, ",")},
+           {"selector", o_.controller_selector},
+           {"namespace", o_.controller_namespace}});
+}
+
+// Unready first, keep serving while the Service catches up, then finish
+// what is held and streaming; the controllers hear a goodbye.
+void Activator::Impl::Drain() {
+  draining_ = true;
+  LogJson("info", "draining",
+          {{"held", router_.held_total()},
+           {"in_flight", router_.in_flight_total()}});
+  absl::SleepFor(o_.drain_delay);
+  const absl::Time until = absl::Now() + o_.drain_timeout;
+  while ((router_.held_total() > 0 || router_.in_flight_total() > 0) &&
+         absl::Now() < until) {
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  const int left = router_.held_total() + router_.in_flight_total();
+  router_.Close();  // what is still held gets 503 now
+  reporter_->Drain();
+  LogJson(left > 0 ? "warn" : "info", "drained",
+          {{"unfinished_requests", left}});
+}
+
+absl::Status Activator::Impl::Run(const std::atomic<bool>& stop,
+                                  std::atomic<int>& port,
+                                  std::atomic<int>& admin_port) {
   absl::StatusOr<std::pair<std::string, int>> front =
       SplitHostPort(o_.listen_address, "--listen");
   absl::StatusOr<std::pair<std::string, int>> admin =
       SplitHostPort(o_.admin_address, "--admin-listen");
-  if (!front.ok()) {
-    return front.status();
+  if (!front.ok() || !admin.ok()) {
+    return front.ok() ? admin.status() : front.status();
   }
-  if (!admin.ok()) {
-    return admin.status();
-  }
-  runtime::RealClock clock;
-  prometheus::Registry registry;
-  Metrics metrics(registry);
-  std::unique_ptr<DemandReporter> reporter;
-  Router router(o_.hold, [&](const std::string& endpoint) {
-    if (reporter != nullptr) {
-      reporter->Poke(endpoint);
-    }
-  });
-
-  // The caches: endpoints, and their pods through ReplicaSets.
-  kube::Throttle throttle(50, 100, clock);
-  const auto informer = [&](const std::string& path,
-                            std::function<void(json&)> transform = nullptr) {
-    kube::InformerOptions io;
-    io.path = path;
-    io.transform = std::move(transform);
-    return std::make_unique<kube::Informer>(o_.kube, io, clock, &throttle);
-  };
-  auto autoscalers =
-      informer("/apis/pilotlight.dev/v1alpha1/inferenceautoscalers");
-  auto replicasets = informer("/apis/apps/v1/replicasets", KeepMetadata);
-  auto pods = informer("/api/v1/pods");
-  runtime::ClusterIndex index;
-  Targets targets(o_.targets, router, *autoscalers, *pods, index);
-  const auto changed = [&](const runtime::ClusterIndex::Keys& keys) {
-    for (const std::string& k : keys) {
-      targets.Changed(k);
-    }
-  };
-  autoscalers->AddHandler(
-      [&](EventType t, const json& ia) { changed(index.OnAutoscaler(t, ia)); });
-  replicasets->AddHandler(
-      [&](EventType t, const json& rs) { changed(index.OnReplicaSet(t, rs)); });
-  pods->AddHandler([&](EventType t, const json& p) {
-    changed(index.OnPod(t, p, clock.Now()));
-  });
-
-  // Admin: its own server and threads.
-  std::atomic<bool> draining{false};
-  httplib::Server admin_http;
-  const std::shared_ptr<ListenSocket> admin_socket =
-      ConfigureHttpServer(admin_http, {.backlog = 256, .max_threads = 16});
-  admin_http.Get("/healthz", [](const httplib::Request&, httplib::Response& r) {
-    r.set_content("ok\n", "text/plain");
-  });
-  admin_http.Get("/readyz", [&](const httplib::Request&, httplib::Response& r) {
-    const bool synced =
-        autoscalers->Synced() && pods->Synced() && replicasets->Synced();
-    const bool ready = synced && !draining;
-    r.status = ready ? 200 : 503;
-    r.set_content(ready      ? "ok\n"
-                  : draining ? "draining\n"
-                             : "informers not synced\n",
-                  "text/plain");
-  });
-  admin_http.Get(
-      "/metrics", [&](const httplib::Request&, httplib::Response& r) {
-        for (const EndpointLoad& l : router.Demand(absl::Now())) {
-          const prometheus::Labels labels = {{"endpoint", l.endpoint}};
-          metrics.held.Add(labels).Set(l.held);
-          metrics.in_flight.Add(labels).Set(l.in_flight);
-          metrics.targets.Add(labels).Set(
-              static_cast<double>(targets.CountOf(l.endpoint)));
-        }
-        std::ostringstream out;
-        prometheus::TextSerializer().Serialize(out, registry.Collect());
-        r.set_content(out.str(), "text/plain; version=0.0.4");
-      });
-  absl::StatusOr<int> ap = BindHttpServer(admin_http, *admin_socket,
-                                          admin->first, admin->second, 256);
+  absl::StatusOr<int> ap = ServeAdmin(admin->first, admin->second);
   if (!ap.ok()) {
     return ap.status();
   }
-  admin_port_ = *ap;
-  std::thread admin_thread([&] { admin_http.listen_after_bind(); });
-
-  // The front.
-  httplib::Server http;
+  admin_port = *ap;
+  std::thread admin_thread([this] { admin_.listen_after_bind(); });
   const std::shared_ptr<ListenSocket> socket =
-      ConfigureHttpServer(http, o_.http);
-  http.set_payload_max_length(o_.proxy.max_body_bytes + 1);
-  Proxy proxy(
-      o_.proxy, router,
-      [&](const std::string& endpoint) { return targets.TimeoutsOf(endpoint); },
-      metrics);
-  proxy.Install(http);
-  absl::StatusOr<int> fp = BindHttpServer(http, *socket, front->first,
+      ConfigureHttpServer(front_, o_.http);
+  front_.set_payload_max_length(o_.proxy.max_body_bytes + 1);
+  proxy_.Install(front_);
+  absl::StatusOr<int> fp = BindHttpServer(front_, *socket, front->first,
                                           front->second, o_.http.backlog);
   if (!fp.ok()) {
-    admin_http.stop();
+    admin_.stop();
     admin_thread.join();
     return fp.status();
   }
-  port_ = *fp;
+  port = *fp;
 
-  autoscalers->Start();
-  replicasets->Start();
-  pods->Start();
-  while (!stop &&
-         !(autoscalers->Synced() && replicasets->Synced() && pods->Synced())) {
+  Wire();
+  autoscalers_->Start();
+  replicasets_->Start();
+  pods_->Start();
+  while (!stop && !Synced()) {
     absl::SleepFor(absl::Milliseconds(50));
   }
-  targets.ChangedAll();
-  targets.Refresh();
-  reporter = std::make_unique<DemandReporter>(o_.reporter, router, metrics);
+  targets_.ChangedAll();
+  targets_.Refresh();
+  reporter_ = std::make_unique<DemandReporter>(o_.reporter, router_, metrics_);
   const bool discover = o_.reporter.controllers.empty();
-  std::vector<std::string> controllers;
-  const auto find_controllers = [&] {
-    std::vector<std::string> now =
-        ControllerAddresses(*pods, o_.controller_namespace,
-                            o_.controller_selector, o_.controller_port);
-    if (now != controllers) {
-      controllers = now;
-      reporter->SetControllers(controllers);
-      LogJson(controllers.empty() ? "warn" : "info", "controllers",
-              {{"addresses", absl::StrJoin(controllers, ",")},
-               {"selector", o_.controller_selector},
-               {"namespace", o_.controller_namespace}});
-    }
-  };
   if (discover) {
-    find_controllers();
+    FindControllers();
   } else {
-    reporter->Start();
+    reporter_->Start();
   }
   std::atomic<bool> stop_targets{false};
-  std::thread targets_thread([&] { targets.Run(stop_targets); });
-  std::thread http_thread([&] { http.listen_after_bind(); });
+  std::thread targets_thread([&] { targets_.Run(stop_targets); });
+  std::thread front_thread([this] { front_.listen_after_bind(); });
   LogJson(
       "info", "activator started",
-      {{"port", port_.load()},
-       {"admin_port", admin_port_.load()},
+      {{"port", port.load()},
+       {"admin_port", admin_port.load()},
        {"controllers", discover ? absl::StrCat("pods ", o_.controller_selector,
                                                " in ", o_.controller_namespace)
                                 : absl::StrJoin(o_.reporter.controllers, ",")},
        {"name", o_.reporter.name}});
-
   for (int i = 0; !stop; ++i) {
     absl::SleepFor(absl::Milliseconds(50));
     if (discover && i % 10 == 0) {
-      find_controllers();
+      FindControllers();
     }
   }
 
-  // Drain: unready first, keep serving while the Service catches up, then
-  // finish what is held and streaming.
-  draining = true;
-  LogJson(
-      "info", "draining",
-      {{"held", router.held_total()}, {"in_flight", router.in_flight_total()}});
-  absl::SleepFor(o_.drain_delay);
-  const absl::Time until = absl::Now() + o_.drain_timeout;
-  while ((router.held_total() > 0 || router.in_flight_total() > 0) &&
-         absl::Now() < until) {
-    absl::SleepFor(absl::Milliseconds(50));
-  }
-  const int left = router.held_total() + router.in_flight_total();
-  router.Close();  // what is still held gets 503 now
-  reporter->Drain();
-  http.stop();
-  http_thread.join();
+  Drain();
+  front_.stop();
+  front_thread.join();
   stop_targets = true;
   targets_thread.join();
-  reporter.reset();
-  admin_http.stop();
+  reporter_.reset();
+  admin_.stop();
   admin_thread.join();
-  autoscalers->Stop();
-  replicasets->Stop();
-  pods->Stop();
-  LogJson(left > 0 ? "warn" : "info", "activator stopped",
-          {{"unfinished_requests", left}});
+  autoscalers_->Stop();
+  replicasets_->Stop();
+  pods_->Stop();
+  LogJson("info", "activator stopped");
   return absl::OkStatus();
+}
+
+Activator::Activator(ActivatorOptions options) : o_(std::move(options)) {}
+Activator::~Activator() = default;
+
+absl::Status Activator::Run(const std::atomic<bool>& stop) {
+  Impl impl(o_);
+  return impl.Run(stop, port_, admin_port_);
 }
 
 }  // namespace pilotlight::activator

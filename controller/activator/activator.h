@@ -62,6 +62,7 @@ class Activator {
   int admin_port() const { return admin_port_.load(); }
 
  private:
+  class Impl;
   ActivatorOptions o_;
   std::atomic<int> port_{0};
   std::atomic<int> admin_port_{0};

@@ -119,6 +119,63 @@ void Fill(v1::EndpointDemand& e, const EndpointLoad& l) {
 
 }  // namespace
 
+// Acknowledgements: the stream is up; a poke reached the controller.
+void DemandReporter::ReadAcks(Stream& s, AckReader& stream,
+                              std::atomic<bool>& acked) {
+  v1::DemandAck ack;
+  while (stream.Read(&ack)) {
+    if (!acked.exchange(true)) {
+      ++connected_;
+      metrics_.controllers.Increment();
+    }
+    const std::lock_guard<std::mutex> lock(s.mu);
+    if (s.poked_at && s.poke_sequence >= 0 &&
+        ack.sequence() >= s.poke_sequence) {
+      metrics_.poke_ack.Observe(
+          absl::ToDoubleSeconds(absl::Now() - *s.poked_at));
+      s.poked_at.reset();
+      s.poke_sequence = -1;
+    }
+  }
+}
+
+// Waits until a report is due -- a poke (partial: the poked endpoints), the
+// interval or draining (full: every endpoint seen) -- and fills `r`; false
+// when stopping. The first report on a stream is full.
+bool DemandReporter::NextReport(Stream& s, bool first, int64_t sequence,
+                                absl::Time& next_full, v1::DemandReport& r) {
+  const auto stopping = [&] { return stop_.load() || s.stop.load(); };
+  std::unique_lock<std::mutex> lock(s.mu);
+  s.wake.wait_until(lock, absl::ToChronoTime(next_full), [&] {
+    return stopping() || draining_ || !s.poked.empty() ||
+           absl::Now() >= next_full;
+  });
+  if (stopping()) {
+    return false;
+  }
+  r.set_activator(o_.name);
+  r.set_incarnation(incarnation_);
+  r.set_sequence(sequence);
+  const absl::Time now = absl::Now();
+  if (!first && !draining_ && !s.poked.empty() && now < next_full) {
+    for (const std::string& ep : s.poked) {
+      Fill(*r.add_endpoints(), router_.DemandOf(ep, now));
+    }
+  } else {
+    r.set_full(true);
+    for (const EndpointLoad& l : router_.Demand(now)) {
+      Fill(*r.add_endpoints(), l);
+    }
+    next_full = now + o_.interval;
+  }
+  if (s.poked_at && s.poke_sequence < 0) {
+    s.poke_sequence = sequence;
+  }
+  s.poked.clear();
+  r.set_draining(draining_.load());
+  return true;
+}
+
 void DemandReporter::Run(Stream& s) {
   absl::Duration backoff = absl::Milliseconds(100);
   auto channel =
@@ -131,23 +188,7 @@ void DemandReporter::Run(Stream& s) {
         stream = stub->Report(&ctx);
     std::atomic<bool> acked{false};
     // Acknowledgements: the stream is up; a poke reached the controller.
-    std::thread reader([&] {
-      v1::DemandAck ack;
-      while (stream->Read(&ack)) {
-        if (!acked.exchange(true)) {
-          ++connected_;
-          metrics_.controllers.Increment();
-        }
-        const std::lock_guard<std::mutex> lock(s.mu);
-        if (s.poked_at && ack.sequence() >= s.poke_sequence &&
-            s.poke_sequence >= 0) {
-          metrics_.poke_ack.Observe(
-              absl::ToDoubleSeconds(absl::Now() - *s.poked_at));
-          s.poked_at.reset();
-          s.poke_sequence = -1;
-        }
-      }
-    });
+    std::thread reader([&] { ReadAcks(s, *stream, acked); });
     int64_t sequence = 0;
     bool full = true;  // the first report on a stream is full
     absl::Time next_full = absl::Now();
@@ -155,35 +196,8 @@ void DemandReporter::Run(Stream& s) {
     bool said_goodbye = false;
     while (ok && !stopping()) {
       v1::DemandReport r;
-      r.set_activator(o_.name);
-      r.set_incarnation(incarnation_);
-      {
-        std::unique_lock<std::mutex> lock(s.mu);
-        s.wake.wait_until(lock, absl::ToChronoTime(next_full), [&] {
-          return stopping() || draining_ || !s.poked.empty() ||
-                 absl::Now() >= next_full;
-        });
-        if (stopping()) {
-          break;
-        }
-        r.set_sequence(++sequence);
-        const absl::Time now = absl::Now();
-        if (!full && !draining_ && !s.poked.empty() && now < next_full) {
-          for (const std::string& ep : s.poked) {
-            Fill(*r.add_endpoints(), router_.DemandOf(ep, now));
-          }
-        } else {
-          r.set_full(true);
-          for (const EndpointLoad& l : router_.Demand(now)) {
-            Fill(*r.add_endpoints(), l);
-          }
-          next_full = now + o_.interval;
-        }
-        if (s.poked_at && s.poke_sequence < 0) {
-          s.poke_sequence = sequence;
-        }
-        s.poked.clear();
-        r.set_draining(draining_.load());
+      if (!NextReport(s, full, ++sequence, next_full, r)) {
+        break;
       }
       full = false;
       ok = stream->Write(r);

@@ -27,6 +27,7 @@
 #include "absl/time/time.h"
 #include "controller/activator/metrics.h"
 #include "controller/activator/router.h"
+#include "pilotlight/v1/demand.grpc.pb.h"
 
 namespace pilotlight::activator {
 
@@ -55,7 +56,11 @@ class DemandReporter {
 
  private:
   struct Stream;
+  using AckReader = grpc::ClientReaderWriter<v1::DemandReport, v1::DemandAck>;
   void Run(Stream& s);
+  void ReadAcks(Stream& s, AckReader& stream, std::atomic<bool>& acked);
+  bool NextReport(Stream& s, bool first, int64_t sequence,
+                  absl::Time& next_full, v1::DemandReport& r);
 
   const ReporterOptions o_;
   const Router& router_;

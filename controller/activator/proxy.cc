@@ -73,6 +73,61 @@ void Proxy::Refuse(httplib::Response& res, const std::string& endpoint,
       .Increment();
 }
 
+// Why no lease, as the client's answer.
+void Proxy::RefuseLease(httplib::Response& res, const std::string& endpoint,
+                        const absl::Status& why, absl::Duration activation) {
+  const std::string msg(why.message());
+  switch (why.code()) {
+    case absl::StatusCode::kNotFound:
+      Refuse(res, endpoint, 404, "unknown_endpoint", msg);
+      return;
+    case absl::StatusCode::kResourceExhausted:
+      Refuse(res, endpoint, 429, "queue_full", msg, 1);
+      return;
+    case absl::StatusCode::kDeadlineExceeded:
+      Refuse(res, endpoint, 503, "activation_timeout",
+             absl::StrCat(msg, " (activation timeout ",
+                          absl::FormatDuration(activation), ")"),
+             5);
+      return;
+    default:
+      Refuse(res, endpoint, 503, "shutting_down", msg, 1);
+      return;
+  }
+}
+
+// The pod's status and headers now, its body as it comes; the lease is
+// given back when the response ends.
+void Proxy::StreamBack(httplib::Response& res, const std::string& endpoint,
+                       std::shared_ptr<Forward> f,
+                       std::shared_ptr<Lease> lease) {
+  res.status = f->status();
+  std::string content_type = "application/octet-stream";
+  for (const auto& [name, value] : f->headers()) {
+    if (absl::AsciiStrToLower(name) == "content-type") {
+      content_type = value;
+    } else if (CopiedBack(name)) {
+      res.headers.emplace(name, value);
+    }
+  }
+  if (absl::StartsWith(content_type, "text/event-stream")) {
+    res.set_header("Cache-Control", "no-cache");
+  }
+  metrics_.requests
+      .Add({{"endpoint", endpoint}, {"code", std::to_string(f->status())}})
+      .Increment();
+  res.set_chunked_content_provider(
+      content_type,
+      [f, this](size_t, httplib::DataSink& sink) {
+        const bool more = f->Pump(sink);
+        if (!more && !sink.is_writable()) {
+          metrics_.upstream_errors.Add({{"reason", "client_gone"}}).Increment();
+        }
+        return more;
+      },
+      [f, lease](bool) { f->Cancel(); });
+}
+
 void Proxy::Handle(const httplib::Request& req, httplib::Response& res) {
   std::string endpoint;
   std::string rest;
@@ -97,24 +152,8 @@ void Proxy::Handle(const httplib::Request& req, httplib::Response& res) {
     absl::StatusOr<Lease> lease = router_.Acquire(
         endpoint, static_cast<int64_t>(req.body.size()), deadline);
     if (!lease.ok()) {
-      const std::string msg(lease.status().message());
-      switch (lease.status().code()) {
-        case absl::StatusCode::kNotFound:
-          Refuse(res, endpoint, 404, "unknown_endpoint", msg);
-          return;
-        case absl::StatusCode::kResourceExhausted:
-          Refuse(res, endpoint, 429, "queue_full", msg, 1);
-          return;
-        case absl::StatusCode::kDeadlineExceeded:
-          Refuse(res, endpoint, 503, "activation_timeout",
-                 absl::StrCat(msg, " (activation timeout ",
-                              absl::FormatDuration(t.activation), ")"),
-                 5);
-          return;
-        default:
-          Refuse(res, endpoint, 503, "shutting_down", msg, 1);
-          return;
-      }
+      RefuseLease(res, endpoint, lease.status(), t.activation);
+      return;
     }
     if (lease->held() > absl::ZeroDuration()) {
       metrics_.hold.Observe(absl::ToDoubleSeconds(lease->held()));
@@ -122,58 +161,32 @@ void Proxy::Handle(const httplib::Request& req, httplib::Response& res) {
     if (lease->cold() && attempt == 0) {
       metrics_.cold_starts.Increment();
     }
-    auto shared_lease = std::make_shared<Lease>(*std::move(lease));
-    auto f = std::make_shared<Forward>(req, rest, shared_lease->address(),
-                                       t.forward);
+    auto held = std::make_shared<Lease>(*std::move(lease));
+    const std::string pod = held->address();
+    auto f = std::make_shared<Forward>(req, rest, pod, t.forward);
     switch (f->WaitForResponse()) {
-      case Forward::Start::kResponded: {
-        res.status = f->status();
-        std::string content_type = "application/octet-stream";
-        for (const auto& [name, value] : f->headers()) {
-          if (absl::AsciiStrToLower(name) == "content-type") {
-            content_type = value;
-          } else if (CopiedBack(name)) {
-            res.headers.emplace(name, value);
-          }
-        }
-        if (absl::StartsWith(content_type, "text/event-stream")) {
-          res.set_header("Cache-Control", "no-cache");
-        }
-        metrics_.requests
-            .Add(
-                {{"endpoint", endpoint}, {"code", std::to_string(f->status())}})
-            .Increment();
-        res.set_chunked_content_provider(
-            content_type,
-            [f, this](size_t, httplib::DataSink& sink) {
-              const bool more = f->Pump(sink);
-              if (!more && !sink.is_writable()) {
-                metrics_.upstream_errors.Add({{"reason", "client_gone"}})
-                    .Increment();
-              }
-              return more;
-            },
-            [f, shared_lease](bool) { f->Cancel(); });
+      case Forward::Start::kResponded:
+        StreamBack(res, endpoint, f, held);
         return;
-      }
       case Forward::Start::kConnectFailed:
-        last_error = absl::StrCat(shared_lease->address(), ": ", f->error());
+        // Nothing was answered: take the pod out, try the next one.
+        last_error = absl::StrCat(pod, ": ", f->error());
         metrics_.upstream_errors.Add({{"reason", "connect"}}).Increment();
-        router_.Remove(endpoint, shared_lease->address());
+        router_.Remove(endpoint, pod);
         metrics_.retries.Increment();
         continue;
       case Forward::Start::kFailed:
         metrics_.upstream_errors.Add({{"reason", "broken"}}).Increment();
         Refuse(res, endpoint, 502, "",
                absl::StrCat(
-                   "pod ", shared_lease->address(),
+                   "pod ", pod,
                    " broke the connection before answering: ", f->error()));
         return;
       case Forward::Start::kTimedOut:
         metrics_.upstream_errors.Add({{"reason", "response_timeout"}})
             .Increment();
         Refuse(res, endpoint, 504, "",
-               absl::StrCat("pod ", shared_lease->address(), ": ", f->error()));
+               absl::StrCat("pod ", pod, ": ", f->error()));
         return;
     }
   }

@@ -71,6 +71,10 @@ class Proxy {
   void Refuse(httplib::Response& res, const std::string& endpoint, int code,
               const std::string& reason, const std::string& message,
               int retry_after_s = 0);
+  void RefuseLease(httplib::Response& res, const std::string& endpoint,
+                   const absl::Status& why, absl::Duration activation);
+  void StreamBack(httplib::Response& res, const std::string& endpoint,
+                  std::shared_ptr<Forward> f, std::shared_ptr<Lease> lease);
 
   const ProxyOptions o_;
   Router& router_;

@@ -88,6 +88,29 @@ int Router::FreeSlots(const Endpoint& e) {
   return free;
 }
 
+absl::Status Router::HoldRoomLocked(const Endpoint& e, int64_t bytes) const {
+  const auto full = [](const char* what, int64_t have, int64_t max) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "hold queue full: ", have, " ", what, " (max ", max, "); retry later"));
+  };
+  if (std::ssize(e.waiting) >= limits_.max_held_per_endpoint) {
+    return full("requests held for this endpoint", std::ssize(e.waiting),
+                limits_.max_held_per_endpoint);
+  }
+  if (e.held_bytes + bytes > limits_.max_held_bytes_per_endpoint) {
+    return full("bytes held for this endpoint", e.held_bytes,
+                limits_.max_held_bytes_per_endpoint);
+  }
+  if (held_total_ >= limits_.max_held_total) {
+    return full("requests held in total", held_total_, limits_.max_held_total);
+  }
+  if (held_bytes_total_ + bytes > limits_.max_held_bytes_total) {
+    return full("bytes held in total", held_bytes_total_,
+                limits_.max_held_bytes_total);
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<Lease> Router::Acquire(const std::string& endpoint,
                                       int64_t bytes, absl::Time deadline) {
   std::unique_lock<std::mutex> lock(mu_);
@@ -117,24 +140,8 @@ absl::StatusOr<Lease> Router::Acquire(const std::string& endpoint,
     }
   }
   // Hold, within every bound.
-  const auto full = [&](const char* what, int64_t have, int64_t max) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "hold queue full: ", have, " ", what, " (max ", max, "); retry later"));
-  };
-  if (std::ssize(e.waiting) >= limits_.max_held_per_endpoint) {
-    return full("requests held for this endpoint", std::ssize(e.waiting),
-                limits_.max_held_per_endpoint);
-  }
-  if (e.held_bytes + bytes > limits_.max_held_bytes_per_endpoint) {
-    return full("bytes held for this endpoint", e.held_bytes,
-                limits_.max_held_bytes_per_endpoint);
-  }
-  if (held_total_ >= limits_.max_held_total) {
-    return full("requests held in total", held_total_, limits_.max_held_total);
-  }
-  if (held_bytes_total_ + bytes > limits_.max_held_bytes_total) {
-    return full("bytes held in total", held_bytes_total_,
-                limits_.max_held_bytes_total);
+  if (absl::Status room = HoldRoomLocked(e, bytes); !room.ok()) {
+    return room;
   }
   const int64_t ticket = next_ticket_++;
   e.waiting[ticket] = start;

@@ -131,6 +131,8 @@ class Router {
   // The least-loaded target with a free slot, or nullptr.
   static std::pair<const std::string, Target>* Pick(Endpoint& e);
   static int FreeSlots(const Endpoint& e);
+  // ResourceExhausted naming the bound a hold of `bytes` more would break.
+  absl::Status HoldRoomLocked(const Endpoint& e, int64_t bytes) const;
   EndpointLoad LoadLocked(const std::string& key, const Endpoint& e,
                           absl::Time now) const;
 
