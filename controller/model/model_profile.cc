@@ -15,9 +15,10 @@ namespace {
 // (num_hidden_layers, hidden_size, num_attention_heads, num_key_value_heads,
 // head_dim, vocab_size, max_position_embeddings) and parameter counts from
 // the model cards; they were written from memory of those files, not copied
-// from a stored source, and are checked against the hand-derived figures in
-// shared research (prior-art.md section 11: 128 KiB/token for Llama-3.1-8B,
-// 320 KiB/token for Llama-3.1-70B) by tests/model/model_profile_test.cc.
+// from a stored source, and are checked against figures derived by hand
+// (KV bytes/token = 2 x layers x kv_heads x head_dim x bytes: 128 KiB for
+// Llama-3.1-8B, 320 KiB for Llama-3.1-70B at bf16) by
+// tests/model/model_profile_test.cc.
 ModelProfile Dense(std::string name, double params, int layers, int hidden,
                    int heads, int kv_heads, int head_dim, int vocab, int ctx,
                    std::string source) {

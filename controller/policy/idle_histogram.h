@@ -2,8 +2,8 @@
 //
 // IdleHistogram: the per-endpoint distribution of idle gaps (end of activity
 // to the next request) and the "hybrid histogram" keep-alive policy of
-// Serverless in the Wild (Shahrad et al., ATC'20; research/prior-art.md
-// section 1), with the parameters of the dslab reproduction:
+// Serverless in the Wild (Shahrad et al., USENIX ATC'20, section 4.2), with
+// the parameters of the dslab reproduction:
 //
 //   1-minute bins over a 4-hour range (240 bins) + an out-of-range counter.
 //   - out-of-range gaps >= 50 % of samples: the histogram cannot see them;

@@ -231,10 +231,11 @@ class KedaPolicy final : public ScalingPolicy {
 };
 
 // --- keep-alive: each replica kept a fixed time after it was last needed ----
-// "Layered" keep-alive (AWS Lambda-style fixed 10 min, research/prior-art.md
-// section 3): replica k stays until `keep` after the demand last needed k
-// replicas. With a histogram, the last replica follows the hybrid-histogram
-// windows instead (pre-warm and keep-alive, no break-even bound).
+// "Layered" keep-alive (AWS Lambda-style: a fixed 10 min after the last
+// request, per execution environment): replica k stays until `keep` after the
+// demand last needed k replicas. With a histogram, the last replica follows the
+// hybrid-histogram windows instead (pre-warm and keep-alive, no break-even
+// bound).
 class KeepAlivePolicy final : public ScalingPolicy {
  public:
   KeepAlivePolicy(size_t variants, int slots, absl::Duration keep,
@@ -369,7 +370,7 @@ class AlwaysOnPolicy final : public ScalingPolicy {
   int peak_;
 };
 
-// The offline oracle (research/prior-art.md section 3): per replica layer,
+// The offline oracle (the ski-rental bound, per replica layer):
 // stay warm across a gap iff it is shorter than the cold start (restarting
 // bills the cold start anyway), otherwise scale to zero and start again
 // exactly one cold start (rounded to the tick) before the layer is needed.

@@ -1,7 +1,8 @@
 // File: controller/sim/baselines.h
 //
 // The policies Pilotlight is compared with, re-implemented from their
-// documented semantics (research/anchors.md, research/prior-art.md), and the
+// documented semantics (each class names its source; docs/simulator.md
+// "Policies" lists them with their defaults), and the
 // adapter that runs the real policy core. Each baseline scales the
 // endpoint's first variant and gets the same per-replica capacity (the
 // sizing model's concurrency at the SLO, `slots`), with its target set from

@@ -3,8 +3,8 @@
 // KpaDecider: Knative Serving's KPA decider (pkg/autoscaler/scaling/
 // autoscaler.go, knative/serving @ 98e5ef90), ported rule for rule so the
 // `knative` baseline is Knative, not an impression of it. It is held
-// against Knative's own unit-test cases (research/knative-cases.json,
-// tests/sim/knative_kpa_test.cc).
+// against Knative's own unit-test cases (transcribed as data in
+// tests/sim/testdata/knative-cases.json; tests/sim/knative_kpa_test.cc).
 //
 // Scale(now, stable, panic, ready):
 //   readyPods = max(1, ready); maxUp = ceil(maxScaleUpRate x readyPods);

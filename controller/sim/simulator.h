@@ -78,8 +78,9 @@ struct SimConfig {
   // Spot preemptions: a Poisson process per spot variant at this rate; each
   // event takes every replica of the variant in one zone (replicas are
   // spread round-robin over `zones`), and that zone places no new spot
-  // replica for `spot_zone_outage` (zone-correlated, as measured in
-  // research/prior-art.md section 6). Requests on a preempted replica are
+  // replica for `spot_zone_outage` (Spot-and-Scoot, 2026: interruptions of
+  // one instance type in one zone land within 3 min of each other in >92 %
+  // of 2,635 AWS and Azure events). Requests on a preempted replica are
   // retried from the front of the queue. Seeded.
   double spot_preemptions_per_hour = 0;
   int zones = 3;

@@ -37,7 +37,8 @@ TEST(CatalogTest, DefaultCatalogCoversRequiredClasses) {
     EXPECT_FALSE(g->source.empty()) << name;
     EXPECT_FALSE(g->node_labels.empty()) << name;
   }
-  // Spot-checks against research/gpu-catalog.md.
+  // Spot-checks against the vendors' datasheets (each class's `source` in
+  // controller/model/data).
   const GpuClass& h100 = **c->Get("h100-80gb-sxm");
   EXPECT_DOUBLE_EQ(h100.bandwidth_gbps, 3350);
   EXPECT_DOUBLE_EQ(h100.fp16_tflops, 989);

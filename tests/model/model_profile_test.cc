@@ -25,7 +25,8 @@ TEST(ModelProfileTest, PresetsAreValid) {
   EXPECT_EQ(Presets().size(), 12u);
 }
 
-// Hand-computed KV bytes per token (prior-art.md section 11) and weights.
+// KV bytes per token computed by hand (2 x layers x kv_heads x head_dim x
+// bytes per element) and weights.
 TEST(ModelProfileTest, KvAndWeightsByHand) {
   struct Row {
     const char* model;

@@ -4,7 +4,7 @@
 // Tolerance: every row within +-25 %, and the mean absolute error within
 // 12 %. Why these bounds: the model uses one memory-bandwidth utilisation
 // (0.75) for every engine and GPU, while published decode runs reach 60-85 %
-// of peak bandwidth (shared research, prior-art.md section 11), i.e. -20 % to
+// of peak bandwidth in the published runs this file holds, i.e. -20 % to
 // +13 % around our factor; benchmark harnesses add their own scheduling and
 // prompt-mix effects on top. A model error beyond 25 % on any row would mean a
 // wrong formula, not a tuning difference -- and the mean bound keeps the

@@ -24,7 +24,8 @@
 
 namespace pilotlight::tools {
 
-// The metric names of each server family (research/anchors.md section 3).
+// The metric names of each server family, as vLLM, TGI and Triton export
+// them -- the names the operator's presets query (controller/prom/demand.cc).
 struct ModelServer::Metrics {
   prometheus::Gauge* running;
   prometheus::Gauge* waiting;
