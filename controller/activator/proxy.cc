@@ -99,7 +99,7 @@ void Proxy::RefuseLease(httplib::Response& res, const std::string& endpoint,
 // The pod's status and headers now, its body as it comes; the lease is
 // given back when the response ends.
 void Proxy::StreamBack(httplib::Response& res, const std::string& endpoint,
-                       std::shared_ptr<Forward> f,
+                       const std::shared_ptr<Forward>& f,
                        std::shared_ptr<Lease> lease) {
   res.status = f->status();
   std::string content_type = "application/octet-stream";
@@ -125,7 +125,7 @@ void Proxy::StreamBack(httplib::Response& res, const std::string& endpoint,
         }
         return more;
       },
-      [f, lease](bool) { f->Cancel(); });
+      [f, lease = std::move(lease)](bool) { f->Cancel(); });
 }
 
 void Proxy::Handle(const httplib::Request& req, httplib::Response& res) {

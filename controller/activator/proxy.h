@@ -74,7 +74,8 @@ class Proxy {
   void RefuseLease(httplib::Response& res, const std::string& endpoint,
                    const absl::Status& why, absl::Duration activation);
   void StreamBack(httplib::Response& res, const std::string& endpoint,
-                  std::shared_ptr<Forward> f, std::shared_ptr<Lease> lease);
+                  const std::shared_ptr<Forward>& f,
+                  std::shared_ptr<Lease> lease);
 
   const ProxyOptions o_;
   Router& router_;
