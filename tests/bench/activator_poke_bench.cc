@@ -148,11 +148,20 @@ int main(int argc, char** argv) {
                      "/inferenceautoscalers"),
         "");
     if (!list.ok()) {
+      std::fprintf(stderr, "listing: %s\n", list.status().ToString().c_str());
       return false;
     }
+    // A copy: a range over a member of a temporary would dangle.
+    const json items = json::parse(list->body)["items"];
     int ready = 0;
-    for (const json& ia : json::parse(list->body)["items"]) {
-      ready += ia.contains("status") && ia["status"].contains("tier") ? 1 : 0;
+    for (const json& ia : items) {
+      const json status = ia.value("status", json::object());
+      for (const json& c : status.value("conditions", json::array())) {
+        ready +=
+            c.value("type", "") == "Ready" && c.value("status", "") == "True"
+                ? 1
+                : 0;
+      }
     }
     return ready == endpoints;
   });
