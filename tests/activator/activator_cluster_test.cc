@@ -191,6 +191,11 @@ TEST_F(ActivatorClusterTest, BurstAtZeroIsHeldAndServed) {
   EXPECT_GE(Process::Metric(admin, "pilotlight_activator_pokes_total"), 1);
   EXPECT_GE(Process::Metric(admin, "pilotlight_activator_cold_starts_total"),
             1);
+  // The controller measured its poke -> /scale patch.
+  const int metrics = controller->LogInt("controller started", "metrics_port");
+  EXPECT_GE(Process::Metric(metrics, "pilotlight_poke_to_patch_seconds_count"),
+            1);
+  EXPECT_GE(Process::Metric(metrics, "pilotlight_pokes_total"), 1);
   // Held requests waited at least the 2 s cold start, not minutes.
   std::vector<absl::Duration> lat;
   for (const Outcome& o : first) {
