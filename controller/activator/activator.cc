@@ -24,12 +24,6 @@ using json = nlohmann::json;
 using kube::EventType;
 using runtime::LogJson;
 
-void KeepMetadata(json& object) {
-  json meta = std::move(object["metadata"]);
-  object = json::object();
-  object["metadata"] = std::move(meta);
-}
-
 }  // namespace
 
 class Activator::Impl {
@@ -46,7 +40,7 @@ class Activator::Impl {
                 }),
         autoscalers_(
             Informer("/apis/pilotlight.dev/v1alpha1/inferenceautoscalers")),
-        replicasets_(Informer("/apis/apps/v1/replicasets", KeepMetadata)),
+        replicasets_(Informer("/apis/apps/v1/replicasets", kube::KeepMetadata)),
         pods_(Informer("/api/v1/pods")),
         targets_(o.targets, router_, *autoscalers_, *pods_, index_),
         proxy_(

@@ -3,7 +3,6 @@
 #include <array>
 
 #include "absl/strings/ascii.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "controller/activator/http_server.h"
@@ -32,13 +31,11 @@ int64_t Micros(absl::Duration d) { return absl::ToInt64Microseconds(d); }
 Forward::Forward(const httplib::Request& req, const std::string& target,
                  const std::string& address, const ForwardTimeouts& timeouts)
     : timeouts_(timeouts), started_(absl::Now()) {
-  const size_t colon = address.rfind(':');
-  int port = 80;
-  if (colon != std::string::npos) {
-    (void)absl::SimpleAtoi(address.substr(colon + 1), &port);
-  }
-  const std::string host = address.substr(0, colon);
-  client_ = std::make_unique<httplib::Client>(host, port);
+  const absl::StatusOr<std::pair<std::string, int>> pod =
+      SplitHostPort(address, "pod");
+  client_ = pod.ok()
+                ? std::make_unique<httplib::Client>(pod->first, pod->second)
+                : std::make_unique<httplib::Client>(address, 80);
   const int64_t connect = Micros(timeouts.connect);
   client_->set_connection_timeout(connect / 1000000, connect % 1000000);
   // A backstop: the response-start, idle and total limits are enforced

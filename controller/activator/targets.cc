@@ -4,10 +4,10 @@
 #include <thread>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "controller/activator/http_server.h"
 #include "controller/base/json_fields.h"
 #include "controller/runtime/pod_facts.h"
 #include "httplib.h"
@@ -80,13 +80,12 @@ std::vector<std::string> ControllerAddresses(const kube::ObjectCache& pods,
 
 bool Targets::HttpProbe(const std::string& address, const std::string& path,
                         absl::Duration timeout) {
-  const size_t colon = address.rfind(':');
-  int port = 0;
-  if (colon == std::string::npos ||
-      !absl::SimpleAtoi(address.substr(colon + 1), &port)) {
+  const absl::StatusOr<std::pair<std::string, int>> pod =
+      SplitHostPort(address, "pod");
+  if (!pod.ok()) {
     return false;
   }
-  httplib::Client c(address.substr(0, colon), port);
+  httplib::Client c(pod->first, pod->second);
   const int64_t us = absl::ToInt64Microseconds(timeout);
   c.set_connection_timeout(us / 1000000, us % 1000000);
   c.set_read_timeout(us / 1000000, us % 1000000);

@@ -20,6 +20,12 @@ std::string ObjectKey(const json& object) {
   return ns.empty() ? name : absl::StrCat(ns, "/", name);
 }
 
+void KeepMetadata(json& object) {
+  json meta = std::move(object["metadata"]);
+  object = json::object();
+  object["metadata"] = std::move(meta);
+}
+
 void TrimObject(json& object) {
   auto meta = object.find("metadata");
   if (meta == object.end() || !meta->is_object()) {

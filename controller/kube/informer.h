@@ -59,6 +59,10 @@ std::string ObjectKey(const nlohmann::json& object);
 // Drops what no decision reads (managedFields, last-applied annotation).
 void TrimObject(nlohmann::json& object);
 
+// A transform for objects read for their metadata alone (e.g. ReplicaSets,
+// read for their owner: the pod template is most of their bytes).
+void KeepMetadata(nlohmann::json& object);
+
 // Read access to a cache of one kind of object: what the reconciler needs
 // of an informer, so tests can hand it a map instead.
 class ObjectCache {

@@ -65,14 +65,6 @@ double ThreadCpuSeconds() {
          static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
 }
 
-// ReplicaSets are read for their owner only: keep their metadata (the pod
-// template is most of their bytes).
-void KeepMetadata(json& object) {
-  json meta = std::move(object["metadata"]);
-  object = json::object();
-  object["metadata"] = std::move(meta);
-}
-
 }  // namespace
 
 class Controller::Impl : public api::DemandReceiver {
@@ -176,7 +168,7 @@ void Controller::Impl::Wire() {
       MakeInformer(absl::StrCat(kGroupPath, "/inferenceautoscalers"));
   gpu_class_objects_ = MakeInformer(absl::StrCat(kGroupPath, "/gpuclasses"));
   deployments_ = MakeInformer("/apis/apps/v1/deployments");
-  replicasets_ = MakeInformer("/apis/apps/v1/replicasets", KeepMetadata);
+  replicasets_ = MakeInformer("/apis/apps/v1/replicasets", kube::KeepMetadata);
   pods_ = MakeInformer("/api/v1/pods");
   nodes_ = MakeInformer("/api/v1/nodes");
   gpu_classes_ = std::make_unique<GpuClassCache>(*gpu_class_objects_);
