@@ -7,9 +7,7 @@
 //   memory, API requests per second, Prometheus queries per tick.
 // Usage: controller_bench [--endpoints N] [--measure SECONDS] [--workers N]
 // Needs the cluster (PILOTLIGHT_CLUSTER_DIR or PILOTLIGHT_TEST_KUBECONFIG).
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -38,7 +36,6 @@ using json = nlohmann::json;
 using pilotlight::kube::KubeClient;
 
 using pilotlight::bench::ProcessCpu;
-using pilotlight::bench::ReadFile;
 using pilotlight::bench::RssMiB;
 
 double Metric(int port, const std::string& name) {
@@ -148,28 +145,15 @@ int main(int argc, char** argv) {
   const std::string log =
       absl::StrCat(pilotlight::testcluster::TestClusterDir().value_or("/tmp"),
                    "/logs/", ns, "-controller.log");
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ::dup2(fd, 2);
-    ::dup2(fd, 1);
-    ::execl(PILOTLIGHT_BINARY, PILOTLIGHT_BINARY, "controller", "--kubeconfig",
-            kubeconfig->c_str(), "--prometheus", prom.c_str(), "--listen",
-            "127.0.0.1:0", "--grpc-listen", "127.0.0.1:0", "--activator-grace",
-            "0s", "--no-leader-election", "--qps", "200", "--burst", "400",
-            "--workers", workers.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  int port = 0;
-  for (int i = 0; i < 200 && port == 0; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    for (absl::string_view line : absl::StrSplit(ReadFile(log), '\n')) {
-      const json j = json::parse(line, nullptr, false);
-      if (j.is_object() && j.value("msg", "") == "controller started") {
-        port = j.value("metrics_port", 0);
-      }
-    }
-  }
+  pilotlight::testcluster::Process controller(
+      PILOTLIGHT_BINARY,
+      {"controller", "--kubeconfig", *kubeconfig, "--prometheus", prom,
+       "--listen", "127.0.0.1:0", "--grpc-listen", "127.0.0.1:0",
+       "--activator-grace", "0s", "--no-leader-election", "--qps", "200",
+       "--burst", "400", "--workers", workers},
+      log);
+  const pid_t pid = controller.pid();
+  const int port = controller.LogInt("controller started", "metrics_port");
   const absl::Time t_start = absl::Now();
   int with_status = 0;
   while (with_status < endpoints && absl::Now() - t_start < absl::Minutes(10)) {
@@ -228,8 +212,7 @@ int main(int argc, char** argv) {
       samples > 0 ? 1000 * worker_cpu_sum / samples : 0.0,
       1000 * worker_cpu_max, rss_max, reqs / secs, queries / ticks);
 
-  ::kill(pid, SIGTERM);
-  ::waitpid(pid, nullptr, 0);
+  controller.Kill(SIGTERM);
   (void)client->Request("DELETE", "/api/v1/namespaces/" + ns, "");
   return with_status == endpoints && failed == 0 ? 0 : 1;
 }

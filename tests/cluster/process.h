@@ -73,6 +73,7 @@ class Process {
       ::kill(pid_, sig);
     }
   }
+  pid_t pid() const { return pid_; }
   bool Running() const {
     return pid_ > 0 && ::waitpid(pid_, nullptr, WNOHANG) == 0;
   }
