@@ -5,7 +5,6 @@
 
 #include <utility>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
 namespace pilotlight::activator {
@@ -95,19 +94,6 @@ absl::StatusOr<int> BindHttpServer(httplib::Server& server,
                      " (was the server configured with ConfigureHttpServer?)"));
   }
   return bound;
-}
-
-absl::StatusOr<std::pair<std::string, int>> SplitHostPort(
-    const std::string& address, const std::string& flag) {
-  const size_t colon = address.rfind(':');
-  int port = -1;
-  if (colon == std::string::npos ||
-      !absl::SimpleAtoi(address.substr(colon + 1), &port) || port < 0 ||
-      port > 65535) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(flag, " ", address, ": want host:port"));
-  }
-  return std::make_pair(address.substr(0, colon), port);
 }
 
 }  // namespace pilotlight::activator

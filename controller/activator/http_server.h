@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "controller/base/host_port.h"
 #include "httplib.h"
 
 namespace pilotlight::activator {
@@ -82,9 +83,5 @@ absl::StatusOr<int> BindHttpServer(httplib::Server& server,
                                    const ListenSocket& socket,
                                    const std::string& host, int port,
                                    int backlog);
-
-// Splits "host:port"; InvalidArgument naming `flag` otherwise.
-absl::StatusOr<std::pair<std::string, int>> SplitHostPort(
-    const std::string& address, const std::string& flag);
 
 }  // namespace pilotlight::activator

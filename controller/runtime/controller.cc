@@ -9,10 +9,10 @@
 #include <utility>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "controller/api/demand_service.h"
+#include "controller/base/host_port.h"
 #include "controller/kube/informer.h"
 #include "controller/kube/kube_client.h"
 #include "controller/kube/throttle.h"
@@ -219,14 +219,12 @@ absl::Status Controller::Impl::ServeHttp(httplib::Server& http,
   if (o_.listen_address.empty()) {
     return absl::OkStatus();
   }
-  const size_t colon = o_.listen_address.rfind(':');
-  int p = 0;
-  if (colon == std::string::npos ||
-      !absl::SimpleAtoi(o_.listen_address.substr(colon + 1), &p)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--listen ", o_.listen_address, ": want host:port"));
+  const absl::StatusOr<std::pair<std::string, int>> address =
+      SplitHostPort(o_.listen_address, "--listen");
+  if (!address.ok()) {
+    return address.status();
   }
-  const std::string host = o_.listen_address.substr(0, colon);
+  const auto& [host, p] = *address;
   port_ = p == 0 ? http.bind_to_any_port(host)
                  : (http.bind_to_port(host, p) ? p : -1);
   if (port_ < 0) {
