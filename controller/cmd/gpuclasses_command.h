@@ -1,8 +1,9 @@
 // File: controller/cmd/gpuclasses_command.h
 //
 // `pilotlight gpuclasses`: prints the default GPUClass objects, one per
-// catalog entry and capacity type (deploy/gpuclasses/default.yaml is this
-// output for the built-in catalog). Wiring only.
+// catalog entry and capacity type
+// (charts/pilotlight/files/gpuclasses/default.yaml is this output for the
+// built-in catalog). Wiring only.
 #pragma once
 
 #include <iosfwd>

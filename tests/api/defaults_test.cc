@@ -12,44 +12,18 @@
 #include "controller/api/resources.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/yaml_json.h"
 
 namespace pilotlight::api {
 namespace {
 
 using json = nlohmann::json;
 
-json ToJson(const YAML::Node& n) {
-  if (n.IsMap()) {
-    json o = json::object();
-    for (const auto& kv : n) {
-      o[kv.first.as<std::string>()] = ToJson(kv.second);
-    }
-    return o;
-  }
-  if (n.IsSequence()) {
-    json a = json::array();
-    for (const auto& e : n) {
-      a.push_back(ToJson(e));
-    }
-    return a;
-  }
-  if (!n.IsScalar()) {
-    return nullptr;
-  }
-  const std::string s = n.Scalar();
-  if (n.Tag() == "!") {  // quoted: a string
-    return s;
-  }
-  if (s == "true" || s == "false") {
-    return s == "true";
-  }
-  json number = json::parse(s, nullptr, false);
-  return number.is_number() ? number : json(s);
-}
+using testutil::YamlToJson;
 
 // The openAPIV3Schema of the CRD in `path`.
 json Schema(const std::string& path) {
-  const json crd = ToJson(YAML::LoadFile(path));
+  const json crd = YamlToJson(YAML::LoadFile(path));
   return crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"];
 }
 

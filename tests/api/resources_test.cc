@@ -113,18 +113,20 @@ TEST(AutoscalerTest, WhatTheSchemaCannotSayIsRefusedWithTheField) {
       HasSubstr("spec.metrics.concurrencyQuery: required"));
 }
 
-// deploy/gpuclasses/default.yaml is `pilotlight gpuclasses`: they must not
+// charts/pilotlight/files/gpuclasses/default.yaml (rendered into
+// deploy/gpuclasses/default.yaml) is `pilotlight gpuclasses`: they must not
 // drift apart, and every object must parse back to its catalog entry.
 TEST(DefaultGpuClassesTest, CommittedFileIsTheGeneratorOutput) {
   absl::StatusOr<model::Catalog> catalog = model::Catalog::Default();
   ASSERT_TRUE(catalog.ok());
-  std::ifstream in("deploy/gpuclasses/default.yaml");
+  std::ifstream in("charts/pilotlight/files/gpuclasses/default.yaml");
   ASSERT_TRUE(in) << "run from the repository root";
   std::stringstream committed;
   committed << in.rdbuf();
   EXPECT_EQ(committed.str(), DefaultGpuClassesYaml(*catalog))
       << "regenerate: build/controller/cmd/pilotlight gpuclasses > "
-         "deploy/gpuclasses/default.yaml";
+         "charts/pilotlight/files/gpuclasses/default.yaml && "
+         "scripts/render-deploy";
 
   int spot = 0;
   for (const model::GpuClass& c : catalog->classes()) {

@@ -57,6 +57,18 @@ inline std::string TestPrometheusUrl() {
   return std::string(absl::StripAsciiWhitespace(s.str()));
 }
 
+// A binary tests/cluster/build put in the cache (helm, prometheus, ...):
+// ${PILOTLIGHT_CACHE:-$HOME/.cache/pilotlight}/bin/<name>.
+inline std::string CachedBinary(const std::string& name) {
+  const char* cache = std::getenv("PILOTLIGHT_CACHE");
+  const char* home = std::getenv("HOME");
+  const std::string dir =
+      cache != nullptr && *cache != '\0'
+          ? std::string(cache)
+          : std::string(home != nullptr ? home : "") + "/.cache/pilotlight";
+  return dir + "/bin/" + name;
+}
+
 // Polls `done` every 250 ms until it is true or `limit` passes; returns
 // its last answer.
 inline bool WaitFor(absl::Duration limit, const std::function<bool()>& done) {
