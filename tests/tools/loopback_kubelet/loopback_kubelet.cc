@@ -1,16 +1,23 @@
 #include "tests/tools/loopback_kubelet/loopback_kubelet.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <httplib.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <csignal>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 #include <vector>
@@ -18,6 +25,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "controller/kube/kube_client.h"
 #include "nlohmann/json.hpp"
 
@@ -46,35 +55,139 @@ std::string MicroTime(absl::Time t) {
   return absl::FormatTime("%Y-%m-%dT%H:%M:%E6SZ", t, absl::UTCTimeZone());
 }
 
-// Starts argv[0] with stdout and stderr appended to `log_path`; the child
-// is killed if this thread dies (PR_SET_PDEATHSIG), so no model server
-// outlives its kubelet.
-absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& argv,
+// How to start one container's process.
+struct ProcessSpec {
+  std::vector<std::string> argv;
+  std::optional<std::vector<std::string>> env;  // KEY=VALUE; unset: ours
+  // In-cluster identity: this directory (token, ca.crt, namespace) is
+  // bind-mounted at the service-account path in a mount namespace of the
+  // process's own, as a kubelet mounts the projected volume.
+  std::string service_account_dir;
+  bool read_only_root = false;  // securityContext.readOnlyRootFilesystem
+  int uid = -1, gid = -1;       // securityContext.runAsUser/runAsGroup
+};
+
+constexpr char kServiceAccountPath[] =
+    "/var/run/secrets/kubernetes.io/serviceaccount";
+
+// Starts spec.argv[0] with stdout and stderr appended to `log_path`; the
+// child is killed if this thread dies (PR_SET_PDEATHSIG), so no process
+// outlives its kubelet. What cannot be set up in the child (a mount, the
+// user) is written to the log and ends it with 126, as a runtime that
+// cannot start a container reports it.
+absl::StatusOr<pid_t> Spawn(const ProcessSpec& spec,
                             const std::string& log_path) {
   std::vector<char*> args;
-  args.reserve(argv.size() + 1);
-  for (const std::string& a : argv) {
+  args.reserve(spec.argv.size() + 1);
+  for (const std::string& a : spec.argv) {
     args.push_back(const_cast<char*>(a.c_str()));
   }
   args.push_back(nullptr);
+  std::vector<char*> envp;
+  if (spec.env) {
+    for (const std::string& e : *spec.env) {
+      envp.push_back(const_cast<char*>(e.c_str()));
+    }
+    envp.push_back(nullptr);
+  }
+  if (!spec.service_account_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(kServiceAccountPath, ec);
+  }
   const int fd =
       ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) {
     return absl::InternalError(absl::StrCat("cannot open ", log_path));
+  }
+  // Opened here, run from the descriptor: a process that gives up root
+  // may not be able to walk the path to it (/root is 0700).
+  const int exe = ::open(args[0], O_RDONLY | O_CLOEXEC);
+  if (exe < 0) {
+    ::close(fd);
+    return absl::InternalError(absl::StrCat("cannot open ", spec.argv[0]));
   }
   const pid_t pid = ::fork();
   if (pid == 0) {  // only async-signal-safe calls from here on
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     ::dup2(fd, 1);
     ::dup2(fd, 2);
-    ::execv(args[0], args.data());
+    auto die = [](const char* what) {
+      ::write(2, what, std::strlen(what));
+      ::_exit(126);
+    };
+    if (!spec.service_account_dir.empty() || spec.read_only_root) {
+      if (::unshare(CLONE_NEWNS) != 0 ||
+          ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
+        die("loopback-kubelet: no mount namespace (needs root)\n");
+      }
+      if (!spec.service_account_dir.empty() &&
+          ::mount(spec.service_account_dir.c_str(), kServiceAccountPath,
+                  nullptr, MS_BIND | MS_RDONLY, nullptr) != 0) {
+        die("loopback-kubelet: cannot mount the service account\n");
+      }
+      if (spec.read_only_root &&
+          ::mount(nullptr, "/", nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY,
+                  nullptr) != 0) {
+        die("loopback-kubelet: cannot make / read-only\n");
+      }
+    }
+    if (spec.gid >= 0 && (::setgroups(0, nullptr) != 0 ||
+                          ::setgid(static_cast<gid_t>(spec.gid)) != 0)) {
+      die("loopback-kubelet: cannot set the group\n");
+    }
+    if (spec.uid >= 0 && ::setuid(static_cast<uid_t>(spec.uid)) != 0) {
+      die("loopback-kubelet: cannot set the user\n");
+    }
+    if (::chdir("/") != 0) {
+      die("loopback-kubelet: cannot chdir /\n");
+    }
+    ::fexecve(exe, args.data(), spec.env ? envp.data() : environ);
     ::_exit(127);
   }
   ::close(fd);
+  ::close(exe);
   if (pid < 0) {
     return absl::InternalError("fork failed");
   }
   return pid;
+}
+
+// The image runs pilotlight itself (controller or activator) rather than a
+// model server: its repository's last path element is `pilotlight`.
+bool IsPilotlightImage(absl::string_view image) {
+  image = image.substr(0, image.find('@'));
+  const size_t slash = image.rfind('/');
+  absl::string_view name =
+      slash == absl::string_view::npos ? image : image.substr(slash + 1);
+  name = name.substr(0, name.find(':'));
+  return name == "pilotlight";
+}
+
+// $(VAR) in a container's args, as the kubelet expands them: a defined VAR
+// is replaced, $$ is a literal $, anything else is left as written.
+std::string ExpandVars(const std::string& in,
+                       const std::map<std::string, std::string>& env) {
+  std::string out;
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (in[i] == '$' && i + 1 < in.size() && in[i + 1] == '$') {
+      out += '$';
+      ++i;
+      continue;
+    }
+    if (in[i] == '$' && i + 1 < in.size() && in[i + 1] == '(') {
+      const size_t close = in.find(')', i + 2);
+      if (close != std::string::npos) {
+        const auto it = env.find(in.substr(i + 2, close - i - 2));
+        if (it != env.end()) {
+          out += it->second;
+          i = close;
+          continue;
+        }
+      }
+    }
+    out += in[i];
+  }
+  return out;
 }
 
 // SIGTERM, then SIGKILL after two seconds; reaps the child.
@@ -109,6 +222,17 @@ struct LocalPod {
   std::string container = "model-server";
   std::string image;
   int port = 8000;
+  // A pilotlight pod (IsPilotlightImage): run as in a cluster, with its
+  // env, service account, security context and readiness probe.
+  bool pilotlight = false;
+  json pod;  // the pod as first seen (spec, metadata)
+  std::string probe_path = "/health";
+  int probe_port = 0;  // 0: `port`
+  absl::Duration probe_period = absl::Seconds(10);
+  absl::Time next_probe;
+  absl::Time token_at;  // when its service-account token was written
+  bool terminating = false;
+  absl::Time kill_at;
   json scheduled;  // the scheduler's PodScheduled condition
   absl::Time seen;
   absl::Time start_after;
@@ -135,10 +259,15 @@ class Kubelet {
   void Heartbeat();
   void WatchNode(const std::string& node);
   void Reconcile(const json& pod, absl::Time now, KubeClient& client);
-  void Start(LocalPod& p, absl::Time now);
+  void Start(LocalPod& p, absl::Time now, KubeClient& client);
+  absl::StatusOr<ProcessSpec> PilotlightProcess(LocalPod& p,
+                                                KubeClient& client);
+  absl::Status WriteServiceAccount(LocalPod& p, KubeClient& client);
+  bool Terminate(LocalPod& p, const json& meta, absl::Time now);
   void Stop(LocalPod& p);
   json Status(const LocalPod& p) const;
   std::string AllocateIp();
+  std::string SecretsDir(const LocalPod& p) const;
   bool Healthy(const LocalPod& p) const;
 
   LoopbackKubeletOptions o_;
@@ -210,6 +339,9 @@ void Kubelet::Reconcile(const json& pod, absl::Time now, KubeClient& client) {
   auto it = local_.find(uid);
   if (meta.contains("deletionTimestamp")) {
     if (it != local_.end()) {
+      if (!Terminate(it->second, meta, now)) {
+        return;  // still within its grace period
+      }
       Stop(it->second);
       local_.erase(it);
     }
@@ -242,17 +374,39 @@ void Kubelet::Reconcile(const json& pod, absl::Time now, KubeClient& client) {
                          " is not a number of seconds; using the default"));
       }
     }
-    p.start_after = now + cold;
     const json containers = spec.value("containers", json::array());
     const json c = containers.empty() ? json::object() : containers[0];
     p.container = c.value("name", p.container);
     p.image = c.value("image", "");
+    p.pilotlight = IsPilotlightImage(p.image);
+    p.pod = pod;
+    if (p.pilotlight && !ann.contains(kColdStartAnnotation)) {
+      cold = absl::ZeroDuration();  // no model to load
+    }
+    p.start_after = now + cold;
     for (const json& a : c.value("args", json::array())) {
       p.args.push_back(a.get<std::string>());
     }
     const json ports = c.value("ports", json::array());
     if (!ports.empty()) {
       p.port = ports[0].value("containerPort", p.port);
+    }
+    // readinessProbe.httpGet, its port a number or a named container port.
+    const json probe = c.value("readinessProbe", json::object());
+    if (probe.contains("httpGet")) {
+      const json get = probe["httpGet"];
+      p.probe_path = get.value("path", "/");
+      const json port = get.value("port", json());
+      if (port.is_number_integer()) {
+        p.probe_port = port.get<int>();
+      }
+      for (const json& cp : ports) {
+        if (port.is_string() &&
+            cp.value("name", "") == port.get<std::string>()) {
+          p.probe_port = cp.value("containerPort", 0);
+        }
+      }
+      p.probe_period = absl::Seconds(probe.value("periodSeconds", 10));
     }
     for (const json& cond : status.value("conditions", json::array())) {
       if (cond.value("type", "") == "PodScheduled") {
@@ -283,14 +437,32 @@ void Kubelet::Reconcile(const json& pod, absl::Time now, KubeClient& client) {
     }
   }
   if (p.pid < 0 && now >= p.start_after) {
-    Start(p, now);
+    Start(p, now, client);
   }
   if (p.pid > 0 && !p.ready && Healthy(p)) {
     p.ready = true;
     p.ready_at = absl::Now();
+    p.next_probe = p.ready_at + p.probe_period;
     p.dirty = true;
     Log(absl::StrCat(ns, "/", name, ": ready at ", p.ip, ":", p.port, " after ",
                      absl::FormatDuration(p.ready_at - p.seen)));
+  } else if (p.pilotlight && p.ready && now >= p.next_probe) {
+    // Readiness is probed for as long as it runs (an activator draining
+    // after SIGTERM, or a controller whose informers lost sync, goes
+    // unready).
+    p.next_probe = now + p.probe_period;
+    if (!Healthy(p)) {
+      p.ready = false;
+      p.not_ready_since = now;
+      p.dirty = true;
+      Log(absl::StrCat(ns, "/", name, ": readiness probe failed"));
+    }
+  }
+  if (p.pilotlight && p.pid > 0 &&
+      now - p.token_at > absl::Minutes(48)) {  // 80% of its hour
+    if (absl::Status st = WriteServiceAccount(p, client); !st.ok()) {
+      Log(absl::StrCat(ns, "/", name, ": token refresh: ", st.message()));
+    }
   }
   if (p.dirty) {
     const json patch = {{"status", Status(p)}};
@@ -307,19 +479,32 @@ void Kubelet::Reconcile(const json& pod, absl::Time now, KubeClient& client) {
   }
 }
 
-void Kubelet::Start(LocalPod& p, absl::Time now) {
+void Kubelet::Start(LocalPod& p, absl::Time now, KubeClient& client) {
   if (p.ip.empty()) {
     p.ip = AllocateIp();
   }
-  std::vector<std::string> argv = {o_.model_server};
-  argv.insert(argv.end(), p.args.begin(), p.args.end());
-  for (const std::string& a : {std::string("--address"), p.ip,
-                               std::string("--port"), std::to_string(p.port)}) {
-    argv.push_back(a);
+  ProcessSpec process;
+  if (p.pilotlight) {
+    absl::StatusOr<ProcessSpec> spec = PilotlightProcess(p, client);
+    if (!spec.ok()) {
+      Log(absl::StrCat(p.ns, "/", p.name, ": ", spec.status().message()));
+      p.start_after = now + kRestartDelay;
+      return;
+    }
+    process = *std::move(spec);
+  } else {
+    process.argv = {o_.model_server};
+    process.argv.insert(process.argv.end(), p.args.begin(), p.args.end());
+    for (const std::string& a :
+         {std::string("--address"), p.ip, std::string("--port"),
+          std::to_string(p.port)}) {
+      process.argv.push_back(a);
+    }
   }
+  const std::vector<std::string>& argv = process.argv;
   const std::string log_path =
       absl::StrCat(o_.log_dir, "/", p.ns, "_", p.name, ".log");
-  absl::StatusOr<pid_t> pid = Spawn(argv, log_path);
+  absl::StatusOr<pid_t> pid = Spawn(process, log_path);
   if (!pid.ok()) {
     Log(absl::StrCat(p.ns, "/", p.name, ": ", pid.status().message()));
     p.start_after = now + kRestartDelay;
@@ -337,17 +522,178 @@ void Kubelet::Stop(LocalPod& p) {
     Kill(p.pid);
     p.pid = -1;
   }
+  if (p.pilotlight) {
+    std::error_code ec;
+    std::filesystem::remove_all(SecretsDir(p), ec);
+  }
   if (!p.ip.empty()) {
     used_ips_.erase(p.ip);
   }
 }
 
 bool Kubelet::Healthy(const LocalPod& p) const {
-  httplib::Client http(p.ip, p.port);
+  httplib::Client http(p.ip, p.probe_port > 0 ? p.probe_port : p.port);
   http.set_connection_timeout(0, 100000);
   http.set_read_timeout(0, 500000);
-  httplib::Result r = http.Get("/health");
-  return r && r->status == 200;
+  httplib::Result r = http.Get(p.probe_path);
+  return r && r->status >= 200 && r->status < 400;
+}
+
+// A deleted pod's process: SIGTERM first, SIGKILL once its grace period
+// (deletionGracePeriodSeconds) is over; true once it has exited. Model
+// servers get 2 s, as before; pilotlight pods their own grace (an
+// activator drains in it), at most a minute.
+bool Kubelet::Terminate(LocalPod& p, const json& meta, absl::Time now) {
+  if (p.pid <= 0) {
+    return true;
+  }
+  if (!p.terminating) {
+    p.terminating = true;
+    const int grace = meta.value("deletionGracePeriodSeconds", 30);
+    p.kill_at = now + (p.pilotlight ? absl::Seconds(std::min(grace, 60))
+                                    : absl::Seconds(2));
+    ::kill(p.pid, SIGTERM);
+    Log(absl::StrCat(p.ns, "/", p.name, ": SIGTERM, ",
+                     absl::FormatDuration(p.kill_at - now), " to exit"));
+  }
+  if (::waitpid(p.pid, nullptr, WNOHANG) == p.pid) {
+    p.pid = -1;
+    return true;
+  }
+  if (now >= p.kill_at) {
+    ::kill(p.pid, SIGKILL);
+    ::waitpid(p.pid, nullptr, 0);
+    p.pid = -1;
+    return true;
+  }
+  return false;
+}
+
+// The service account's token (TokenRequest, bound to the pod, one hour),
+// the cluster CA and the namespace, in the pod's own directory that Spawn
+// mounts at the service-account path.
+absl::Status Kubelet::WriteServiceAccount(LocalPod& p, KubeClient& client) {
+  const json spec = p.pod.value("spec", json::object());
+  const std::string sa = spec.value("serviceAccountName", "default");
+  const json request = {{"apiVersion", "authentication.k8s.io/v1"},
+                        {"kind", "TokenRequest"},
+                        {"spec",
+                         {{"expirationSeconds", 3600},
+                          {"boundObjectRef",
+                           {{"apiVersion", "v1"},
+                            {"kind", "Pod"},
+                            {"name", p.name},
+                            {"uid", p.uid}}}}}};
+  absl::StatusOr<KubeClient::Response> r =
+      client.Request("POST",
+                     absl::StrCat("/api/v1/namespaces/", p.ns,
+                                  "/serviceaccounts/", sa, "/token"),
+                     request.dump());
+  if (!r.ok()) {
+    return absl::UnavailableError(absl::StrCat(
+        "TokenRequest for service account ", sa, ": ", r.status().message()));
+  }
+  const json answer = json::parse(r->body, nullptr, false);
+  const std::string token =
+      answer.is_object()
+          ? answer.value("status", json::object()).value("token", "")
+          : "";
+  if (token.empty()) {
+    return absl::UnavailableError("TokenRequest answered no token");
+  }
+  const std::string dir = SecretsDir(p);
+  std::filesystem::create_directories(dir);
+  // Written aside and renamed, so a reader never sees half a token.
+  for (const auto& [file, text] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"token", token}, {"ca.crt", o_.kube.ca_pem}, {"namespace", p.ns}}) {
+    const std::string tmp = absl::StrCat(dir, "/.", file);
+    std::ofstream(tmp) << text;
+    ::chmod(tmp.c_str(), 0644);
+    std::filesystem::rename(tmp, absl::StrCat(dir, "/", file));
+  }
+  p.token_at = absl::Now();
+  return absl::OkStatus();
+}
+
+// What the kubelet does for a pilotlight container: the downward-API and
+// literal env, $(VAR) in its args, KUBERNETES_SERVICE_HOST/PORT, the
+// service account, and its security context (user, group, read-only root).
+absl::StatusOr<ProcessSpec> Kubelet::PilotlightProcess(LocalPod& p,
+                                                       KubeClient& client) {
+  if (o_.pilotlight.empty()) {
+    return absl::FailedPreconditionError(
+        "a pilotlight image, but no --pilotlight binary to run it");
+  }
+  const json spec = p.pod.value("spec", json::object());
+  const json meta = p.pod.value("metadata", json::object());
+  const json containers = spec.value("containers", json::array());
+  const json c = containers.empty() ? json::object() : containers[0];
+  const std::map<std::string, std::string> fields = {
+      {"metadata.name", p.name},
+      {"metadata.namespace", p.ns},
+      {"metadata.uid", p.uid},
+      {"spec.nodeName", spec.value("nodeName", "")},
+      {"spec.serviceAccountName", spec.value("serviceAccountName", "default")},
+      {"status.podIP", p.ip},
+      {"status.hostIP", "127.0.0.1"}};
+  std::map<std::string, std::string> env;
+  for (const json& e : c.value("env", json::array())) {
+    const std::string name = e.value("name", "");
+    if (e.contains("value")) {
+      env[name] = ExpandVars(e.value("value", ""), env);
+    } else if (e.contains("valueFrom") && e["valueFrom"].contains("fieldRef")) {
+      const std::string path =
+          e["valueFrom"]["fieldRef"].value("fieldPath", "");
+      const auto it = fields.find(path);
+      if (it == fields.end()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("env ", name, ": fieldRef ", path, " not supported"));
+      }
+      env[name] = it->second;
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("env ", name, ": only value and fieldRef supported"));
+    }
+  }
+  ProcessSpec process;
+  process.argv = {o_.pilotlight};
+  for (const std::string& a : p.args) {
+    process.argv.push_back(ExpandVars(a, env));
+  }
+  env["KUBERNETES_SERVICE_HOST"] = o_.api_host;
+  env["KUBERNETES_SERVICE_PORT"] = std::to_string(o_.api_port);
+  env.emplace("PATH", "/usr/local/bin:/usr/bin:/bin");
+  env.emplace("HOSTNAME", p.name);
+  process.env.emplace();
+  for (const auto& [k, v] : env) {
+    process.env->push_back(absl::StrCat(k, "=", v));
+  }
+  if (spec.value("automountServiceAccountToken", true)) {
+    if (absl::Status st = WriteServiceAccount(p, client); !st.ok()) {
+      return st;
+    }
+    process.service_account_dir = SecretsDir(p);
+  }
+  // The container's security context over the pod's.
+  json sc = spec.value("securityContext", json::object());
+  for (const auto& [k, v] :
+       c.value("securityContext", json::object()).items()) {
+    sc[k] = v;
+  }
+  process.uid = sc.value("runAsUser", -1);
+  process.gid = sc.value("runAsGroup", -1);
+  process.read_only_root = sc.value("readOnlyRootFilesystem", false);
+  if (sc.value("runAsNonRoot", false) && process.uid <= 0) {
+    return absl::FailedPreconditionError(
+        "runAsNonRoot without a non-zero runAsUser: the image's user is "
+        "not known here");
+  }
+  return process;
+}
+
+std::string Kubelet::SecretsDir(const LocalPod& p) const {
+  return absl::StrCat(o_.state_dir, "/", p.ns, "_", p.name, "_", p.uid);
 }
 
 std::string Kubelet::AllocateIp() {

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/strip.h"
+#include "controller/base/host_port.h"
 #include "controller/cmd/flags.h"
 #include "controller/kube/kube_config.h"
 #include "tests/tools/loopback_kubelet/loopback_kubelet.h"
@@ -21,6 +23,10 @@ int main(int argc, char** argv) {
   const std::vector<FlagSpec> specs = {
       {"kubeconfig", false, "FILE", "kubeconfig (default $KUBECONFIG)"},
       {"model-server", false, "PATH", "the pilotlight-model-server binary"},
+      {"pilotlight", false, "PATH",
+       "the pilotlight binary, run for pods whose image is pilotlight"},
+      {"state-dir", false, "DIR",
+       "pilotlight pods' service-account files (default: <log-dir>/../sa)"},
       {"cold-start", false, "DURATION",
        "delay before a pod's process starts (default 3s; the pod annotation "
        "pilotlight.dev/cold-start-seconds overrides it)"},
@@ -58,10 +64,30 @@ int main(int argc, char** argv) {
   o.kube = *kube;
   o.model_server = flags.String("model-server").value_or("");
   o.log_dir = flags.String("log-dir").value_or("");
+  o.pilotlight = flags.String("pilotlight").value_or("");
+  o.state_dir = flags.String("state-dir").value_or(o.log_dir + "/../sa");
+  // In-cluster clients reach the API server where this kubelet does.
+  {
+    absl::string_view server = o.kube.server;
+    absl::ConsumePrefix(&server, "https://");
+    const absl::StatusOr<std::pair<std::string, int>> hp =
+        pilotlight::SplitHostPort(std::string(server),
+                                  "the kubeconfig's server");
+    if (!hp.ok()) {
+      std::cerr << "pilotlight-loopback-kubelet: " << hp.status().message()
+                << "\n";
+      return 2;
+    }
+    o.api_host = hp->first;
+    o.api_port = hp->second;
+  }
   o.node_selector = flags.String("node-selector").value_or(o.node_selector);
-  if (absl::Status st =
-          pilotlight::cmd::Set(flags.Duration("cold-start"), o.cold_start);
-      !st.ok()) {
+  for (const absl::Status& st :
+       {pilotlight::cmd::Set(flags.Duration("cold-start"), o.cold_start),
+        pilotlight::cmd::Set(flags.Int("ip-octet"), o.ip_second_octet)}) {
+    if (st.ok()) {
+      continue;
+    }
     std::cerr << st.message() << "\n";
     return 2;
   }
