@@ -185,6 +185,7 @@ void Decider::Ingest(const Snapshot& s) {
     if (last_sample_at_ && d.at <= *last_sample_at_) {
       continue;  // already seen, or out of order
     }
+    demand_partial_ = d.partial;
     const absl::Duration dt =
         last_sample_at_ ? d.at - *last_sample_at_ : absl::ZeroDuration();
     // A queued request needs `service_s` of a slot; a replica asked for now
@@ -209,6 +210,12 @@ void Decider::Ingest(const Snapshot& s) {
       continue;  // carries no demand information
     }
     const double conc = std::max(0.0, *c);
+    if (d.partial && conc <= config_.idle_concurrency &&
+        d.arrivals.value_or(0) <= 0) {
+      // Nothing seen, but not everything is visible: no information (it
+      // must not start an idle period). Staleness then holds replicas.
+      continue;
+    }
     if (!last_sample_at_) {
       // The first sample: what came before it is unknown, so an idle
       // endpoint has been idle since now -- not since the epoch (a
@@ -769,6 +776,10 @@ void Decider::StabiliseAndBound(Step& st) {
   }
   if (st.ready_total == 0 && target > 0 && !idle_) {
     reason = ScaleReason::kScaleFromZero;
+  }
+  if (demand_partial_ && target < current) {
+    target = current;
+    reason = ScaleReason::kPartialDemand;
   }
   if (target < current) {
     const int limited = static_cast<int>(

@@ -205,6 +205,7 @@ class Decider {
   int last_target_tier_ = -1;
   bool panic_ = false;
   absl::Time panic_until_;
+  bool demand_partial_ = false;  // the latest sample was a lower bound
   int tier_ = -1;
   int switching_from_ = -1;
   int candidate_tier_ = -1;

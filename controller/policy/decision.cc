@@ -22,6 +22,8 @@ absl::string_view ScaleReasonName(ScaleReason r) {
       return "ScaleDownHeld";
     case ScaleReason::kScaleDownLimited:
       return "ScaleDownLimited";
+    case ScaleReason::kPartialDemand:
+      return "PartialDemand";
     case ScaleReason::kKeepAlive:
       return "KeepAlive";
     case ScaleReason::kPreWarm:

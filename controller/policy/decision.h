@@ -26,6 +26,8 @@ enum class ScaleReason {
   kWarmPool,          // headroom for the rise expected within a cold start
   kScaleDownHeld,     // lower target not yet held for the stabilisation window
   kScaleDownLimited,  // scale-down rate limit
+  kPartialDemand,     // demand partly out of sight: up for what is seen, never
+                      // down
   kKeepAlive,         // idle, keeping the last replica(s) for the keep-alive
   kPreWarm,           // idle, replica started ahead of the predicted request
   kScaledToZero,      // idle past the keep-alive

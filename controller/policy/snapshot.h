@@ -28,6 +28,10 @@ struct DemandSample {
   std::optional<double> queued;     // waiting (engine queues + activator)
   std::optional<double> arrivals;  // requests arrived since the previous sample
   std::optional<double> output_tokens_per_s;  // generated tokens/s, measured
+  // Some demand is out of sight (an activator's stream lost, or activators
+  // not yet reconnected after the controller started): what is here is a
+  // lower bound. The decider then scales up for it but never down.
+  bool partial = false;
 };
 
 // What the controller learned from pod condition timestamps.

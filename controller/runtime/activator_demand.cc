@@ -95,6 +95,11 @@ ActivatorRead ActivatorDemand::Read(const std::string& endpoint) {
   out.lost = LostLocked(clock_.Now());
   for (auto& [name, s] : sources_) {
     out.reporting += s.connected ? 1 : 0;
+    if (!s.connected) {
+      // Its last report is stale: what it held is gone with its stream
+      // (the clients got an error) or comes back when it reconnects.
+      continue;
+    }
     auto it = s.endpoints.find(endpoint);
     if (it == s.endpoints.end()) {
       continue;

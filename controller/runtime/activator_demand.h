@@ -16,9 +16,9 @@
 // An activator whose stream broke (not after a draining report) is "lost"
 // until it reconnects or `forget_after` passes: while any is lost, and for
 // `startup_grace` after the controller starts (activators reconnecting),
-// Read names it in `lost` and the merged demand withholds the sample, so
-// the policy holds replicas rather than scale down on demand it cannot
-// see. Thread-safe.
+// Read names it in `lost` (and sums only the connected activators' demand),
+// and the merged demand marks the sample partial, so the policy scales up
+// for what it sees but never down on demand it cannot see. Thread-safe.
 #pragma once
 
 #include <cstdint>

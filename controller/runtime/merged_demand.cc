@@ -18,10 +18,11 @@ policy::DemandSample MergedDemand::Read(
   policy::DemandSample s = prom_.Read(endpoint, ready_pods, now, missing);
   const ActivatorRead a = activators_.Read(endpoint.spec.name);
   if (!a.lost.empty()) {
+    // What is seen is a lower bound: the policy scales up for it (a
+    // request held at zero while another activator reconnects is served)
+    // but never down.
     absl::StrAppend(&missing, a.lost);
-    policy::DemandSample withheld;
-    withheld.at = now;
-    return withheld;
+    s.partial = true;
   }
   const double running = s.in_flight.value_or(0);
   const double unseen = std::max(0.0, a.in_flight - running);

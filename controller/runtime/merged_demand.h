@@ -13,9 +13,10 @@
 //               seen by Prometheus alone
 //
 // A signal Prometheus could not read stays unset (missing is not zero). While
-// the activators' demand cannot be trusted (one of them lost, or just after
-// start) the sample is withheld and named in `missing`: the policy holds
-// rather than scale down on demand it cannot see.
+// the activators' demand is incomplete (one of them lost, or just after
+// start) the sample is marked partial and the gap named in `missing`: the
+// policy scales up for what is seen (a request held at zero is served at
+// once) but never down on demand it cannot see.
 #pragma once
 
 #include "controller/runtime/activator_demand.h"

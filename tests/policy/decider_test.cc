@@ -340,6 +340,42 @@ TEST(DeciderTest, MissingMetricsHoldReplicas) {
   EXPECT_TRUE(w.last().valid);
 }
 
+// Partial demand (an activator's stream lost, or just after start): what
+// is seen is a lower bound. Up for it, never down -- whatever it says --
+// and a partial sample that sees nothing starts no idle period.
+TEST(DeciderTest, PartialDemandScalesUpNeverDown) {
+  struct Case {
+    const char* name;
+    int running;        // replicas before the partial samples
+    double seen;        // in flight in the partial samples
+    int want_at_least;  // desired after 5 minutes of them
+    int want_at_most;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"held at zero while an activator is lost: served", 0, 1, 1, 1},
+           {"low partial demand does not scale down", 2, 0.5, 2, 2},
+           {"nothing seen does not go idle", 2, 0, 2, 2},
+           {"more demand seen: up", 1, 80, 2, 1000},
+       }) {
+    SCOPED_TRACE(c.name);
+    World w = OneA100();
+    absl::Time t = T0();
+    if (c.running > 0) {
+      t = Steady(w, t, absl::Minutes(3), 40.0 * c.running);
+      ASSERT_EQ(w.TotalDesired(), c.running);
+    }
+    for (const absl::Time end = t + absl::Minutes(5); t < end; t += kTick) {
+      DemandSample partial = World::Sample(t, c.seen, 0);
+      partial.partial = true;
+      const Decision& d = w.Step(t, {partial});
+      EXPECT_GE(w.TotalDesired(), std::min(c.running, c.want_at_least))
+          << d.message;
+    }
+    EXPECT_GE(w.TotalDesired(), c.want_at_least) << w.last().message;
+    EXPECT_LE(w.TotalDesired(), c.want_at_most) << w.last().message;
+  }
+}
+
 // A spec that does not validate holds with the field in the message.
 TEST(DeciderTest, InvalidSpecHoldsAndNamesTheField) {
   EndpointSpec spec = Llama8b({Variant("chat", "h900")});

@@ -51,7 +51,7 @@ class ActivatorDemandTest : public ::testing::Test {
   ActivatorDemand table_{clock_, absl::Seconds(10), absl::Minutes(2)};
 };
 
-TEST_F(ActivatorDemandTest, StartupGraceWithholdsThenTrusts) {
+TEST_F(ActivatorDemandTest, StartupGraceIsNamedThenTrusted) {
   EXPECT_THAT(table_.Read(kEp).lost, HasSubstr("after start"));
   clock_.Advance(absl::Seconds(11));
   EXPECT_THAT(table_.Read(kEp).lost, IsEmpty());
@@ -103,11 +103,13 @@ TEST_F(ActivatorDemandTest, ArrivalsAreCountedOnceFromTotals) {
 }
 
 TEST_F(ActivatorDemandTest,
-       ALostStreamWithholdsUntilItReconnectsOrIsForgotten) {
+       ALostStreamIsNamedAndNotCountedUntilItReconnectsOrIsForgotten) {
   clock_.Advance(absl::Seconds(11));
   table_.Apply(Report("a", 1, true, {.arrivals_total = 1, .in_flight = 1}));
   table_.Disconnected("a", 1, /*clean=*/false);
-  EXPECT_THAT(table_.Read(kEp).lost, HasSubstr("activator a: stream lost"));
+  const ActivatorRead lost = table_.Read(kEp);
+  EXPECT_THAT(lost.lost, HasSubstr("activator a: stream lost"));
+  EXPECT_EQ(lost.in_flight, 0);  // its last report is stale
   table_.Apply(Report("a", 1, true, {.arrivals_total = 1}));
   EXPECT_THAT(table_.Read(kEp).lost, IsEmpty());
   // Lost again and never back: forgotten after forget_after.
@@ -171,12 +173,23 @@ TEST_F(ActivatorDemandTest, MergeCountsEachRequestOnce) {
     EXPECT_EQ(s.queued.value_or(-1), c.want_queued);
     EXPECT_EQ(s.arrivals.value_or(-1), c.want_arrivals);
   }
-  // Activator lost: the sample is withheld (the policy holds).
+  // Activator a lost, b holding 2: the sample is partial -- b's held
+  // requests count (scale up for them), a's stale report does not, and
+  // the policy will not scale down on it.
+  prom.Set([&](absl::Time, int) { return Prom(0, 0, 0); });
+  table_.Apply(Report("b", 1, true, {.arrivals_total = 2, .held = 2}));
   table_.Disconnected("a", 1, false);
   std::string missing;
   const policy::DemandSample s = merged.Read(ep, {}, clock_.Now(), missing);
   EXPECT_THAT(missing, HasSubstr("stream lost"));
-  EXPECT_FALSE(s.in_flight || s.queued || s.arrivals);
+  EXPECT_TRUE(s.partial);
+  EXPECT_EQ(s.queued.value_or(-1), 2);
+  EXPECT_EQ(s.arrivals.value_or(-1), 2);
+  // All connected again: a whole sample.
+  table_.Apply(Report("a", 1, true, {.arrivals_total = 13}));
+  missing.clear();
+  EXPECT_FALSE(merged.Read(ep, {}, clock_.Now(), missing).partial);
+  EXPECT_THAT(missing, IsEmpty());
   // The epoch moves with either source.
   const int64_t e0 = merged.Epoch(kEp);
   prom.NextEpoch();

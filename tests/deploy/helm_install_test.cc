@@ -1,0 +1,261 @@
+// The chart installed with helm on the local test cluster, its pods run
+// in-cluster by the loopback kubelet (pilotlight image -> the pilotlight
+// binary as user 65532, a bound service-account token, read-only root):
+// both Deployments become Ready, one controller leads, an endpoint at zero
+// is brought back by a request sent to the activator's Service, the
+// leader's pod is deleted and the other replica leads within the lease
+// duration, `helm upgrade` with changed values rolls the pods, and
+// `helm uninstall` removes everything the chart made and keeps the CRDs.
+// Label integration; prints install-to-Ready, first-request and failover
+// times.
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "httplib.h"
+#include "tests/cluster/endpoint_fixture.h"
+
+namespace pilotlight {
+namespace {
+
+using json = nlohmann::json;
+using testcluster::Shell;
+using testcluster::WaitFor;
+using ::testing::HasSubstr;
+
+// Not `pilotlight-system`: the other tests apply deploy/rbac.yaml there
+// (the namespace is helm-e2e-<pid>: a namespace takes a while to go).
+// The release is named pilotlight (so the CRDs carry the same labels as
+// deploy/crds, which the other tests apply) and its objects pilotlight-e2e.
+constexpr char kFull[] = "pilotlight-e2e";
+
+class HelmInstallTest : public testcluster::EndpointFixture {
+ protected:
+  void SetUp() override {
+    EndpointFixture::SetUp();
+    if (IsSkipped() || HasFatalFailure()) {
+      return;
+    }
+    namespace_ = absl::StrCat("helm-e2e-", ::getpid());
+    helm_ = absl::StrCat(testcluster::CachedBinary("helm"), " --kubeconfig ",
+                         kubeconfig_, " --namespace ", namespace_);
+    kubectl_ =
+        absl::StrCat("kubectl --kubeconfig ", kubeconfig_, " -n ", namespace_);
+    values_ = absl::StrCat(testcluster::TestClusterDir().value_or("/tmp"),
+                           "/run/helm-e2e-values.yaml");
+    // The loopback kubelet's nodes (tainted for pods that mean it), pods
+    // listening on their own IP (they share one network namespace), and
+    // the cluster's Prometheus.
+    std::ofstream(values_)
+        << "fullnameOverride: " << kFull << "\nbindPodIP: true\n"
+        << "controller:\n  prometheusUrl: " << prometheus_
+        << "\n  nodeSelector: {pilotlight.dev/loopback: \"true\"}\n"
+        << "  tolerations: [{key: pilotlight.dev/loopback, operator: Exists, "
+           "effect: NoSchedule}]\n"
+        << "activator:\n  nodeSelector: {pilotlight.dev/loopback: \"true\"}\n"
+        << "  tolerations: [{key: pilotlight.dev/loopback, operator: Exists, "
+           "effect: NoSchedule}]\n";
+  }
+  void TearDown() override {
+    if (!helm_.empty()) {
+      Shell(absl::StrCat(helm_, " uninstall pilotlight --wait --timeout 60s"));
+      Shell(absl::StrCat("kubectl --kubeconfig ", kubeconfig_,
+                         " delete namespace ", namespace_, " --wait=false"));
+    }
+    EndpointFixture::TearDown();
+  }
+
+  std::string Get(const std::string& what) {
+    return Shell(absl::StrCat(kubectl_, " get ", what));
+  }
+  json GetJson(const std::string& what) {
+    return json::parse(
+        Shell(absl::StrCat(kubectl_, " get ", what, " -o json 2>/dev/null")),
+        nullptr, false);
+  }
+  std::string LeaseHolder() {
+    const json lease = GetJson(absl::StrCat("lease ", kFull, "-controller"));
+    return lease.is_object()
+               ? lease.value("spec", json::object()).value("holderIdentity", "")
+               : "";
+  }
+  // Ready pods of one component: name -> pod IP.
+  std::map<std::string, std::string> ReadyPods(const std::string& component) {
+    std::map<std::string, std::string> out;
+    const json pods = GetJson(
+        absl::StrCat("pods -l app.kubernetes.io/component=", component));
+    if (!pods.is_object()) {
+      return out;
+    }
+    for (const json& p : pods["items"]) {
+      if (p["metadata"].contains("deletionTimestamp")) {
+        continue;
+      }
+      for (const json& c : p["status"].value("conditions", json::array())) {
+        if (c.value("type", "") == "Ready" && c.value("status", "") == "True") {
+          out[p["metadata"].value("name", "")] = p["status"].value("podIP", "");
+        }
+      }
+    }
+    return out;
+  }
+  // The activator Service's ready endpoints, "ip:port", computed as its
+  // EndpointSlice controller does -- its selector's Ready pods, its named
+  // targetPort resolved in each -- because the API server refuses
+  // EndpointSlices with loopback addresses ("may not be in the loopback
+  // range"), which is all the loopback kubelet's pods have; and there is
+  // no kube-proxy to send to a ClusterIP.
+  std::vector<std::string> ServiceEndpoints() {
+    std::vector<std::string> out;
+    const json svc = GetJson(absl::StrCat("service ", kFull, "-activator"));
+    if (!svc.is_object()) {
+      return out;
+    }
+    std::string selector;
+    for (const auto& [k, v] : svc["spec"]["selector"].items()) {
+      absl::StrAppend(&selector, selector.empty() ? "" : ",", k, "=",
+                      v.get<std::string>());
+    }
+    const json target = svc["spec"]["ports"][0]["targetPort"];
+    const json pods = GetJson(absl::StrCat("pods -l ", selector));
+    for (const json& p : pods.value("items", json::array())) {
+      bool ready = false;
+      for (const json& c : p["status"].value("conditions", json::array())) {
+        ready |=
+            c.value("type", "") == "Ready" && c.value("status", "") == "True";
+      }
+      if (!ready || p["metadata"].contains("deletionTimestamp")) {
+        continue;
+      }
+      for (const json& port : p["spec"]["containers"][0]["ports"]) {
+        if (port.value("name", "") == target.get<std::string>()) {
+          out.push_back(absl::StrCat(p["status"].value("podIP", ""), ":",
+                                     port.value("containerPort", 0)));
+        }
+      }
+    }
+    return out;
+  }
+
+  std::string namespace_, helm_, kubectl_, values_;
+};
+
+TEST_F(HelmInstallTest, InstallServeFailOverUpgradeUninstall) {
+  // --- install -----------------------------------------------------------
+  const absl::Time t0 = absl::Now();
+  int rc = 0;
+  std::string out = Shell(
+      absl::StrCat(helm_, " install pilotlight charts/pilotlight ",
+                   "--create-namespace --take-ownership --wait --timeout 120s ",
+                   "-f ", values_),
+      &rc);
+  ASSERT_EQ(rc, 0) << out;
+  const absl::Duration install = absl::Now() - t0;
+  const std::map<std::string, std::string> controllers =
+      ReadyPods("controller");
+  ASSERT_EQ(controllers.size(), 2U) << Get("pods -o wide");
+  ASSERT_EQ(ReadyPods("activator").size(), 2U) << Get("pods -o wide");
+  std::cout << "[helm] install -> both Deployments Ready: "
+            << absl::FormatDuration(install) << "\n";
+  // Run as the chart says: user 65532, its own service account.
+  out = Shell(absl::StrCat("ps -o user= -C pilotlight"));
+  EXPECT_THAT(out, HasSubstr("65532")) << out;
+  ASSERT_TRUE(WaitFor(absl::Seconds(30),
+                      [&] { return controllers.count(LeaseHolder()) == 1; }))
+      << "no controller leads: " << LeaseHolder();
+
+  // --- an endpoint at zero, brought back through the activator Service --
+  ASSERT_TRUE(CreateDeployment("chat-l4", 0, "l4", "on-demand").ok());
+  ASSERT_TRUE(CreateAutoscaler("chat", OneVariantSpec("chat-l4", 0)).ok());
+  ASSERT_TRUE(WaitFor(absl::Seconds(60), [&] {
+    return Condition(Autoscaler("chat"), "Ready") == "True";
+  })) << Autoscaler("chat").dump(2);
+  ASSERT_EQ(Replicas("chat-l4"), 0);
+  std::vector<std::string> endpoints;
+  ASSERT_TRUE(WaitFor(absl::Seconds(30), [&] {
+    endpoints = ServiceEndpoints();
+    return endpoints.size() == 2;
+  })) << Get("pods -o wide");
+  const size_t colon = endpoints[0].find(':');
+  httplib::Client client(endpoints[0].substr(0, colon),
+                         std::stoi(endpoints[0].substr(colon + 1)));
+  client.set_read_timeout(120);
+  const absl::Time t1 = absl::Now();
+  httplib::Result r = client.Post(
+      absl::StrCat("/", ns_, "/chat/v1/completions"),
+      R"({"model": "llama-3.1-8b", "prompt": "Say hello", "max_tokens": 8})",
+      "application/json");
+  const absl::Duration first = absl::Now() - t1;
+  ASSERT_TRUE(r) << httplib::to_string(r.error());
+  EXPECT_EQ(r->status, 200) << r->body;
+  EXPECT_THAT(r->body, HasSubstr("\"choices\""));
+  EXPECT_GE(Replicas("chat-l4"), 1);
+  EXPECT_GE(first, absl::Seconds(2));  // it waited for the 2 s cold start
+  std::cout << "[helm] request at zero through the activator Service: "
+            << absl::FormatDuration(first) << " (2 s cold start)\n";
+
+  // --- leader failover ---------------------------------------------------
+  const std::string leader = LeaseHolder();
+  const absl::Time t2 = absl::Now();
+  out = Shell(absl::StrCat(kubectl_, " delete pod ", leader, " --wait=false"),
+              &rc);
+  ASSERT_EQ(rc, 0) << out;
+  std::string next;
+  ASSERT_TRUE(WaitFor(absl::Seconds(30),
+                      [&] {
+                        next = LeaseHolder();
+                        return !next.empty() && next != leader;
+                      }))
+      << "still " << next;
+  const absl::Duration failover = absl::Now() - t2;
+  EXPECT_LT(failover, absl::Seconds(15));  // the lease duration
+  std::cout << "[helm] leader pod deleted -> " << next << " leads after "
+            << absl::FormatDuration(failover) << "\n";
+
+  // --- upgrade with changed values rolls the pods ------------------------
+  out = Shell(absl::StrCat(helm_, " upgrade pilotlight charts/pilotlight ",
+                           "--wait --timeout 120s -f ", values_,
+                           " --set controller.tick=3s"),
+              &rc);
+  ASSERT_EQ(rc, 0) << out;
+  ASSERT_TRUE(WaitFor(absl::Seconds(60), [&] {
+    const json pods = GetJson("pods -l app.kubernetes.io/component=controller");
+    int rolled = 0, old = 0;
+    for (const json& p : pods.value("items", json::array())) {
+      const std::string args = p["spec"]["containers"][0]["args"].dump();
+      (absl::StrContains(args, "--tick=3s") ? rolled : old) += 1;
+    }
+    return rolled == 2 && old == 0 && ReadyPods("controller").size() == 2;
+  })) << Get("pods -o wide");
+
+  // --- uninstall: nothing the chart made is left, the CRDs are -----------
+  out = Shell(absl::StrCat(helm_, " uninstall pilotlight --wait --timeout 90s"),
+              &rc);
+  ASSERT_EQ(rc, 0) << out;
+  // The pods go with their ReplicaSets (the activators after draining).
+  EXPECT_TRUE(WaitFor(absl::Seconds(60), [&] {
+    return absl::StrContains(Get("pods --no-headers"), "No resources found");
+  })) << Get("pods");
+  EXPECT_THAT(Shell(absl::StrCat(
+                  kubectl_,
+                  " get deploy,rs,pods,svc,sa,role,rolebinding,pdb "
+                  "-l app.kubernetes.io/part-of=pilotlight --no-headers")),
+              HasSubstr("No resources found"));
+  EXPECT_EQ(Shell(absl::StrCat("kubectl --kubeconfig ", kubeconfig_,
+                               " get clusterrole,clusterrolebinding "
+                               "--no-headers | grep -c ",
+                               kFull)),
+            "0\n");
+  EXPECT_THAT(
+      Shell(absl::StrCat("kubectl --kubeconfig ", kubeconfig_,
+                         " get crd inferenceautoscalers.pilotlight.dev")),
+      HasSubstr("inferenceautoscalers.pilotlight.dev"));
+  helm_.clear();  // uninstalled
+  Shell(absl::StrCat("kubectl --kubeconfig ", kubeconfig_, " delete namespace ",
+                     namespace_, " --wait=false"));
+}
+
+}  // namespace
+}  // namespace pilotlight
