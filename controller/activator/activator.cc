@@ -97,6 +97,11 @@ void Activator::Impl::Wire() {
   };
   autoscalers_->AddHandler([this, changed](EventType t, const json& ia) {
     changed(index_.OnAutoscaler(t, ia));
+    if (t != EventType::kDeleted) {
+      // Its series exist from now, at zero: its first request and first
+      // cold start then show in rate() (a counter first seen at 1 does not).
+      metrics_.Touch(kube::ObjectKey(ia));
+    }
   });
   replicasets_->AddHandler([this, changed](EventType t, const json& rs) {
     changed(index_.OnReplicaSet(t, rs));
@@ -130,6 +135,7 @@ absl::StatusOr<int> Activator::Impl::ServeAdmin(const std::string& host,
       metrics_.in_flight.Add(labels).Set(l.in_flight);
       metrics_.targets.Add(labels).Set(
           static_cast<double>(targets_.CountOf(l.endpoint)));
+      metrics_.Touch(l.endpoint);
     }
     std::ostringstream out;
     prometheus::TextSerializer().Serialize(out, registry_.Collect());

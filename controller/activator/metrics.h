@@ -3,6 +3,8 @@
 // The activator's Prometheus metrics (served on its admin port's /metrics).
 #pragma once
 
+#include <string>
+
 #include "prometheus/counter.h"
 #include "prometheus/family.h"
 #include "prometheus/gauge.h"
@@ -29,18 +31,13 @@ struct Metrics {
         hold(prometheus::BuildHistogram()
                  .Name("pilotlight_activator_hold_seconds")
                  .Help("How long requests that had to wait were held before "
-                       "a replica took them")
-                 .Register(r)
-                 .Add({},
-                      prometheus::Histogram::BucketBoundaries{
-                          0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
-                          120, 300, 600})),
+                       "a replica took them, by endpoint")
+                 .Register(r)),
         cold_starts(prometheus::BuildCounter()
                         .Name("pilotlight_activator_cold_starts_total")
                         .Help("Requests that waited for a pod that was not "
-                              "ready when they arrived")
-                        .Register(r)
-                        .Add({})),
+                              "ready when they arrived, by endpoint")
+                        .Register(r)),
         rejections(prometheus::BuildCounter()
                        .Name("pilotlight_activator_rejections_total")
                        .Help("Requests refused, by reason (queue_full, "
@@ -51,7 +48,7 @@ struct Metrics {
                             .Name("pilotlight_activator_upstream_errors_total")
                             .Help("Failures talking to model-server pods, by "
                                   "reason (connect, broken, "
-                                  "response_timeout, stream_aborted)")
+                                  "response_timeout, client_gone)")
                             .Register(r)),
         retries(prometheus::BuildCounter()
                     .Name("pilotlight_activator_retries_total")
@@ -83,13 +80,40 @@ struct Metrics {
                     .Name("pilotlight_activator_targets")
                     .Help("Pods requests are forwarded to (Ready and "
                           "answering), by endpoint")
-                    .Register(r)) {}
+                    .Register(r)) {
+    // Every reason at zero from the start: a rate() over them works (and a
+    // dashboard finds the series) before the first one happens.
+    for (const char* reason :
+         {"queue_full", "activation_timeout", "unknown_endpoint", "too_large",
+          "shutting_down"}) {
+      rejections.Add({{"reason", reason}});
+    }
+    for (const char* reason :
+         {"connect", "broken", "response_timeout", "client_gone"}) {
+      upstream_errors.Add({{"reason", reason}});
+    }
+  }
 
   prometheus::Family<prometheus::Counter>& requests;
   prometheus::Family<prometheus::Gauge>& held;
   prometheus::Family<prometheus::Gauge>& in_flight;
-  prometheus::Histogram& hold;
-  prometheus::Counter& cold_starts;
+  prometheus::Family<prometheus::Histogram>& hold;
+  prometheus::Family<prometheus::Counter>& cold_starts;
+
+  // An endpoint's hold histogram (its buckets in one place).
+  prometheus::Histogram& HoldOf(const std::string& endpoint) {
+    return hold.Add(
+        {{"endpoint", endpoint}},
+        prometheus::Histogram::BucketBoundaries{
+            0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600});
+  }
+  // Every per-endpoint series, at zero until it counts something (a
+  // dashboard's query then finds the endpoint before its first cold start).
+  void Touch(const std::string& endpoint) {
+    HoldOf(endpoint);
+    cold_starts.Add({{"endpoint", endpoint}});
+    requests.Add({{"endpoint", endpoint}, {"code", "200"}});
+  }
   prometheus::Family<prometheus::Counter>& rejections;
   prometheus::Family<prometheus::Counter>& upstream_errors;
   prometheus::Counter& retries;

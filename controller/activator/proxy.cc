@@ -156,10 +156,10 @@ void Proxy::Handle(const httplib::Request& req, httplib::Response& res) {
       return;
     }
     if (lease->held() > absl::ZeroDuration()) {
-      metrics_.hold.Observe(absl::ToDoubleSeconds(lease->held()));
+      metrics_.HoldOf(endpoint).Observe(absl::ToDoubleSeconds(lease->held()));
     }
     if (lease->cold() && attempt == 0) {
-      metrics_.cold_starts.Increment();
+      metrics_.cold_starts.Add({{"endpoint", endpoint}}).Increment();
     }
     auto held = std::make_shared<Lease>(*std::move(lease));
     const std::string pod = held->address();

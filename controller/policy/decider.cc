@@ -843,6 +843,11 @@ Decision Decider::SplitOverVariants(Step& st) {
   d.break_even = st.keep.break_even;
   d.keep_alive_until = st.keep_alive_until;
   d.prewarm_at = st.prewarm_at;
+  d.always_on_cost_per_hour =
+      std::max(1, st.load) *
+      variants_[static_cast<size_t>(tier.on_demand >= 0 ? tier.on_demand
+                                                        : tier.spot)]
+          .price_per_replica_hour;
 
   bool old_drained = true;
   if (switching_from_ >= 0) {

@@ -69,6 +69,9 @@ struct Decision {
   std::optional<absl::Time> keep_alive_until;  // while idle
   std::optional<absl::Time> prewarm_at;        // while idle, when predicted
   double cost_per_hour = 0;                    // of the decided replicas
+  // The counterfactual: the load's replicas (at least one) of this tier's
+  // on-demand variant (else spot), never scaled to zero.
+  double always_on_cost_per_hour = 0;
 };
 
 }  // namespace pilotlight::policy

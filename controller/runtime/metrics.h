@@ -3,6 +3,8 @@
 // The controller's Prometheus metrics (served on /metrics), in one place.
 #pragma once
 
+#include <string>
+
 #include "prometheus/counter.h"
 #include "prometheus/family.h"
 #include "prometheus/gauge.h"
@@ -15,19 +17,51 @@ struct Metrics {
   explicit Metrics(prometheus::Registry& r)
       : desired(prometheus::BuildGauge()
                     .Name("pilotlight_desired_replicas")
-                    .Help("Replicas Pilotlight decided, per variant")
+                    .Help("Replicas Pilotlight decided, per variant "
+                          "(gpu_class, capacity_type)")
                     .Register(r)),
         ready(prometheus::BuildGauge()
                   .Name("pilotlight_ready_replicas")
-                  .Help("Ready replicas, per variant")
+                  .Help("Ready replicas, per variant (gpu_class, "
+                        "capacity_type)")
                   .Register(r)),
+        demand(prometheus::BuildGauge()
+                   .Name("pilotlight_demand_concurrency")
+                   .Help("Demand in the stable window, requests in flight "
+                         "and queued, per endpoint")
+                   .Register(r)),
+        capacity(prometheus::BuildGauge()
+                     .Name("pilotlight_capacity_concurrency")
+                     .Help("Requests the ready replicas serve at once within "
+                           "the latency SLO, per endpoint")
+                     .Register(r)),
+        warm_pool(prometheus::BuildGauge()
+                      .Name("pilotlight_warm_pool_replicas")
+                      .Help("Replicas decided beyond the load's, per endpoint")
+                      .Register(r)),
+        keep_alive(prometheus::BuildGauge()
+                       .Name("pilotlight_keep_alive_seconds")
+                       .Help("Idle time before the last replica goes, per "
+                             "endpoint")
+                       .Register(r)),
+        always_on_cost(prometheus::BuildGauge()
+                           .Name("pilotlight_always_on_cost_per_hour_dollars")
+                           .Help("The counterfactual: the load's replicas, at "
+                                 "least one, on demand, never scaled to zero")
+                           .Register(r)),
+        slo_cold_fraction(
+            prometheus::BuildGauge()
+                .Name("pilotlight_slo_max_cold_start_fraction")
+                .Help("The endpoint's SLO: the largest share of requests "
+                      "that may wait for a cold start")
+                .Register(r)),
         cost(prometheus::BuildGauge()
                  .Name("pilotlight_cost_per_hour_dollars")
                  .Help("GPU cost per hour of the decided replicas")
                  .Register(r)),
         decisions(prometheus::BuildCounter()
                       .Name("pilotlight_decisions_total")
-                      .Help("Decisions, by reason")
+                      .Help("Decisions, by endpoint and reason")
                       .Register(r)),
         cold_start(prometheus::BuildHistogram()
                        .Name("pilotlight_cold_start_seconds")
@@ -111,9 +145,24 @@ struct Metrics {
 
   prometheus::Family<prometheus::Gauge>& desired;
   prometheus::Family<prometheus::Gauge>& ready;
+  prometheus::Family<prometheus::Gauge>& demand;
+  prometheus::Family<prometheus::Gauge>& capacity;
+  prometheus::Family<prometheus::Gauge>& warm_pool;
+  prometheus::Family<prometheus::Gauge>& keep_alive;
+  prometheus::Family<prometheus::Gauge>& always_on_cost;
+  prometheus::Family<prometheus::Gauge>& slo_cold_fraction;
   prometheus::Family<prometheus::Gauge>& cost;
   prometheus::Family<prometheus::Counter>& decisions;
   prometheus::Family<prometheus::Histogram>& cold_start;
+
+  // A GPU class's cold-start histogram (its buckets in one place). Made
+  // when an endpoint on the class is first seen, so the first cold start
+  // counts from zero in rate().
+  prometheus::Histogram& ColdStartOf(const std::string& gpu_class) {
+    return cold_start.Add({{"gpu_class", gpu_class}},
+                          prometheus::Histogram::BucketBoundaries{
+                              1, 2, 5, 10, 20, 30, 60, 90, 120, 180, 300, 600});
+  }
   prometheus::Histogram& reconcile;
   prometheus::Gauge& tick_cpu;
   prometheus::Gauge& tick_endpoints;

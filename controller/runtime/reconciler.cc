@@ -39,8 +39,21 @@ struct Reconciler::Endpoint {
   std::string missing;  // what the last demand read lacked
   EndpointStatus status;
   std::optional<EndpointStatus> written;  // the status last written
-  std::vector<std::pair<prometheus::Gauge*, prometheus::Gauge*>> gauges;
-  prometheus::Gauge* cost_gauge = nullptr;
+  // Its series: per variant (desired, ready) and per endpoint, with the
+  // labels they were made with (to remove exactly those).
+  struct Gauges {
+    std::vector<prometheus::Labels> variant_labels;
+    std::vector<std::pair<prometheus::Gauge*, prometheus::Gauge*>> variants;
+    prometheus::Labels labels;
+    prometheus::Gauge* cost = nullptr;
+    prometheus::Gauge* always_on = nullptr;
+    prometheus::Gauge* demand = nullptr;
+    prometheus::Gauge* capacity = nullptr;
+    prometheus::Gauge* warm_pool = nullptr;
+    prometheus::Gauge* keep_alive = nullptr;
+    prometheus::Gauge* slo = nullptr;
+  };
+  std::optional<Gauges> gauges;
 };
 
 // One reconcile's view of the variants.
@@ -81,17 +94,7 @@ void Reconciler::Forget(const std::string& key) {
   if (it == endpoints_.end()) {
     return;
   }
-  const std::vector<std::string> parts = absl::StrSplit(key, '/');
-  for (const std::string& d : it->second->deployments) {
-    const prometheus::Labels labels = {
-        {"namespace", parts[0]},
-        {"name", parts[1]},
-        {"deployment", d.substr(d.find('/') + 1)}};
-    metrics_.desired.Remove(&metrics_.desired.Add(labels));
-    metrics_.ready.Remove(&metrics_.ready.Add(labels));
-  }
-  metrics_.cost.Remove(
-      &metrics_.cost.Add({{"namespace", parts[0]}, {"name", parts[1]}}));
+  RemoveGauges(*it->second);
   endpoints_.erase(it);
   LogJson("info", "endpoint deleted; its Deployments keep their replicas",
           {{"endpoint", key}});
@@ -147,7 +150,7 @@ void Reconciler::ParseSpec(Endpoint& e, const json& ia) {
                StringField(ia, {"metadata", "uid"})};
   e.catalog.reset();
   e.classes.clear();
-  e.gauges.clear();
+  RemoveGauges(e);  // variants or classes may have changed
   if (!e.parsed.ok()) {
     if (e.parsed.status().code() == absl::StatusCode::kNotFound &&
         !gpu->errors.empty()) {
@@ -234,10 +237,7 @@ Reconciler::Observed Reconciler::Observe(
         in_.index.FreeGpus(PoolSelector(*deps[i], e.classes[i].node_selector)),
         in_.index.LastDisruption(dk), now, e.cold_start[dk]);
     for (absl::Duration cold : v.new_cold_starts) {
-      metrics_.cold_start
-          .Add({{"gpu_class", a.spec.variants[i].gpu_class}},
-               prometheus::Histogram::BucketBoundaries{1, 2, 5, 10, 20, 30, 60,
-                                                       90, 120, 180, 300, 600})
+      metrics_.ColdStartOf(a.spec.variants[i].gpu_class)
           .Observe(absl::ToDoubleSeconds(cold));
     }
     o.ready_pods.insert(o.ready_pods.end(), v.ready_pods.begin(),
@@ -275,7 +275,9 @@ const policy::Decision& Reconciler::DecideOnce(Endpoint& e, Observed& o,
     e.decided_generation = generation;
     e.pending.clear();
     metrics_.decisions
-        .Add({{"reason",
+        .Add({{"namespace", e.subject.ns},
+              {"name", e.subject.name},
+              {"reason",
                std::string(policy::ScaleReasonName(e.decision->reason))}})
         .Increment();
   }
@@ -313,24 +315,67 @@ absl::Status Reconciler::Act(const Endpoint& e, const policy::Decision& d,
   return absl::OkStatus();
 }
 
+void Reconciler::RemoveGauges(Endpoint& e) {
+  if (!e.gauges) {
+    return;
+  }
+  const Endpoint::Gauges& g = *e.gauges;
+  for (size_t i = 0; i < g.variants.size(); ++i) {
+    metrics_.desired.Remove(g.variants[i].first);
+    metrics_.ready.Remove(g.variants[i].second);
+  }
+  metrics_.cost.Remove(g.cost);
+  metrics_.always_on_cost.Remove(g.always_on);
+  metrics_.demand.Remove(g.demand);
+  metrics_.capacity.Remove(g.capacity);
+  metrics_.warm_pool.Remove(g.warm_pool);
+  metrics_.keep_alive.Remove(g.keep_alive);
+  metrics_.slo_cold_fraction.Remove(g.slo);
+  e.gauges.reset();
+}
+
 void Reconciler::UpdateGauges(Endpoint& e, const std::vector<int>& desired,
-                              const Observed& o, double cost) {
+                              const Observed& o, const policy::Decision& d) {
   const api::AutoscalerResource& a = *e.parsed;
-  if (e.gauges.size() != a.spec.variants.size()) {  // cached: Add() hashes
-    e.gauges.clear();
+  if (!e.gauges) {  // cached: Add() hashes the labels
+    Endpoint::Gauges g;
+    g.labels = {{"namespace", a.ns}, {"name", a.name}};
     for (const policy::VariantSpec& vs : a.spec.variants) {
-      const prometheus::Labels labels = {
-          {"namespace", a.ns}, {"name", a.name}, {"deployment", vs.deployment}};
-      e.gauges.emplace_back(&metrics_.desired.Add(labels),
-                            &metrics_.ready.Add(labels));
+      prometheus::Labels labels = g.labels;
+      labels["deployment"] = vs.deployment;
+      labels["gpu_class"] = vs.gpu_class;
+      labels["capacity_type"] =
+          std::string(policy::CapacityTypeName(vs.capacity));
+      g.variants.emplace_back(&metrics_.desired.Add(labels),
+                              &metrics_.ready.Add(labels));
+      metrics_.ColdStartOf(vs.gpu_class);
+      g.variant_labels.push_back(std::move(labels));
     }
-    e.cost_gauge = &metrics_.cost.Add({{"namespace", a.ns}, {"name", a.name}});
+    g.cost = &metrics_.cost.Add(g.labels);
+    g.always_on = &metrics_.always_on_cost.Add(g.labels);
+    g.demand = &metrics_.demand.Add(g.labels);
+    g.capacity = &metrics_.capacity.Add(g.labels);
+    g.warm_pool = &metrics_.warm_pool.Add(g.labels);
+    g.keep_alive = &metrics_.keep_alive.Add(g.labels);
+    g.slo = &metrics_.slo_cold_fraction.Add(g.labels);
+    e.gauges = std::move(g);
   }
+  const Endpoint::Gauges& g = *e.gauges;
+  int ready = 0;
   for (size_t i = 0; i < desired.size(); ++i) {
-    e.gauges[i].first->Set(desired[i]);
-    e.gauges[i].second->Set(o.snap.variants[i].ready);
+    g.variants[i].first->Set(desired[i]);
+    g.variants[i].second->Set(o.snap.variants[i].ready);
+    ready += o.snap.variants[i].ready;
   }
-  e.cost_gauge->Set(cost);
+  g.cost->Set(d.cost_per_hour);
+  g.slo->Set(a.spec.slo.max_cold_start_fraction);
+  if (d.valid) {  // a hold carries no sizing
+    g.always_on->Set(d.always_on_cost_per_hour);
+    g.demand->Set(d.demand_concurrency);
+    g.capacity->Set(static_cast<double>(d.capacity_per_replica) * ready);
+    g.warm_pool->Set(d.warm_pool);
+    g.keep_alive->Set(absl::ToDoubleSeconds(d.keep_alive));
+  }
 }
 
 // Stage 5: conditions, replicas, what was decided and why; written when it
@@ -355,7 +400,7 @@ absl::Status Reconciler::Publish(Endpoint& e, const policy::Decision& d,
                            std::string(policy::CapacityTypeName(vs.capacity)),
                            desired[i], state.ready, state.node_free});
   }
-  UpdateGauges(e, desired, o, d.cost_per_hour);
+  UpdateGauges(e, desired, o, d);
   if (!e.missing.empty()) {
     st.conditions.Set(
         "Degraded", true, d.valid ? "MetricsIncomplete" : "MetricsUnavailable",

@@ -86,7 +86,8 @@ class Reconciler {
                        const Observed& o, const std::string& scaled, Writers& w,
                        bool leading, absl::Time now);
   void UpdateGauges(Endpoint& e, const std::vector<int>& desired,
-                    const Observed& o, double cost);
+                    const Observed& o, const policy::Decision& d);
+  void RemoveGauges(Endpoint& e);
 
   const policy::DeciderConfig config_;
   const ReconcilerInputs in_;

@@ -8,6 +8,8 @@
 // `helm uninstall` removes everything the chart made and keeps the CRDs.
 // Label integration; prints install-to-Ready, first-request and failover
 // times.
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -16,6 +18,7 @@
 #include "absl/time/clock.h"
 #include "httplib.h"
 #include "tests/cluster/endpoint_fixture.h"
+#include "tests/deploy/dashboard_checks.h"
 
 namespace pilotlight {
 namespace {
@@ -139,6 +142,83 @@ class HelmInstallTest : public testcluster::EndpointFixture {
     return out;
   }
 
+  // A Prometheus HTTP API answer's `data` (null on an error).
+  json Prom(const std::string& path, const httplib::Params& params) {
+    httplib::Client c(prometheus_);
+    c.set_read_timeout(10);
+    httplib::Result r = c.Get(path, params, httplib::Headers{});
+    if (!r || r->status != 200) {
+      return nullptr;
+    }
+    const json j = json::parse(r->body, nullptr, false);
+    return j.is_object() && j.value("status", "") == "success" ? j["data"]
+                                                               : json();
+  }
+
+  // The dashboard against the cluster's Prometheus, which scrapes the
+  // chart's pods: every target's query, variables expanded for this
+  // endpoint, returns series; the variables' label_values find it; every
+  // metric named exists. Prints what each panel returned.
+  void CheckDashboard(const std::string& endpoint) {
+    std::ifstream in("charts/pilotlight/dashboards/pilotlight-endpoint.json");
+    std::stringstream text;
+    text << in.rdbuf();
+    const json dash = json::parse(text.str());
+    const json namespaces = Prom("/api/v1/label/namespace/values",
+                                 {{"match[]", "pilotlight_desired_replicas"}});
+    EXPECT_TRUE(absl::StrContains(namespaces.dump(), "\"" + ns_ + "\""))
+        << "$namespace: " << namespaces.dump();
+    const json endpoints = Prom(
+        "/api/v1/label/name/values",
+        {{"match[]", absl::StrCat("pilotlight_desired_replicas{namespace=\"",
+                                  ns_, "\"}")}});
+    EXPECT_TRUE(absl::StrContains(endpoints.dump(), "\"" + endpoint + "\""))
+        << "$endpoint: " << endpoints.dump();
+    // Once the request just answered has been scraped (1 s scrapes).
+    EXPECT_TRUE(WaitFor(absl::Seconds(30), [&] {
+      const json data = Prom(
+          "/api/v1/query",
+          {{"query", absl::StrCat("sum(pilotlight_activator_requests_total{"
+                                  "endpoint=\"",
+                                  ns_, "/", endpoint, "\"})")}});
+      return data.is_object() && !data["result"].empty() &&
+             data["result"][0]["value"][1] == "1";
+    })) << "the request never reached Prometheus";
+    int checked = 0;
+    for (const testutil::DashboardQuery& q : testutil::Queries(dash)) {
+      const std::string expr = testutil::Expand(q.expr, ns_, endpoint);
+      json result;
+      // Series appear within a few 1 s scrapes; rate() needs two.
+      const bool found = WaitFor(absl::Seconds(30), [&] {
+        const json data = Prom("/api/v1/query", {{"query", expr}});
+        result = data.is_object() ? data.value("result", json::array())
+                                  : json::array();
+        return !result.empty();
+      });
+      EXPECT_TRUE(found) << q.panel << " " << q.ref << ": " << expr;
+      std::string values;
+      for (const json& series : result) {
+        absl::StrAppend(&values, values.empty() ? "" : ", ",
+                        series["value"][1].get<std::string>());
+      }
+      std::cout << "[dashboard] " << q.panel << " / " << q.ref << ": "
+                << result.size() << " series (" << values << ")\n";
+      ++checked;
+    }
+    // Every metric a panel names exists (a renamed metric would leave its
+    // panel empty without any error).
+    const json names = Prom("/api/v1/label/__name__/values", {});
+    ASSERT_TRUE(names.is_array());
+    for (const testutil::DashboardQuery& q : testutil::Queries(dash)) {
+      for (const std::string& m : testutil::MetricNames(q.expr)) {
+        EXPECT_TRUE(absl::StrContains(names.dump(), "\"" + m + "\""))
+            << q.panel << ": no metric " << m << " in Prometheus";
+      }
+    }
+    std::cout << "[dashboard] " << checked
+              << " queries run against Prometheus\n";
+  }
+
   std::string namespace_, helm_, kubectl_, values_;
 };
 
@@ -195,6 +275,9 @@ TEST_F(HelmInstallTest, InstallServeFailOverUpgradeUninstall) {
   EXPECT_GE(first, absl::Seconds(2));  // it waited for the 2 s cold start
   std::cout << "[helm] request at zero through the activator Service: "
             << absl::FormatDuration(first) << " (2 s cold start)\n";
+
+  // --- the Grafana dashboard's queries, on what Prometheus scraped -------
+  CheckDashboard("chat");
 
   // --- leader failover ---------------------------------------------------
   const std::string leader = LeaseHolder();
