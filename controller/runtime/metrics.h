@@ -49,6 +49,11 @@ struct Metrics {
                            .Help("The counterfactual: the load's replicas, at "
                                  "least one, on demand, never scaled to zero")
                            .Register(r)),
+        spot_fallback(prometheus::BuildGauge()
+                          .Name("pilotlight_spot_fallback")
+                          .Help("1 while on-demand replicas stand in for "
+                                "missing spot ones, per endpoint")
+                          .Register(r)),
         slo_cold_fraction(
             prometheus::BuildGauge()
                 .Name("pilotlight_slo_max_cold_start_fraction")
@@ -150,6 +155,7 @@ struct Metrics {
   prometheus::Family<prometheus::Gauge>& warm_pool;
   prometheus::Family<prometheus::Gauge>& keep_alive;
   prometheus::Family<prometheus::Gauge>& always_on_cost;
+  prometheus::Family<prometheus::Gauge>& spot_fallback;
   prometheus::Family<prometheus::Gauge>& slo_cold_fraction;
   prometheus::Family<prometheus::Gauge>& cost;
   prometheus::Family<prometheus::Counter>& decisions;

@@ -52,6 +52,7 @@ struct Reconciler::Endpoint {
     prometheus::Gauge* warm_pool = nullptr;
     prometheus::Gauge* keep_alive = nullptr;
     prometheus::Gauge* slo = nullptr;
+    prometheus::Gauge* spot_fallback = nullptr;
   };
   std::optional<Gauges> gauges;
 };
@@ -331,6 +332,7 @@ void Reconciler::RemoveGauges(Endpoint& e) {
   metrics_.warm_pool.Remove(g.warm_pool);
   metrics_.keep_alive.Remove(g.keep_alive);
   metrics_.slo_cold_fraction.Remove(g.slo);
+  metrics_.spot_fallback.Remove(g.spot_fallback);
   e.gauges.reset();
 }
 
@@ -358,6 +360,7 @@ void Reconciler::UpdateGauges(Endpoint& e, const std::vector<int>& desired,
     g.warm_pool = &metrics_.warm_pool.Add(g.labels);
     g.keep_alive = &metrics_.keep_alive.Add(g.labels);
     g.slo = &metrics_.slo_cold_fraction.Add(g.labels);
+    g.spot_fallback = &metrics_.spot_fallback.Add(g.labels);
     e.gauges = std::move(g);
   }
   const Endpoint::Gauges& g = *e.gauges;
@@ -375,6 +378,13 @@ void Reconciler::UpdateGauges(Endpoint& e, const std::vector<int>& desired,
     g.capacity->Set(static_cast<double>(d.capacity_per_replica) * ready);
     g.warm_pool->Set(d.warm_pool);
     g.keep_alive->Set(absl::ToDoubleSeconds(d.keep_alive));
+    g.spot_fallback->Set(
+        std::any_of(d.variants.begin(), d.variants.end(),
+                    [](const policy::VariantDecision& v) {
+                      return v.reason == policy::ScaleReason::kSpotFallback;
+                    })
+            ? 1
+            : 0);
   }
 }
 
