@@ -7,6 +7,7 @@
 #include "absl/strings/string_view.h"
 #include "controller/cmd/activator_command.h"
 #include "controller/cmd/controller_command.h"
+#include "controller/cmd/explain_command.h"
 #include "controller/cmd/gpuclasses_command.h"
 #include "controller/cmd/simulate_command.h"
 #include "controller/cmd/size_command.h"
@@ -22,6 +23,7 @@ constexpr absl::string_view kUsage =
     "  gpuclasses print the default GPUClass objects from the catalog\n"
     "  controller run the operator against a cluster\n"
     "  activator  hold requests for endpoints at zero and forward them\n"
+    "  explain    why an endpoint runs what it runs, in dollars\n"
     "  version    print the version\n"
     "\n"
     "Run 'pilotlight <command> --help' for a command's flags.\n";
@@ -46,6 +48,9 @@ int main(int argc, char** argv) {
   }
   if (command == "activator") {
     return pilotlight::cmd::RunActivator(args, std::cout, std::cerr);
+  }
+  if (command == "explain") {
+    return pilotlight::cmd::RunExplain(args, std::cout, std::cerr);
   }
   if (command == "gpuclasses") {
     return pilotlight::cmd::RunGpuClasses(args, std::cout, std::cerr);

@@ -398,6 +398,7 @@ Decider::KeepAlivePlan Decider::PlanKeepAlive(const EndpointSpec& spec,
           ? absl::Seconds((burn_usd + penalty_usd) / idle_rate_per_s)
           : absl::InfiniteDuration();
   const IdleHistogram::Windows win = idle_gaps_.Compute();
+  const double cold_start_cost_usd = burn_usd + penalty_usd;
   const bool over_budget =
       requests_ >= 20 &&
       cold_start_requests_ > spec.slo.max_cold_start_fraction * requests_;
@@ -450,6 +451,8 @@ Decider::KeepAlivePlan Decider::PlanKeepAlive(const EndpointSpec& spec,
   KeepAlivePlan plan;
   plan.keep_alive = keep_alive;
   plan.break_even = break_even;
+  plan.cold_start_cost_usd = cold_start_cost_usd;
+  plan.idle_cost_per_hour = keep_variant.price_per_replica_hour;
   plan.prewarm_from = prewarm_from;
   plan.windows = win;
   plan.cause = std::move(keep_cause);
@@ -609,6 +612,13 @@ void Decider::ChooseTier(Step& st) {
     st.unhealthy[t] = SpotUnhealthy(s, tiers_[t], now, Lead(s, ti));
     const TierPlan p =
         Plan(s, ti, ReplicasFor(ti, st.forecast), st.stable, st.unhealthy[t]);
+    st.tier_options.push_back({.gpu_class = tiers_[t].gpu_class,
+                               .replicas = p.replicas,
+                               .on_demand = p.on_demand,
+                               .spot = p.spot,
+                               .capacity_per_replica = Capacity(tiers_[t]),
+                               .cost_per_hour = p.cost_per_hour,
+                               .meets_slo = p.meets_slo});
     if (p.meets_slo && p.cost_per_hour < best_cost) {
       best = ti;
       best_cost = p.cost_per_hour;
@@ -686,6 +696,10 @@ void Decider::SizeLoadAndWarmPool(Step& st) {
          rises_.FractionAbove(spare + st.warm * st.cap) >
              st.s->spec->slo.max_cold_start_fraction) {
     ++st.warm;
+  }
+  if (rises_.count() >= 8) {
+    st.rise_risk_without_warm = rises_.FractionAbove(spare);
+    st.rise_risk_with_warm = rises_.FractionAbove(spare + st.warm * st.cap);
   }
 }
 
@@ -843,11 +857,27 @@ Decision Decider::SplitOverVariants(Step& st) {
   d.break_even = st.keep.break_even;
   d.keep_alive_until = st.keep_alive_until;
   d.prewarm_at = st.prewarm_at;
-  d.always_on_cost_per_hour =
-      std::max(1, st.load) *
+  const double on_demand_price =
       variants_[static_cast<size_t>(tier.on_demand >= 0 ? tier.on_demand
                                                         : tier.spot)]
           .price_per_replica_hour;
+  d.always_on_cost_per_hour = std::max(1, st.load) * on_demand_price;
+  Economics& e = d.economics;
+  e.idle_cost_per_hour = st.keep.idle_cost_per_hour;
+  e.cold_start_cost_usd = st.keep.cold_start_cost_usd;
+  e.warm_pool_cost_per_hour = d.warm_pool * on_demand_price;
+  // One independent chance per lead: 3600 / lead chances an hour.
+  const double leads_per_hour =
+      st.tier_lead > absl::ZeroDuration()
+          ? 3600.0 / absl::ToDoubleSeconds(st.tier_lead)
+          : 0;
+  e.cold_starts_per_hour_without_warm =
+      leads_per_hour * st.rise_risk_without_warm;
+  e.cold_starts_per_hour_with_warm = leads_per_hour * st.rise_risk_with_warm;
+  e.on_demand_only_cost_per_hour =
+      (plan.on_demand + plan.spot) * on_demand_price;
+  e.spot_unhealthy = unhealthy;
+  e.tiers = st.tier_options;
 
   bool old_drained = true;
   if (switching_from_ >= 0) {

@@ -102,6 +102,8 @@ class Decider {
   struct KeepAlivePlan {
     absl::Duration keep_alive;
     absl::Duration break_even;                               // ski-rental T*
+    double cold_start_cost_usd = 0;                          // B
+    double idle_cost_per_hour = 0;                           // r
     absl::Duration prewarm_from = absl::InfiniteDuration();  // into the gap
     IdleHistogram::Windows windows;
     std::string cause;  // why keep_alive > break_even, when it is
@@ -120,13 +122,16 @@ class Decider {
     ScaleReason load_reason = ScaleReason::kSteady;
     std::string forecast_note;
     // ChooseTier
-    std::vector<bool> unhealthy;  // per tier: spot unhealthy
-    std::string tier_note;        // set when a switch starts
+    std::vector<bool> unhealthy;           // per tier: spot unhealthy
+    std::string tier_note;                 // set when a switch starts
+    std::vector<TierOption> tier_options;  // every tier priced
     // SizeLoadAndWarmPool
     absl::Duration tier_lead;
     double cap = 0;  // per replica at the target utilisation
     int load = 0;
     int warm = 0;
+    double rise_risk_without_warm = 0;  // P(rise over a lead > spare)
+    double rise_risk_with_warm = 0;
     // PlanIdle
     KeepAlivePlan keep;
     int idle_floor = 0;

@@ -48,6 +48,36 @@ struct VariantDecision {
   std::string message;  // why this variant has `replicas`
 };
 
+// One GPU tier priced for the forecast: what the tier choice weighed.
+struct TierOption {
+  std::string gpu_class;
+  int32_t replicas = 0;  // for the forecast at the target utilisation
+  int32_t on_demand = 0;
+  int32_t spot = 0;
+  int32_t capacity_per_replica = 0;
+  double cost_per_hour = 0;
+  bool meets_slo = false;
+  bool operator==(const TierOption&) const = default;
+};
+
+// The economics behind a decision, in dollars (pilotlight explain).
+struct Economics {
+  // Ski rental: one cold start costs B (the idle burn of its lead plus the
+  // spec's penalty), an idle replica r per hour; break-even T* = B / r.
+  double cold_start_cost_usd = 0;
+  double idle_cost_per_hour = 0;
+  // The warm pool's price, and the cold starts it is expected to prevent:
+  // rises beyond the spare capacity within one lead, per hour, without
+  // and with it (from the endpoint's recorded rises; 0 before 8 of them).
+  double warm_pool_cost_per_hour = 0;
+  double cold_starts_per_hour_without_warm = 0;
+  double cold_starts_per_hour_with_warm = 0;
+  // The chosen tier's replicas on demand only, against its plan's split.
+  double on_demand_only_cost_per_hour = 0;
+  bool spot_unhealthy = false;    // preempted or unplaceable lately
+  std::vector<TierOption> tiers;  // every tier, in spec order
+};
+
 struct Decision {
   // False when the decider lacks data (metrics missing, spec invalid): the
   // replicas are then the current ones (never lower), with the reason.
@@ -72,6 +102,7 @@ struct Decision {
   // The counterfactual: the load's replicas (at least one) of this tier's
   // on-demand variant (else spot), never scaled to zero.
   double always_on_cost_per_hour = 0;
+  Economics economics;
 };
 
 }  // namespace pilotlight::policy

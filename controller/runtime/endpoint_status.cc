@@ -1,5 +1,7 @@
 #include "controller/runtime/endpoint_status.h"
 
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 #include "controller/base/json_fields.h"
 
@@ -41,7 +43,7 @@ json ToMergePatch(const EndpointStatus& s, const DecisionNote& note) {
     for (const char* k :
          {"variants", "replicas", "tier", "warmPool", "concurrencyPerReplica",
           "keepAliveSeconds", "keepAliveUntil", "costPerHour", "coldStart",
-          "lastDecision"}) {
+          "lastDecision", "economics"}) {
       out[k] = nullptr;
     }
     return out;
@@ -80,7 +82,52 @@ json ToMergePatch(const EndpointStatus& s, const DecisionNote& note) {
   out["lastDecision"] = {{"time", FormatRfc3339(note.time)},
                          {"reason", s.reason},
                          {"message", note.message.substr(0, 1024)}};
+  out["economics"] = note.economics;
   return out;
+}
+
+namespace {
+// Four decimals: dollars to 1/100 cent, rates to 1/10,000.
+double R4(double v) { return std::round(v * 1e4) / 1e4; }
+}  // namespace
+
+json EconomicsJson(const policy::Decision& d) {
+  if (!d.valid) {
+    return nullptr;
+  }
+  const policy::Economics& e = d.economics;
+  json tiers = json::array();
+  for (const policy::TierOption& t : e.tiers) {
+    tiers.push_back({{"gpuClass", t.gpu_class},
+                     {"replicas", t.replicas},
+                     {"onDemand", t.on_demand},
+                     {"spot", t.spot},
+                     {"capacityPerReplica", t.capacity_per_replica},
+                     {"costPerHour", R4(t.cost_per_hour)},
+                     {"meetsSLO", t.meets_slo}});
+  }
+  const double break_even = d.break_even < absl::InfiniteDuration()
+                                ? absl::ToDoubleSeconds(d.break_even)
+                                : -1;
+  return {
+      {"demand",
+       {{"concurrency", R4(d.demand_concurrency)},
+        {"forecast", R4(d.forecast_concurrency)},
+        {"loadReplicas", d.load_replicas},
+        {"capacityPerReplica", d.capacity_per_replica}}},
+      {"coldStartCostUSD", R4(e.cold_start_cost_usd)},
+      {"idleCostPerHour", R4(e.idle_cost_per_hour)},
+      {"breakEvenSeconds", R4(break_even)},
+      {"warmPool",
+       {{"replicas", d.warm_pool},
+        {"costPerHour", R4(e.warm_pool_cost_per_hour)},
+        {"coldStartsPerHourWithout", R4(e.cold_starts_per_hour_without_warm)},
+        {"coldStartsPerHourWith", R4(e.cold_starts_per_hour_with_warm)}}},
+      {"costPerHour", R4(d.cost_per_hour)},
+      {"alwaysOnCostPerHour", R4(d.always_on_cost_per_hour)},
+      {"onDemandOnlyCostPerHour", R4(e.on_demand_only_cost_per_hour)},
+      {"spotUnhealthy", e.spot_unhealthy},
+      {"tiers", tiers}};
 }
 
 }  // namespace pilotlight::runtime

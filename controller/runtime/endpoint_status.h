@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "controller/policy/decision.h"
 #include "nlohmann/json.hpp"
 
 namespace pilotlight::runtime {
@@ -81,7 +82,14 @@ struct EndpointStatus {
 struct DecisionNote {
   absl::Time time;
   std::string message;
+  // status.economics: the numbers the decision was made with, in dollars
+  // (EconomicsJson; null for a hold), read by `pilotlight explain`.
+  nlohmann::json economics;
 };
+
+// The decision's economics as status.economics (CRD schema: the
+// InferenceAutoscaler's status.economics).
+nlohmann::json EconomicsJson(const policy::Decision& d);
 
 nlohmann::json ToMergePatch(const EndpointStatus& s, const DecisionNote& note);
 

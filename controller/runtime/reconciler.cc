@@ -5,8 +5,10 @@
 #include <set>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "controller/api/resources.h"
 #include "controller/base/json_fields.h"
 #include "controller/base/status_macros.h"
@@ -212,7 +214,7 @@ absl::Status Reconciler::NotReady(Endpoint& e, const json& ia,
   if (!leading || (e.written && *e.written == e.status)) {
     return absl::OkStatus();
   }
-  const DecisionNote note{now, ""};
+  const DecisionNote note{now, "", nullptr};
   PL_RETURN_IF_ERROR(w.status.PatchStatus(e.subject.ns, e.subject.name,
                                           ToMergePatch(e.status, note)));
   e.written = e.status;
@@ -412,10 +414,14 @@ absl::Status Reconciler::Publish(Endpoint& e, const policy::Decision& d,
   }
   UpdateGauges(e, desired, o, d);
   if (!e.missing.empty()) {
-    st.conditions.Set(
-        "Degraded", true, d.valid ? "MetricsIncomplete" : "MetricsUnavailable",
-        d.valid ? e.missing : absl::StrCat("holding replicas: ", e.missing),
-        now);
+    // The parts end with "; " to be joined: not the message itself.
+    const absl::string_view missing =
+        absl::StripSuffix(absl::StripTrailingAsciiWhitespace(e.missing), ";");
+    st.conditions.Set("Degraded", true,
+                      d.valid ? "MetricsIncomplete" : "MetricsUnavailable",
+                      d.valid ? std::string(missing)
+                              : absl::StrCat("holding replicas: ", missing),
+                      now);
   } else {
     st.conditions.Set("Degraded", false, "AsExpected", "", now);
   }
@@ -444,7 +450,7 @@ absl::Status Reconciler::Publish(Endpoint& e, const policy::Decision& d,
   if (!leading || (e.written && *e.written == st && scaled.empty())) {
     return absl::OkStatus();
   }
-  const DecisionNote note{now, d.message};
+  const DecisionNote note{now, d.message, EconomicsJson(d)};
   PL_RETURN_IF_ERROR(
       w.status.PatchStatus(a.ns, a.name, ToMergePatch(st, note)));
   e.written = st;

@@ -32,7 +32,7 @@ class CrdTest : public ::testing::Test {
     int rc = 0;
     apply_output_ = new std::string(
         Shell(absl::StrCat("kubectl --kubeconfig ", *path,
-                           " apply --server-side -f deploy/crds/ && kubectl "
+                           " apply --server-side --force-conflicts -f deploy/crds/ && kubectl "
                            "--kubeconfig ",
                            *path,
                            " wait --for condition=established --timeout=30s "

@@ -279,6 +279,22 @@ TEST_F(HelmInstallTest, InstallServeFailOverUpgradeUninstall) {
   // --- the Grafana dashboard's queries, on what Prometheus scraped -------
   CheckDashboard("chat");
 
+  // --- pilotlight explain, from the live status --------------------------
+  out = Shell(absl::StrCat("build/controller/cmd/pilotlight explain ", ns_,
+                           "/chat --kubeconfig ", kubeconfig_),
+              &rc);
+  EXPECT_EQ(rc, 0) << out;
+  std::cout << "[explain]\n" << out;
+  EXPECT_THAT(out, HasSubstr("break-even T* = B / r"));
+  EXPECT_THAT(out, HasSubstr("* l4-on-demand"));
+  const json facts = json::parse(
+      Shell(absl::StrCat("build/controller/cmd/pilotlight explain ", ns_,
+                         "/chat --json --kubeconfig ", kubeconfig_)),
+      nullptr, false);
+  ASSERT_TRUE(facts.is_object());
+  EXPECT_GT(facts["economics"].value("breakEvenSeconds", 0.0), 0);
+  EXPECT_EQ(facts["economics"]["tiers"].size(), 1U);
+
   // --- leader failover ---------------------------------------------------
   const std::string leader = LeaseHolder();
   const absl::Time t2 = absl::Now();

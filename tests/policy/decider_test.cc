@@ -280,6 +280,55 @@ TEST(DeciderTest, RealtimeKeepsSloFloorOnDemand) {
   EXPECT_THAT(w.last().message, HasSubstr("trend"));
 }
 
+// The economics behind each decision (pilotlight explain) are the numbers
+// the decision was made with: every tier priced, T* = B / r, the warm
+// pool's price and the cold starts it prevents. Checked on every decision
+// of a bursty load over two tiers, one with spot.
+TEST(DeciderTest, EconomicsAreTheDecisionsOwnNumbers) {
+  EndpointSpec spec =
+      Llama8b({Variant("chat-od", "a100-80gb"),
+               Variant("chat-spot", "a100-80gb", CapacityType::kSpot),
+               Variant("chat-h100", "h100-80gb-sxm")});
+  World w(spec, DefaultCatalog());
+  for (size_t v = 0; v < 3; ++v) {
+    w.ReportColdStart(v, absl::Seconds(60), 5);
+  }
+  absl::Time t = Steady(w, T0(), absl::Minutes(2), 10);
+  bool warm_seen = false;
+  for (int i = 0; i < 400; ++i, t += kTick) {
+    // Bursty: rises the warm pool is sized for.
+    const double conc = 20 + ((i / 15) % 2 == 0 ? 0 : 60);
+    const Decision& d = w.Step(t, {World::Sample(t, conc, 3)});
+    ASSERT_TRUE(d.valid) << d.message;
+    const Economics& e = d.economics;
+    ASSERT_EQ(e.tiers.size(), 2U);  // a100-80gb (od + spot), h100
+    int chosen = 0;
+    for (const TierOption& o : e.tiers) {
+      chosen += o.gpu_class == d.tier ? 1 : 0;
+      EXPECT_EQ(o.on_demand + o.spot, o.replicas) << o.gpu_class;
+      EXPECT_GT(o.capacity_per_replica, 0) << o.gpu_class;
+    }
+    EXPECT_EQ(chosen, 1) << d.tier;
+    // Ski rental: the break-even is B / r.
+    ASSERT_GT(e.idle_cost_per_hour, 0);
+    EXPECT_NEAR(absl::ToDoubleSeconds(d.break_even),
+                3600 * e.cold_start_cost_usd / e.idle_cost_per_hour, 1e-6);
+    // The warm pool at the on-demand price; never more cold starts with it.
+    EXPECT_NEAR(
+        e.warm_pool_cost_per_hour,
+        d.warm_pool * d.always_on_cost_per_hour / std::max(1, d.load_replicas),
+        1e-9);
+    EXPECT_LE(e.cold_starts_per_hour_with_warm,
+              e.cold_starts_per_hour_without_warm);
+    if (d.warm_pool > 0) {
+      warm_seen = true;
+      EXPECT_LT(e.cold_starts_per_hour_with_warm,
+                e.cold_starts_per_hour_without_warm);
+    }
+  }
+  EXPECT_TRUE(warm_seen) << "the bursts never asked for a warm pool";
+}
+
 // A cheaper tier wins only after it has been cheaper for 10 minutes, and
 // the old tier drains only once the new one is ready.
 TEST(DeciderTest, TierSwitchIsMakeBeforeBreak) {

@@ -116,10 +116,11 @@ TEST(EndpointStatusTest, MergePatchClearsStaleFields) {
   EndpointStatus s;
   s.observed_generation = 4;
   s.conditions.Set("Ready", false, "InvalidSpec", "spec.model: bad", kNow);
-  const json p = ToMergePatch(s, {kNow, ""});
+  const json p = ToMergePatch(s, {kNow, "", nullptr});
   EXPECT_EQ(p["observedGeneration"], 4);
   EXPECT_TRUE(p.contains("tier") && p["tier"].is_null());
   EXPECT_TRUE(p["lastDecision"].is_null());
+  EXPECT_TRUE(p.contains("economics") && p["economics"].is_null());
   EXPECT_EQ(p["conditions"][0]["reason"], "InvalidSpec");
 
   EndpointStatus a;
@@ -129,10 +130,46 @@ TEST(EndpointStatusTest, MergePatchClearsStaleFields) {
   EXPECT_EQ(a, b);
   b.cold_start_lead = absl::Seconds(1);
   EXPECT_FALSE(a == b);
-  const json ready = ToMergePatch(a, {kNow, "steady"});
+  const json ready = ToMergePatch(a, {kNow, "steady", {{"costPerHour", 1}}});
   EXPECT_EQ(ready["keepAliveUntil"], FormatRfc3339(kNow));
+  EXPECT_EQ(ready["economics"]["costPerHour"], 1);
   a.keep_alive_until.reset();
-  EXPECT_TRUE(ToMergePatch(a, {kNow, ""})["keepAliveUntil"].is_null());
+  EXPECT_TRUE(ToMergePatch(a, {kNow, "", nullptr})["keepAliveUntil"].is_null());
+}
+
+// status.economics carries the decision's numbers, rounded; a hold has
+// none (it decided nothing).
+TEST(EndpointStatusTest, EconomicsOfADecision) {
+  policy::Decision d;
+  d.valid = true;
+  d.demand_concurrency = 3.14159;
+  d.load_replicas = 2;
+  d.warm_pool = 1;
+  d.break_even = absl::Seconds(71);
+  d.cost_per_hour = 2.4144;
+  d.always_on_cost_per_hour = 1.6096;
+  d.economics.cold_start_cost_usd = 0.0158722;
+  d.economics.idle_cost_per_hour = 0.8048;
+  d.economics.warm_pool_cost_per_hour = 0.8048;
+  d.economics.cold_starts_per_hour_without_warm = 12;
+  d.economics.cold_starts_per_hour_with_warm = 1.5;
+  d.economics.tiers = {{.gpu_class = "l4-on-demand",
+                        .replicas = 3,
+                        .on_demand = 3,
+                        .spot = 0,
+                        .capacity_per_replica = 4,
+                        .cost_per_hour = 2.4144,
+                        .meets_slo = true}};
+  const json e = EconomicsJson(d);
+  EXPECT_EQ(e["demand"]["concurrency"], 3.1416);
+  EXPECT_EQ(e["breakEvenSeconds"], 71);
+  EXPECT_EQ(e["coldStartCostUSD"], 0.0159);
+  EXPECT_EQ(e["warmPool"]["replicas"], 1);
+  EXPECT_EQ(e["warmPool"]["coldStartsPerHourWith"], 1.5);
+  EXPECT_EQ(e["tiers"][0]["gpuClass"], "l4-on-demand");
+  EXPECT_EQ(e["tiers"][0]["meetsSLO"], true);
+  d.valid = false;
+  EXPECT_TRUE(EconomicsJson(d).is_null());
 }
 
 }  // namespace

@@ -1,0 +1,102 @@
+// `pilotlight explain` from a status as the controller writes it: the
+// keep-alive against T* = B / r with the numbers, the warm pool against
+// the cold starts it prevents, the tier table with the serving tier
+// marked, the spot split; before any decision, the conditions that say
+// why not; --json carries the same facts.
+#include "controller/api/explain.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace pilotlight::api {
+namespace {
+
+using json = nlohmann::json;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+json Decided(bool spot_unhealthy) {
+  json ia = json::parse(R"({
+    "metadata": {"namespace": "demo", "name": "chat"},
+    "status": {
+      "conditions": [{"type": "Ready", "status": "True", "reason": "Reconciled", "message": ""}],
+      "replicas": {"onDemand": "2/2", "spot": "1/1"},
+      "tier": "a100-80gb-on-demand",
+      "keepAliveSeconds": 240,
+      "coldStart": {"leadSeconds": 60},
+      "lastDecision": {"time": "2026-12-03T06:00:00Z", "reason": "WarmPool",
+                       "message": "WarmPool: demand 80.0 in flight"},
+      "economics": {
+        "demand": {"concurrency": 80, "forecast": 95.5, "loadReplicas": 2, "capacityPerReplica": 64},
+        "coldStartCostUSD": 0.1144, "idleCostPerHour": 3.4309, "breakEvenSeconds": 120,
+        "warmPool": {"replicas": 1, "costPerHour": 3.4309,
+                     "coldStartsPerHourWithout": 9, "coldStartsPerHourWith": 0.6},
+        "costPerHour": 8.2318, "alwaysOnCostPerHour": 6.8618,
+        "onDemandOnlyCostPerHour": 10.2927,
+        "tiers": [
+          {"gpuClass": "a100-80gb-on-demand", "replicas": 2, "onDemand": 2, "spot": 0,
+           "capacityPerReplica": 64, "costPerHour": 6.8618, "meetsSLO": true},
+          {"gpuClass": "l4-on-demand", "replicas": 12, "onDemand": 12, "spot": 0,
+           "capacityPerReplica": 8, "costPerHour": 9.6576, "meetsSLO": false}]}}})");
+  ia["status"]["economics"]["spotUnhealthy"] = spot_unhealthy;
+  return ia;
+}
+
+TEST(ExplainTest, ADecisionInDollars) {
+  const std::string text = ExplainText(Decided(false));
+  EXPECT_THAT(text, HasSubstr("demo/chat  (as of 2026-12-03T06:00:00Z)"));
+  EXPECT_THAT(text, HasSubstr("Decision: WarmPool: demand 80.0 in flight"));
+  EXPECT_THAT(text, HasSubstr("Keep-alive 4.0 min against the break-even "
+                              "T* = B / r = $0.1144 / $3.4309/h = 2.0 min"));
+  EXPECT_THAT(text, HasSubstr("Longer than T*: the cold-start SLO needs it"));
+  EXPECT_THAT(text, HasSubstr("9.00/h without it, 0.60/h with it: 8.40/h x "
+                              "B = $0.9610/h"));
+  EXPECT_THAT(text, HasSubstr("* a100-80gb-on-demand"));
+  EXPECT_THAT(text, HasSubstr("  l4-on-demand"));
+  EXPECT_THAT(text, HasSubstr("misses"));
+  EXPECT_THAT(text, HasSubstr("all on demand would cost $10.2927/h"));
+  EXPECT_THAT(text, HasSubstr("spending $1.3700/h"));  // above always-on
+  EXPECT_THAT(text, Not(HasSubstr("preempted")));
+  EXPECT_THAT(ExplainText(Decided(true)),
+              HasSubstr("Spot was preempted or unplaceable lately"));
+}
+
+TEST(ExplainTest, KeepAliveAgainstBreakEven) {
+  struct Case {
+    int keep;
+    const char* says;
+  };
+  for (const Case& c :
+       {Case{120, "Keeping longer than T* costs more"},
+        Case{121, "Keeping longer than T* costs more"},
+        Case{30, "Shorter than T*"}, Case{600, "Longer than T*"}}) {
+    json ia = Decided(false);
+    ia["status"]["keepAliveSeconds"] = c.keep;
+    EXPECT_THAT(ExplainText(ia), HasSubstr(c.says)) << c.keep;
+  }
+}
+
+TEST(ExplainTest, NothingDecidedYetSaysWhy) {
+  const json ia = json::parse(R"({
+    "metadata": {"namespace": "demo", "name": "chat"},
+    "status": {"conditions": [{"type": "Ready", "status": "False",
+      "reason": "InvalidSpec", "message": "spec.variants[0].gpuClass: no GPUClass h900"}]}})");
+  EXPECT_THAT(ExplainText(ia),
+              AllOf(HasSubstr("demo/chat: no decision to explain yet"),
+                    HasSubstr("Ready=False (InvalidSpec): spec.variants[0]."
+                              "gpuClass: no GPUClass h900")));
+  EXPECT_TRUE(ExplainJson(ia)["economics"].is_null());
+}
+
+TEST(ExplainTest, JsonCarriesTheFacts) {
+  const json j = ExplainJson(Decided(false));
+  EXPECT_EQ(j["endpoint"], "demo/chat");
+  EXPECT_EQ(j["tier"], "a100-80gb-on-demand");
+  EXPECT_EQ(j["economics"]["breakEvenSeconds"], 120);
+  EXPECT_EQ(j["lastDecision"]["reason"], "WarmPool");
+}
+
+}  // namespace
+}  // namespace pilotlight::api
