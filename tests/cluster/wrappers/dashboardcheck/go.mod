@@ -1,0 +1,5 @@
+module example.invalid/pilotlight/dashboardcheck
+
+go 1.26.8
+
+require github.com/grafana/grafana-foundation-sdk/go v0.0.22
