@@ -90,7 +90,8 @@ int main(int argc, char** argv) {
   }
   tc::Shell(absl::StrCat(
       "kubectl --kubeconfig ", *kubeconfig,
-      " apply --server-side --force-conflicts -f deploy/crds/ && kubectl --kubeconfig ",
+      " apply --server-side --force-conflicts -f deploy/crds/ && kubectl "
+      "--kubeconfig ",
       *kubeconfig,
       " wait --for condition=established --timeout=30s -f deploy/crds/ && "
       "kubectl --kubeconfig ",

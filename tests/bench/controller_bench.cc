@@ -72,7 +72,8 @@ int main(int argc, char** argv) {
   }
   const std::string apply = absl::StrCat(
       "kubectl --kubeconfig ", *kubeconfig,
-      " apply --server-side --force-conflicts -f deploy/crds/ >/dev/null && kubectl "
+      " apply --server-side --force-conflicts -f deploy/crds/ >/dev/null && "
+      "kubectl "
       "--kubeconfig ",
       *kubeconfig,
       " wait --for condition=established -f deploy/crds/ >/dev/null && "

@@ -42,7 +42,8 @@ class EndpointFixture : public ::testing::Test {
     kube_ = *KubeClient::Create(config_);
     const std::string applied = Shell(absl::StrCat(
         "kubectl --kubeconfig ", kubeconfig_,
-        " apply --server-side --force-conflicts -f deploy/crds/ && kubectl --kubeconfig ",
+        " apply --server-side --force-conflicts -f deploy/crds/ && kubectl "
+        "--kubeconfig ",
         kubeconfig_,
         " wait --for condition=established --timeout=30s -f deploy/crds/ && "
         "kubectl --kubeconfig ",

@@ -175,7 +175,8 @@ TEST_F(ChartTest, ApiServerAcceptsEveryRenderedObject) {
   // The GPUClass kind must exist for its objects to be validated.
   std::string out = Shell(
       absl::StrCat(
-          kubectl, " apply --server-side --force-conflicts -f deploy/crds/ && ", kubectl,
+          kubectl, " apply --server-side --force-conflicts -f deploy/crds/ && ",
+          kubectl,
           " wait --for condition=established --timeout=30s -f deploy/crds/"),
       &rc_);
   ASSERT_EQ(rc_, 0) << out;

@@ -56,8 +56,10 @@ std::string Rules(const json& node) {
   bound("maximum", "exclusiveMaximum", "<=", "<");
   for (const auto& [key, words] :
        std::vector<std::pair<const char*, const char*>>{
-           {"minLength", "length >="}, {"maxLength", "length <="},
-           {"minItems", "items >="}, {"maxItems", "items <="}}) {
+           {"minLength", "length >="},
+           {"maxLength", "length <="},
+           {"minItems", "items >="},
+           {"maxItems", "items <="}}) {
     if (node.contains(key)) {
       r.push_back(absl::StrCat(words, " ", node.at(key).dump()));
     }
@@ -71,8 +73,9 @@ std::string Rules(const json& node) {
   }
   if (node.contains("x-kubernetes-validations")) {
     for (const json& v : node.at("x-kubernetes-validations")) {
-      r.push_back(absl::StrCat(
-          "rule: ", Str(v, "message").empty() ? Str(v, "rule") : Str(v, "message")));
+      r.push_back(absl::StrCat("rule: ", Str(v, "message").empty()
+                                             ? Str(v, "rule")
+                                             : Str(v, "message")));
     }
   }
   return absl::StrJoin(r, "; ");
@@ -110,8 +113,8 @@ std::string Reference() {
       "shows the same descriptions. Defaults are applied by the API server.\n";
   for (const char* file : {"pilotlight.dev_inferenceautoscalers.yaml",
                            "pilotlight.dev_gpuclasses.yaml"}) {
-    const json crd = testutil::YamlToJson(YAML::LoadFile(
-        absl::StrCat("charts/pilotlight/files/crds/", file)));
+    const json crd = testutil::YamlToJson(
+        YAML::LoadFile(absl::StrCat("charts/pilotlight/files/crds/", file)));
     const json& names = crd.at("spec").at("names");
     for (const json& version : crd.at("spec").at("versions")) {
       const json& schema = version.at("schema").at("openAPIV3Schema");

@@ -30,17 +30,18 @@ class CrdTest : public ::testing::Test {
     }
     kubeconfig_ = new std::string(*path);
     int rc = 0;
-    apply_output_ = new std::string(
-        Shell(absl::StrCat("kubectl --kubeconfig ", *path,
-                           " apply --server-side --force-conflicts -f deploy/crds/ && kubectl "
-                           "--kubeconfig ",
-                           *path,
-                           " wait --for condition=established --timeout=30s "
-                           "-f deploy/crds/ && kubectl --kubeconfig ",
-                           *path,
-                           " apply --server-side -f "
-                           "deploy/gpuclasses/default.yaml"),
-              &rc));
+    apply_output_ = new std::string(Shell(
+        absl::StrCat(
+            "kubectl --kubeconfig ", *path,
+            " apply --server-side --force-conflicts -f deploy/crds/ && kubectl "
+            "--kubeconfig ",
+            *path,
+            " wait --for condition=established --timeout=30s "
+            "-f deploy/crds/ && kubectl --kubeconfig ",
+            *path,
+            " apply --server-side -f "
+            "deploy/gpuclasses/default.yaml"),
+        &rc));
     apply_rc_ = rc;
   }
 

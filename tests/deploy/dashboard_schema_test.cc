@@ -56,7 +56,8 @@ TEST_F(DashboardSchemaTest, ShippedDashboardDecodesStrictly) {
   int rc = 0;
   const std::string out = Shell(absl::StrCat(tool_, " ", kDashboard), &rc);
   EXPECT_EQ(rc, 0) << out;
-  EXPECT_THAT(out, HasSubstr("19 panels decode strictly as dashboard.Dashboard"));
+  EXPECT_THAT(out,
+              HasSubstr("19 panels decode strictly as dashboard.Dashboard"));
 }
 
 TEST_F(DashboardSchemaTest, UnknownFieldsAndWrongTypesAreRefused) {

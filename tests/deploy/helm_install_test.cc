@@ -2,7 +2,8 @@
 // in-cluster by the loopback kubelet (pilotlight image -> the pilotlight
 // binary as user 65532, a bound service-account token, read-only root):
 // both Deployments become Ready, one controller leads, an endpoint at zero
-// is brought back by a request sent to the activator's Service, the
+// is brought back by a request sent to the activator's Service, goes back
+// to zero when idle and comes back through the other activator, the
 // leader's pod is deleted and the other replica leads within the lease
 // duration, `helm upgrade` with changed values rolls the pods, and
 // `helm uninstall` removes everything the chart made and keeps the CRDs.
@@ -294,6 +295,30 @@ TEST_F(HelmInstallTest, InstallServeFailOverUpgradeUninstall) {
   ASSERT_TRUE(facts.is_object());
   EXPECT_GT(facts["economics"].value("breakEvenSeconds", 0.0), 0);
   EXPECT_EQ(facts["economics"]["tiers"].size(), 1U);
+
+  // --- idle back to zero, then back again through the other activator ---
+  // The keep-alive is the break-even (about 70 s here: nothing shorter
+  // was asked for), then the last replica goes.
+  const absl::Time idle = absl::Now();
+  ASSERT_TRUE(WaitFor(absl::Seconds(180), [&] {
+    return Replicas("chat-l4") == 0 && ReadyReplicas("chat-l4") == 0;
+  })) << Autoscaler("chat").dump(2);
+  std::cout << "[helm] idle -> zero after "
+            << absl::FormatDuration(absl::Now() - idle) << "\n";
+  const size_t colon2 = endpoints[1].find(':');
+  httplib::Client other(endpoints[1].substr(0, colon2),
+                        std::stoi(endpoints[1].substr(colon2 + 1)));
+  other.set_read_timeout(120);
+  const absl::Time t3 = absl::Now();
+  r = other.Post(
+      absl::StrCat("/", ns_, "/chat/v1/completions"),
+      R"({"model": "llama-3.1-8b", "prompt": "Again", "max_tokens": 8})",
+      "application/json");
+  ASSERT_TRUE(r) << httplib::to_string(r.error());
+  EXPECT_EQ(r->status, 200) << r->body;
+  EXPECT_GE(Replicas("chat-l4"), 1);
+  std::cout << "[helm] zero -> served through the other activator: "
+            << absl::FormatDuration(absl::Now() - t3) << "\n";
 
   // --- leader failover ---------------------------------------------------
   const std::string leader = LeaseHolder();
