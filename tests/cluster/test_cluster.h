@@ -6,6 +6,8 @@
 // cluster started by hand). Tests skip, loudly, when neither is set.
 #pragma once
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -67,6 +69,13 @@ inline std::string CachedBinary(const std::string& name) {
           ? std::string(cache)
           : std::string(home != nullptr ? home : "") + "/.cache/pilotlight";
   return dir + "/bin/" + name;
+}
+
+// CachedBinary(name) when tests/cluster/build has built it, else "" (the
+// tests that need it skip, naming the build step).
+inline std::string BuiltTool(const std::string& name) {
+  const std::string path = CachedBinary(name);
+  return ::access(path.c_str(), X_OK) == 0 ? path : std::string();
 }
 
 // Polls `done` every 250 ms until it is true or `limit` passes; returns

@@ -29,17 +29,10 @@ using ::testing::HasSubstr;
 
 constexpr char kRules[] = "charts/pilotlight/rules/pilotlight-alerts.yaml";
 
-std::string Tool(const std::string& name) {
-  const std::string path = testcluster::CachedBinary(name);
-  int rc = 0;
-  Shell(absl::StrCat("test -x ", path), &rc);
-  return rc == 0 ? path : "";
-}
-
 json Rules() { return testutil::YamlToJson(YAML::LoadFile(kRules)); }
 
 TEST(AlertsTest, PromtoolChecksAndUnitTestsTheRules) {
-  const std::string promtool = Tool("promtool");
+  const std::string promtool = testcluster::BuiltTool("promtool");
   if (promtool.empty()) {
     GTEST_SKIP() << "no promtool: run tests/cluster/build";
   }
@@ -85,7 +78,7 @@ TEST(AlertsTest, EveryAlertIsTestedAndHasARunbook) {
 }
 
 TEST(AlertsTest, ChartPrometheusRuleIsTheRuleFile) {
-  const std::string helm = Tool("helm");
+  const std::string helm = testcluster::BuiltTool("helm");
   if (helm.empty()) {
     GTEST_SKIP() << "no helm: run tests/cluster/build";
   }

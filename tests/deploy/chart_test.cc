@@ -37,9 +37,9 @@ std::vector<std::string> ValueSets() {
 class ChartTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    helm_ = testcluster::CachedBinary("helm");
-    if (Shell(absl::StrCat("test -x ", helm_), &rc_); rc_ != 0) {
-      GTEST_SKIP() << "no helm at " << helm_ << ": run tests/cluster/build";
+    helm_ = testcluster::BuiltTool("helm");
+    if (helm_.empty()) {
+      GTEST_SKIP() << "no helm: run tests/cluster/build";
     }
   }
 

@@ -27,10 +27,8 @@ constexpr char kDashboard[] =
 class DashboardSchemaTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    tool_ = testcluster::CachedBinary("dashboard-check");
-    int rc = 0;
-    Shell(absl::StrCat("test -x ", tool_), &rc);
-    if (rc != 0) {
+    tool_ = testcluster::BuiltTool("dashboard-check");
+    if (tool_.empty()) {
       GTEST_SKIP() << "no dashboard-check: run tests/cluster/build";
     }
   }
