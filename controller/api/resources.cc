@@ -204,12 +204,16 @@ json GpuClassObject(const model::GpuClass& entry,
     selector[k] = v;
   }
   selector["karpenter.sh/capacity-type"] = CapacityLabel(capacity);
+  json labels = {{"app.kubernetes.io/part-of", "pilotlight"}};
+  if (!entry.cloud.empty()) {
+    labels["pilotlight.dev/cloud"] = entry.cloud;  // the chart selects by it
+  }
   return {
       {"apiVersion", "pilotlight.dev/v1alpha1"},
       {"kind", "GPUClass"},
       {"metadata",
        {{"name", absl::StrCat(entry.name, "-", CapacityLabel(capacity))},
-        {"labels", {{"app.kubernetes.io/part-of", "pilotlight"}}}}},
+        {"labels", labels}}},
       {"spec",
        {{"gpu",
          {{"model", entry.gpu_model},

@@ -131,6 +131,7 @@ absl::StatusOr<GpuClass> ParseClass(const YAML::Node& n,
     }
   }
   PL_ASSIGN_OR_RETURN(c.source, Optional<std::string>(n, "source", where, ""));
+  PL_ASSIGN_OR_RETURN(c.cloud, Optional<std::string>(n, "cloud", where, ""));
   return c;
 }
 

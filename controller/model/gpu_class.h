@@ -38,6 +38,9 @@ struct GpuClass {
   double price_spot_per_gpu_hour = 0;  // 0 = no spot market
 
   std::map<std::string, std::string> node_labels;
+  // Whose instance types, labels and prices these are (aws, gcp, azure,
+  // lambda; "" when not said).
+  std::string cloud;
   std::string source;  // where the figures come from
 
   // Whether weights of precision `p` can run here: bf16 needs bf16 support,

@@ -8,6 +8,7 @@
 // cluster for that one).
 #include <yaml-cpp/yaml.h>
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -160,6 +161,43 @@ TEST_F(ChartTest, ActivatorSelectsTheControllersPods) {
       EXPECT_EQ(controller_labels.value(p[0], ""), p[1]) << selector;
     }
   }
+}
+
+// gpuClasses.clouds installs the built-in GPUClasses of those clouds only
+// (each labelled pilotlight.dev/cloud by `pilotlight gpuclasses`), as
+// post-install hooks.
+TEST_F(ChartTest, GpuClassesByCloud) {
+  struct Case {
+    std::string set;
+    std::set<std::string> want;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"--set gpuClasses.clouds={gcp}", {"h200-on-demand", "h200-spot"}},
+           {"--set gpuClasses.clouds={azure,lambda}",
+            {"mi300x-on-demand", "h100-80gb-pcie-on-demand",
+             "h100-80gb-pcie-spot", "b200-on-demand", "b200-spot"}},
+           {"--set gpuClasses.install=false", {}}}) {
+    std::set<std::string> got;
+    for (const json& o : Render(c.set)) {
+      if (o.at("kind") != "GPUClass") {
+        continue;
+      }
+      got.insert(o.at("metadata").at("name").get<std::string>());
+      EXPECT_EQ(o.at("metadata").at("annotations").at("helm.sh/hook"),
+                "post-install,post-upgrade");
+    }
+    EXPECT_EQ(got, c.want) << c.set;
+  }
+  int all = 0;
+  for (const json& o : Render("")) {
+    all += o.at("kind") == "GPUClass" ? 1 : 0;
+  }
+  EXPECT_EQ(all, 21);  // every catalog entry, spot where it has a price
+  const std::string out = Shell(absl::StrCat(helm_, " template pl ", kChart,
+                                             " --set gpuClasses.clouds={oci}"),
+                                &rc_);
+  EXPECT_NE(rc_, 0);
+  EXPECT_THAT(out, HasSubstr("/gpuClasses/clouds/0"));
 }
 
 // The real API server takes every object the chart renders, CRDs, GPUClass
