@@ -42,7 +42,7 @@ struct Reconciler::Endpoint {
   EndpointStatus status;
   std::optional<EndpointStatus> written;  // the status last written
   // Its series: per variant (desired, ready) and per endpoint, with the
-  // labels they were made with (to remove exactly those).
+  // labels they were made with (a change of them replaces the series).
   struct Gauges {
     std::vector<prometheus::Labels> variant_labels;
     std::vector<std::pair<prometheus::Gauge*, prometheus::Gauge*>> variants;
@@ -153,7 +153,6 @@ void Reconciler::ParseSpec(Endpoint& e, const json& ia) {
                StringField(ia, {"metadata", "uid"})};
   e.catalog.reset();
   e.classes.clear();
-  RemoveGauges(e);  // variants or classes may have changed
   if (!e.parsed.ok()) {
     if (e.parsed.status().code() == absl::StatusCode::kNotFound &&
         !gpu->errors.empty()) {
@@ -341,19 +340,30 @@ void Reconciler::RemoveGauges(Endpoint& e) {
 void Reconciler::UpdateGauges(Endpoint& e, const std::vector<int>& desired,
                               const Observed& o, const policy::Decision& d) {
   const api::AutoscalerResource& a = *e.parsed;
-  if (!e.gauges) {  // cached: Add() hashes the labels
+  const prometheus::Labels endpoint_labels = {{"namespace", a.ns},
+                                              {"name", a.name}};
+  std::vector<prometheus::Labels> variant_labels;
+  for (const policy::VariantSpec& vs : a.spec.variants) {
+    prometheus::Labels labels = endpoint_labels;
+    labels["deployment"] = vs.deployment;
+    labels["gpu_class"] = vs.gpu_class;
+    labels["capacity_type"] =
+        std::string(policy::CapacityTypeName(vs.capacity));
+    variant_labels.push_back(std::move(labels));
+  }
+  // The series are cached (Add() hashes the labels) and kept while their
+  // labels stay: a spec that changes a variant's class removes the old.
+  if (e.gauges && e.gauges->variant_labels != variant_labels) {
+    RemoveGauges(e);
+  }
+  if (!e.gauges) {
     Endpoint::Gauges g;
-    g.labels = {{"namespace", a.ns}, {"name", a.name}};
-    for (const policy::VariantSpec& vs : a.spec.variants) {
-      prometheus::Labels labels = g.labels;
-      labels["deployment"] = vs.deployment;
-      labels["gpu_class"] = vs.gpu_class;
-      labels["capacity_type"] =
-          std::string(policy::CapacityTypeName(vs.capacity));
-      g.variants.emplace_back(&metrics_.desired.Add(labels),
-                              &metrics_.ready.Add(labels));
-      metrics_.ColdStartOf(vs.gpu_class);
-      g.variant_labels.push_back(std::move(labels));
+    g.labels = endpoint_labels;
+    g.variant_labels = variant_labels;
+    for (size_t i = 0; i < variant_labels.size(); ++i) {
+      g.variants.emplace_back(&metrics_.desired.Add(variant_labels[i]),
+                              &metrics_.ready.Add(variant_labels[i]));
+      metrics_.ColdStartOf(a.spec.variants[i].gpu_class);
     }
     g.cost = &metrics_.cost.Add(g.labels);
     g.always_on = &metrics_.always_on_cost.Add(g.labels);
