@@ -5,25 +5,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "controller/base/json_fields.h"
 
 namespace pilotlight::api {
 namespace {
 
 using json = nlohmann::json;
-
-// A field of a JSON object, or `fallback` when it is missing or null.
-template <typename T>
-T Field(const json& o, const char* key, T fallback) {
-  if (!o.is_object() || !o.contains(key) || o.at(key).is_null()) {
-    return fallback;
-  }
-  return o.at(key).get<T>();
-}
-const json& Object(const json& o, const char* key) {
-  static const json kEmpty = json::object();
-  return o.is_object() && o.contains(key) && o.at(key).is_object() ? o.at(key)
-                                                                   : kEmpty;
-}
 
 std::string Seconds(double s) {
   if (s < 0) {
@@ -35,73 +22,76 @@ std::string Seconds(double s) {
 
 std::string Conditions(const json& status) {
   std::string out;
-  for (const json& c : status.value("conditions", json::array())) {
-    absl::StrAppend(&out, out.empty() ? "" : ", ",
-                    Field<std::string>(c, "type", ""), "=",
-                    Field<std::string>(c, "status", ""), " (",
-                    Field<std::string>(c, "reason", ""), ")");
-    const std::string msg = Field<std::string>(c, "message", "");
-    if (!msg.empty() &&
-        Field<std::string>(c, "status", "") !=
-            (Field<std::string>(c, "type", "") == "Ready" ? "True" : "False")) {
+  for (const json& c : ArrayField(status, {"conditions"})) {
+    const std::string type = StringField(c, {"type"});
+    const std::string state = StringField(c, {"status"});
+    absl::StrAppend(&out, out.empty() ? "" : ", ", type, "=", state, " (",
+                    StringField(c, {"reason"}), ")");
+    const std::string msg = StringField(c, {"message"});
+    if (!msg.empty() && state != (type == "Ready" ? "True" : "False")) {
       absl::StrAppend(&out, ": ", msg);
     }
   }
   return out;
 }
 
+// `s`, or `fallback` when it is empty (a field the status lacks).
+std::string Or(std::string s, const char* fallback) {
+  return s.empty() ? fallback : s;
+}
+
+std::string Endpoint(const json& ia) {
+  return absl::StrCat(StringField(ia, {"metadata", "namespace"}), "/",
+                      StringField(ia, {"metadata", "name"}));
+}
+
 }  // namespace
 
 json ExplainJson(const json& ia) {
-  const json& meta = Object(ia, "metadata");
-  const json& status = Object(ia, "status");
-  json out = {
-      {"endpoint", absl::StrCat(Field<std::string>(meta, "namespace", ""), "/",
-                                Field<std::string>(meta, "name", ""))},
-      {"conditions", status.value("conditions", json::array())}};
+  json out = {{"endpoint", Endpoint(ia)},
+              {"conditions", ArrayField(ia, {"status", "conditions"})}};
   for (const char* k : {"lastDecision", "replicas", "tier", "keepAliveSeconds",
                         "keepAliveUntil", "coldStart", "economics"}) {
-    out[k] = status.contains(k) ? status.at(k) : json();
+    out[k] = Field(ia, {"status", k});
   }
   return out;
 }
 
 std::string ExplainText(const json& ia) {
-  const json& meta = Object(ia, "metadata");
-  const json& status = Object(ia, "status");
-  const json& last = Object(status, "lastDecision");
-  const json& e = Object(status, "economics");
-  std::string out = absl::StrCat(Field<std::string>(meta, "namespace", ""), "/",
-                                 Field<std::string>(meta, "name", ""));
-  if (e.empty()) {
+  const json& status = Field(ia, {"status"});
+  const json& e = Field(status, {"economics"});
+  std::string out = Endpoint(ia);
+  if (!e.is_object() || e.empty()) {
     absl::StrAppend(&out, ": no decision to explain yet\n  ",
                     Conditions(status), "\n");
     return out;
   }
-  absl::StrAppend(&out, "  (as of ", Field<std::string>(last, "time", "?"),
+  absl::StrAppend(&out, "  (as of ",
+                  Or(StringField(status, {"lastDecision", "time"}), "?"),
                   ")\n");
-  absl::StrAppend(&out, "Decision: ", Field<std::string>(last, "message", ""),
-                  "\n");
-  const json& replicas = Object(status, "replicas");
-  const double cost = Field<double>(e, "costPerHour", 0);
-  const double always_on = Field<double>(e, "alwaysOnCostPerHour", 0);
+  absl::StrAppend(&out, "Decision: ",
+                  StringField(status, {"lastDecision", "message"}), "\n");
+  const std::string od_replicas =
+      Or(StringField(status, {"replicas", "onDemand"}), "0/0");
+  const std::string spot_replicas =
+      Or(StringField(status, {"replicas", "spot"}), "0/0");
+  const double cost = DoubleField(e, {"costPerHour"});
+  const double always_on = DoubleField(e, {"alwaysOnCostPerHour"});
   absl::StrAppend(
-      &out, absl::StrFormat(
-                "Now: on-demand %s, spot %s (ready/desired) on %s: $%.4f/h; "
-                "always-on (never at zero, on demand) $%.4f/h, %s $%.4f/h\n",
-                Field<std::string>(replicas, "onDemand", "0/0"),
-                Field<std::string>(replicas, "spot", "0/0"),
-                Field<std::string>(status, "tier", "?"), cost, always_on,
-                cost <= always_on ? "saving" : "spending",
-                std::abs(always_on - cost)));
+      &out,
+      absl::StrFormat(
+          "Now: on-demand %s, spot %s (ready/desired) on %s: $%.4f/h; "
+          "always-on (never at zero, on demand) $%.4f/h, %s $%.4f/h\n",
+          od_replicas, spot_replicas, Or(StringField(status, {"tier"}), "?"),
+          cost, always_on, cost <= always_on ? "saving" : "spending",
+          std::abs(always_on - cost)));
 
   // Keep-alive against its break-even.
-  const double b = Field<double>(e, "coldStartCostUSD", 0);
-  const double r = Field<double>(e, "idleCostPerHour", 0);
-  const double t_star = Field<double>(e, "breakEvenSeconds", -1);
-  const double keep = Field<double>(status, "keepAliveSeconds", 0.0);
-  const double lead =
-      Field<double>(Object(status, "coldStart"), "leadSeconds", 0);
+  const double b = DoubleField(e, {"coldStartCostUSD"});
+  const double r = DoubleField(e, {"idleCostPerHour"});
+  const double t_star = DoubleField(e, {"breakEvenSeconds"}, -1);
+  const double keep = DoubleField(status, {"keepAliveSeconds"});
+  const double lead = DoubleField(status, {"coldStart", "leadSeconds"});
   absl::StrAppend(
       &out,
       absl::StrFormat(
@@ -124,10 +114,10 @@ std::string ExplainText(const json& ia) {
                 "than the idle time saved."));
 
   // Warm pool against the cold starts it prevents.
-  const json& warm = Object(e, "warmPool");
-  const double without = Field<double>(warm, "coldStartsPerHourWithout", 0);
-  const double with = Field<double>(warm, "coldStartsPerHourWith", 0);
-  const double warm_cost = Field<double>(warm, "costPerHour", 0);
+  const double without =
+      DoubleField(e, {"warmPool", "coldStartsPerHourWithout"});
+  const double with = DoubleField(e, {"warmPool", "coldStartsPerHourWith"});
+  const double warm_cost = DoubleField(e, {"warmPool", "costPerHour"});
   absl::StrAppend(
       &out,
       absl::StrFormat(
@@ -135,48 +125,46 @@ std::string ExplainText(const json& ia) {
           "prevents: rises beyond the spare capacity within one lead, "
           "%.2f/h without it, %.2f/h with it: %.2f/h x B = $%.4f/h "
           "(sized by the cold-start SLO, slo.maxColdStartFraction)\n",
-          Field<int>(warm, "replicas", 0), warm_cost, without, with,
+          IntField(e, {"warmPool", "replicas"}), warm_cost, without, with,
           without - with, (without - with) * b));
 
   // Demand and the tier table.
-  const json& demand = Object(e, "demand");
   absl::StrAppend(
       &out,
       absl::StrFormat(
           "\nDemand %.2f in flight and queued (stable window), %.2f "
           "forecast one lead ahead -> %d replica(s) of %d concurrent each\n",
-          Field<double>(demand, "concurrency", 0),
-          Field<double>(demand, "forecast", 0),
-          Field<int>(demand, "loadReplicas", 0),
-          Field<int>(demand, "capacityPerReplica", 0)));
+          DoubleField(e, {"demand", "concurrency"}),
+          DoubleField(e, {"demand", "forecast"}),
+          IntField(e, {"demand", "loadReplicas"}),
+          IntField(e, {"demand", "capacityPerReplica"})));
   absl::StrAppend(&out,
                   "Tiers, priced for the forecast (* serving; the cheapest "
                   "that meets the SLO wins, after 10 min cheaper):\n",
                   absl::StrFormat("  %-26s %8s %9s %5s %11s %9s  %s\n",
                                   "GPU CLASS", "REPLICAS", "ON-DEMAND", "SPOT",
                                   "CAP/REPLICA", "$/HOUR", "SLO"));
-  const std::string tier = Field<std::string>(status, "tier", "");
-  for (const json& t : e.value("tiers", json::array())) {
-    const std::string cls = Field<std::string>(t, "gpuClass", "");
+  const std::string tier = StringField(status, {"tier"});
+  for (const json& t : ArrayField(e, {"tiers"})) {
+    const std::string cls = StringField(t, {"gpuClass"});
     absl::StrAppend(
         &out,
-        absl::StrFormat(
-            "%s %-26s %8d %9d %5d %11d %9.4f  %s\n", cls == tier ? "*" : " ",
-            cls, Field<int>(t, "replicas", 0), Field<int>(t, "onDemand", 0),
-            Field<int>(t, "spot", 0), Field<int>(t, "capacityPerReplica", 0),
-            Field<double>(t, "costPerHour", 0),
-            Field<bool>(t, "meetsSLO", false) ? "meets" : "misses"));
+        absl::StrFormat("%s %-26s %8d %9d %5d %11d %9.4f  %s\n",
+                        cls == tier ? "*" : " ", cls, IntField(t, {"replicas"}),
+                        IntField(t, {"onDemand"}), IntField(t, {"spot"}),
+                        IntField(t, {"capacityPerReplica"}),
+                        DoubleField(t, {"costPerHour"}),
+                        BoolField(t, {"meetsSLO"}) ? "meets" : "misses"));
   }
 
   // The spot split and its risk.
-  const double od_only = Field<double>(e, "onDemandOnlyCostPerHour", 0);
+  const double od_only = DoubleField(e, {"onDemandOnlyCostPerHour"});
   absl::StrAppend(
       &out,
       absl::StrFormat(
           "\nSpot: %s; all on demand would cost $%.4f/h. %s\n",
-          Field<std::string>(replicas, "spot", "0/0") + " spot (ready/desired)",
-          od_only,
-          Field<bool>(e, "spotUnhealthy", false)
+          spot_replicas + " spot (ready/desired)", od_only,
+          BoolField(e, {"spotUnhealthy"})
               ? "Spot was preempted or unplaceable lately: on-demand stands "
                 "in until spot is back (PilotlightSpotFallbackActive)."
               : "Realtime endpoints keep what current demand needs on "

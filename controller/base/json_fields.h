@@ -45,6 +45,19 @@ inline int64_t IntField(const nlohmann::json& obj,
   return v.is_number_integer() ? v.get<int64_t>() : 0;
 }
 
+inline double DoubleField(const nlohmann::json& obj,
+                          std::initializer_list<const char*> path,
+                          double fallback = 0) {
+  const nlohmann::json& v = Field(obj, path);
+  return v.is_number() ? v.get<double>() : fallback;
+}
+
+inline bool BoolField(const nlohmann::json& obj,
+                      std::initializer_list<const char*> path) {
+  const nlohmann::json& v = Field(obj, path);
+  return v.is_boolean() && v.get<bool>();
+}
+
 // The elements of an array field; an empty array when it is not one.
 inline const nlohmann::json& ArrayField(
     const nlohmann::json& obj, std::initializer_list<const char*> path) {

@@ -90,6 +90,21 @@ TEST(ExplainTest, NothingDecidedYetSaysWhy) {
   EXPECT_TRUE(ExplainJson(ia)["economics"].is_null());
 }
 
+// A status whose fields have the wrong types (an older or foreign writer)
+// is explained with what can be read, never an exception.
+TEST(ExplainTest, WronglyTypedFieldsAreReadAsMissing) {
+  json ia = Decided(false);
+  ia["status"]["economics"]["costPerHour"] = "expensive";
+  ia["status"]["economics"]["tiers"] = "none";
+  ia["status"]["replicas"] = 3;
+  ia["status"]["conditions"] = {{{"type", 1}, {"status", true}}};
+  std::string text;
+  ASSERT_NO_THROW(text = ExplainText(ia));
+  EXPECT_THAT(text, HasSubstr("on-demand 0/0, spot 0/0"));
+  EXPECT_THAT(text, HasSubstr("$0.0000/h; always-on"));
+  ASSERT_NO_THROW(ExplainJson(ia));
+}
+
 TEST(ExplainTest, JsonCarriesTheFacts) {
   const json j = ExplainJson(Decided(false));
   EXPECT_EQ(j["endpoint"], "demo/chat");
