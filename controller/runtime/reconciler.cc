@@ -41,12 +41,10 @@ struct Reconciler::Endpoint {
   std::string missing;  // what the last demand read lacked
   EndpointStatus status;
   std::optional<EndpointStatus> written;  // the status last written
-  // Its series: per variant (desired, ready) and per endpoint, with the
-  // labels they were made with (a change of them replaces the series).
+  // Its series, per variant (desired, ready) and per endpoint; made on the
+  // first publish, replaced when ParseSpec sees their labels change.
   struct Gauges {
-    std::vector<prometheus::Labels> variant_labels;
     std::vector<std::pair<prometheus::Gauge*, prometheus::Gauge*>> variants;
-    prometheus::Labels labels;
     prometheus::Gauge* cost = nullptr;
     prometheus::Gauge* always_on = nullptr;
     prometheus::Gauge* demand = nullptr;
@@ -137,6 +135,18 @@ absl::Status Reconciler::Reconcile(const std::string& key, Writers& w,
   return Publish(e, d, o, scaled, w, leading, now);
 }
 
+namespace {
+bool SameSeriesLabels(const std::vector<policy::VariantSpec>& a,
+                      const std::vector<policy::VariantSpec>& b) {
+  return std::equal(
+      a.begin(), a.end(), b.begin(), b.end(),
+      [](const policy::VariantSpec& x, const policy::VariantSpec& y) {
+        return x.deployment == y.deployment && x.gpu_class == y.gpu_class &&
+               x.capacity == y.capacity;
+      });
+}
+}  // namespace
+
 // Stage 1: the spec, against the GPUClasses it names (once per change of
 // either).
 void Reconciler::ParseSpec(Endpoint& e, const json& ia) {
@@ -147,7 +157,16 @@ void Reconciler::ParseSpec(Endpoint& e, const json& ia) {
     return;
   }
   e.parsed_version = version;
-  e.parsed = api::ParseInferenceAutoscaler(ia, gpu->classes);
+  absl::StatusOr<api::AutoscalerResource> parsed =
+      api::ParseInferenceAutoscaler(ia, gpu->classes);
+  // The series are labelled with the variants' deployment, class and
+  // capacity type: a spec that changes those replaces them. (Every status
+  // write changes the resourceVersion; most re-parses keep them.)
+  if (!e.parsed.ok() || !parsed.ok() ||
+      !SameSeriesLabels(e.parsed->spec.variants, parsed->spec.variants)) {
+    RemoveGauges(e);
+  }
+  e.parsed = std::move(parsed);
   e.subject = {StringField(ia, {"metadata", "namespace"}),
                StringField(ia, {"metadata", "name"}),
                StringField(ia, {"metadata", "uid"})};
@@ -340,39 +359,25 @@ void Reconciler::RemoveGauges(Endpoint& e) {
 void Reconciler::UpdateGauges(Endpoint& e, const std::vector<int>& desired,
                               const Observed& o, const policy::Decision& d) {
   const api::AutoscalerResource& a = *e.parsed;
-  const prometheus::Labels endpoint_labels = {{"namespace", a.ns},
-                                              {"name", a.name}};
-  std::vector<prometheus::Labels> variant_labels;
-  for (const policy::VariantSpec& vs : a.spec.variants) {
-    prometheus::Labels labels = endpoint_labels;
-    labels["deployment"] = vs.deployment;
-    labels["gpu_class"] = vs.gpu_class;
-    labels["capacity_type"] =
-        std::string(policy::CapacityTypeName(vs.capacity));
-    variant_labels.push_back(std::move(labels));
-  }
-  // The series are cached (Add() hashes the labels) and kept while their
-  // labels stay: a spec that changes a variant's class removes the old.
-  if (e.gauges && e.gauges->variant_labels != variant_labels) {
-    RemoveGauges(e);
-  }
-  if (!e.gauges) {
+  if (!e.gauges) {  // cached: Add() hashes the labels
+    const prometheus::Labels labels = {{"namespace", a.ns}, {"name", a.name}};
     Endpoint::Gauges g;
-    g.labels = endpoint_labels;
-    g.variant_labels = variant_labels;
-    for (size_t i = 0; i < variant_labels.size(); ++i) {
-      g.variants.emplace_back(&metrics_.desired.Add(variant_labels[i]),
-                              &metrics_.ready.Add(variant_labels[i]));
-      metrics_.ColdStartOf(a.spec.variants[i].gpu_class);
+    for (const policy::VariantSpec& vs : a.spec.variants) {
+      prometheus::Labels v = labels;
+      v["deployment"] = vs.deployment;
+      v["gpu_class"] = vs.gpu_class;
+      v["capacity_type"] = std::string(policy::CapacityTypeName(vs.capacity));
+      g.variants.emplace_back(&metrics_.desired.Add(v), &metrics_.ready.Add(v));
+      metrics_.ColdStartOf(vs.gpu_class);
     }
-    g.cost = &metrics_.cost.Add(g.labels);
-    g.always_on = &metrics_.always_on_cost.Add(g.labels);
-    g.demand = &metrics_.demand.Add(g.labels);
-    g.capacity = &metrics_.capacity.Add(g.labels);
-    g.warm_pool = &metrics_.warm_pool.Add(g.labels);
-    g.keep_alive = &metrics_.keep_alive.Add(g.labels);
-    g.slo = &metrics_.slo_cold_fraction.Add(g.labels);
-    g.spot_fallback = &metrics_.spot_fallback.Add(g.labels);
+    g.cost = &metrics_.cost.Add(labels);
+    g.always_on = &metrics_.always_on_cost.Add(labels);
+    g.demand = &metrics_.demand.Add(labels);
+    g.capacity = &metrics_.capacity.Add(labels);
+    g.warm_pool = &metrics_.warm_pool.Add(labels);
+    g.keep_alive = &metrics_.keep_alive.Add(labels);
+    g.slo = &metrics_.slo_cold_fraction.Add(labels);
+    g.spot_fallback = &metrics_.spot_fallback.Add(labels);
     e.gauges = std::move(g);
   }
   const Endpoint::Gauges& g = *e.gauges;

@@ -6,9 +6,13 @@
 // reconciles once, then moves the fake clock.
 #include "controller/runtime/reconciler.h"
 
+#include <map>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "controller/api/resources.h"
 #include "controller/model/catalog.h"
 #include "gmock/gmock.h"
@@ -161,6 +165,59 @@ TEST_F(ReconcilerTest, ScalesToZeroAndBack) {
   RunFor(kColdStart + kTick);
   EXPECT_EQ(Ready("chat-a100"), 1);
   EXPECT_EQ(out_.Condition("ScaledToZero"), "False Serving");
+}
+
+// The per-endpoint series: made at the first publish, kept across
+// re-parses that leave the variants alone (every status write changes the
+// resourceVersion), replaced when a variant changes, removed with the
+// endpoint.
+TEST_F(ReconcilerTest, SeriesFollowTheSpecsVariants) {
+  Pool("chat-a100", "a100-80gb", kOnDemand, 1);
+  Pool("chat-l4", "l4", kOnDemand, 1);
+  Endpoint({Variant("chat-a100", ClassName("a100-80gb", kOnDemand))});
+  demand_.Set([](absl::Time, int) { return InFlight(2); });
+  // "deployment/gpu_class/capacity_type" of every desired-replicas series,
+  // and how many cost series there are.
+  const auto series = [&] {
+    std::vector<std::string> out;
+    int cost = 0;
+    for (const prometheus::MetricFamily& f : registry_.Collect()) {
+      for (const prometheus::ClientMetric& m : f.metric) {
+        std::map<std::string, std::string> l;
+        for (const prometheus::ClientMetric::Label& kv : m.label) {
+          l[kv.name] = kv.value;
+        }
+        if (f.name == "pilotlight_desired_replicas") {
+          out.push_back(absl::StrCat(l["deployment"], "/", l["gpu_class"], "/",
+                                     l["capacity_type"]));
+        }
+        cost += f.name == "pilotlight_cost_per_hour_dollars" ? 1 : 0;
+      }
+    }
+    return std::make_pair(out, cost);
+  };
+  Tick();
+  const std::string a100 = absl::StrCat(
+      "chat-a100/", ClassName("a100-80gb", kOnDemand), "/OnDemand");
+  EXPECT_EQ(series().first, std::vector<std::string>{a100});
+  json ia = *cluster_.autoscalers.Get("ml/chat");
+  cluster_.PutAutoscaler(ia);  // a new resourceVersion, the same variants
+  Tick();
+  EXPECT_EQ(series().first, std::vector<std::string>{a100});
+  EXPECT_EQ(series().second, 1);
+  ia["spec"]["variants"] = {Variant("chat-l4", ClassName("l4", kOnDemand))};
+  ia["metadata"]["generation"] = 2;
+  cluster_.PutAutoscaler(ia);
+  Tick();
+  EXPECT_EQ(series().first,
+            std::vector<std::string>{absl::StrCat(
+                "chat-l4/", ClassName("l4", kOnDemand), "/OnDemand")});
+  EXPECT_EQ(series().second, 1);
+  cluster_.autoscalers.Erase("ml/chat");  // deleted: its series go
+  Writers w = out_.writers();
+  ASSERT_TRUE(reconciler_->Reconcile("ml/chat", w, true).ok());
+  EXPECT_TRUE(series().first.empty());
+  EXPECT_EQ(series().second, 0);
 }
 
 // A variant's Deployment that does not exist: Ready=False naming the
