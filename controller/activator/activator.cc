@@ -135,7 +135,6 @@ absl::StatusOr<int> Activator::Impl::ServeAdmin(const std::string& host,
       metrics_.in_flight.Add(labels).Set(l.in_flight);
       metrics_.targets.Add(labels).Set(
           static_cast<double>(targets_.CountOf(l.endpoint)));
-      metrics_.Touch(l.endpoint);
     }
     std::ostringstream out;
     prometheus::TextSerializer().Serialize(out, registry_.Collect());

@@ -877,7 +877,7 @@ Decision Decider::SplitOverVariants(Step& st) {
   e.on_demand_only_cost_per_hour =
       (plan.on_demand + plan.spot) * on_demand_price;
   e.spot_unhealthy = unhealthy;
-  e.tiers = st.tier_options;
+  e.tiers = std::move(st.tier_options);
 
   bool old_drained = true;
   if (switching_from_ >= 0) {
