@@ -1,10 +1,8 @@
 #include "controller/api/resources.h"
 
-#include <fstream>
-#include <sstream>
-
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/files.h"
 
 namespace pilotlight::api {
 namespace {
@@ -119,14 +117,10 @@ TEST(AutoscalerTest, WhatTheSchemaCannotSayIsRefusedWithTheField) {
 TEST(DefaultGpuClassesTest, CommittedFileIsTheGeneratorOutput) {
   absl::StatusOr<model::Catalog> catalog = model::Catalog::Default();
   ASSERT_TRUE(catalog.ok());
-  std::ifstream in("charts/pilotlight/files/gpuclasses/default.yaml");
-  ASSERT_TRUE(in) << "run from the repository root";
-  std::stringstream committed;
-  committed << in.rdbuf();
-  EXPECT_EQ(committed.str(), DefaultGpuClassesYaml(*catalog))
-      << "regenerate: build/controller/cmd/pilotlight gpuclasses > "
-         "charts/pilotlight/files/gpuclasses/default.yaml && "
-         "scripts/render-deploy";
+  testutil::ExpectGenerated(
+      "charts/pilotlight/files/gpuclasses/default.yaml",
+      DefaultGpuClassesYaml(*catalog),
+      "`pilotlight gpuclasses` (then run scripts/render-deploy)");
 
   int spot = 0;
   for (const model::GpuClass& c : catalog->classes()) {

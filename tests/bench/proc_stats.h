@@ -6,8 +6,6 @@
 
 #include <unistd.h>
 
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -16,15 +14,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "tests/files.h"
 
 namespace pilotlight::bench {
 
-inline std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using testutil::ReadFile;
 
 // utime + stime of `pid`, in seconds; -1 when unreadable.
 inline double ProcessCpu(pid_t pid) {

@@ -8,8 +8,6 @@
 // the Go-built tools).
 #include <yaml-cpp/yaml.h>
 
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "absl/strings/ascii.h"
@@ -18,6 +16,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/cluster/test_cluster.h"
+#include "tests/files.h"
 #include "tests/yaml_json.h"
 
 namespace pilotlight {
@@ -50,19 +49,16 @@ TEST(AlertsTest, PromtoolChecksAndUnitTestsTheRules) {
 
 // Every alert is tested, has a severity and a runbook section.
 TEST(AlertsTest, EveryAlertIsTestedAndHasARunbook) {
-  std::ifstream tests_in("tests/deploy/testdata/alerts_test.yaml");
-  std::stringstream tests;
-  tests << tests_in.rdbuf();
-  std::ifstream docs_in("docs/install.md");
-  std::stringstream docs;
-  docs << docs_in.rdbuf();
+  const std::string tests =
+      testutil::ReadFile("tests/deploy/testdata/alerts_test.yaml");
+  const std::string docs = testutil::ReadFile("docs/install.md");
   int alerts = 0;
   const json rules = Rules();
   for (const json& group : rules.at("groups")) {
     for (const json& rule : group.at("rules")) {
       const std::string name = rule.at("alert");
       ++alerts;
-      EXPECT_THAT(tests.str(), HasSubstr("alertname: " + name))
+      EXPECT_THAT(tests, HasSubstr("alertname: " + name))
           << name << " has no promtool test";
       EXPECT_TRUE(rule.at("labels").contains("severity")) << name;
       const std::string anchor = absl::AsciiStrToLower(name);
@@ -70,7 +66,7 @@ TEST(AlertsTest, EveryAlertIsTestedAndHasARunbook) {
                 "https://github.com/pilotlight/pilotlight/blob/main/docs/"
                 "install.md#" +
                     anchor);
-      EXPECT_THAT(docs.str(), HasSubstr("### " + name))
+      EXPECT_THAT(docs, HasSubstr("### " + name))
           << name << ": no runbook section in docs/install.md";
     }
   }

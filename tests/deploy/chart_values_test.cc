@@ -5,12 +5,9 @@
 // needed (tests/deploy/chart_test.cc runs helm itself).
 //
 // The table is generated from the schema: PILOTLIGHT_REGENERATE=1 rewrites
-// it in the README instead of failing.
+// it in the README instead of failing (testutil::ExpectGenerated).
 #include <yaml-cpp/yaml.h>
 
-#include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -18,6 +15,7 @@
 #include "absl/strings/str_replace.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/files.h"
 #include "tests/yaml_json.h"
 
 namespace pilotlight {
@@ -30,15 +28,9 @@ constexpr char kBegin[] =
     "<!-- values:begin (generated from values.schema.json) -->\n";
 constexpr char kEnd[] = "<!-- values:end -->\n";
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 json Schema() {
-  return json::parse(ReadFile(absl::StrCat(kChart, "/values.schema.json")));
+  return json::parse(
+      testutil::ReadFile(absl::StrCat(kChart, "/values.schema.json")));
 }
 
 // A schema node is a leaf when it declares no properties of its own: plain
@@ -142,24 +134,15 @@ TEST(ChartValuesTest, ValuesYamlIsTheSchemasDefaults) {
 
 TEST(ChartValuesTest, ReadmeTableIsGeneratedFromTheSchema) {
   const std::string path = absl::StrCat(kChart, "/README.md");
-  const std::string readme = ReadFile(path);
+  const std::string readme = testutil::ReadFile(path);
   const size_t begin = readme.find(kBegin);
   const size_t end = readme.find(kEnd);
   ASSERT_NE(begin, std::string::npos) << path << ": no " << kBegin;
   ASSERT_NE(end, std::string::npos) << path << ": no " << kEnd;
-  const std::string want = Table(Schema());
   const size_t from = begin + std::string(kBegin).size();
-  if (readme.substr(from, end - from) == want) {
-    return;
-  }
-  if (const char* regen = std::getenv("PILOTLIGHT_REGENERATE");
-      regen != nullptr && std::string(regen) == "1") {
-    std::ofstream(path) << readme.substr(0, from) << want << readme.substr(end);
-    return;
-  }
-  ADD_FAILURE() << path << ": the values table is not the schema's; rerun "
-                << "with PILOTLIGHT_REGENERATE=1 to rewrite it. Want:\n"
-                << want;
+  testutil::ExpectGenerated(
+      path, readme.substr(0, from) + Table(Schema()) + readme.substr(end),
+      "the README with the schema's values table");
 }
 
 }  // namespace

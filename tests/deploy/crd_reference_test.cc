@@ -5,9 +5,6 @@
 // Label unit.
 #include <yaml-cpp/yaml.h>
 
-#include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -16,6 +13,7 @@
 #include "absl/strings/str_replace.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/files.h"
 #include "tests/yaml_json.h"
 
 namespace pilotlight {
@@ -143,20 +141,8 @@ std::string Reference() {
 }
 
 TEST(CrdReferenceTest, DocIsGeneratedFromTheSchemas) {
-  const std::string want = Reference();
-  std::ifstream in(kDoc);
-  std::stringstream have;
-  have << in.rdbuf();
-  if (have.str() == want) {
-    return;
-  }
-  if (const char* regen = std::getenv("PILOTLIGHT_REGENERATE");
-      regen != nullptr && std::string(regen) == "1") {
-    std::ofstream(kDoc) << want;
-    return;
-  }
-  ADD_FAILURE() << kDoc << " is not generated from the CRDs' schemas; rerun "
-                << "with PILOTLIGHT_REGENERATE=1 to rewrite it";
+  testutil::ExpectGenerated(kDoc, Reference(),
+                            "generated from the CRDs' schemas");
 }
 
 }  // namespace

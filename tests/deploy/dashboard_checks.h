@@ -17,8 +17,17 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "nlohmann/json.hpp"
+#include "tests/files.h"
 
 namespace pilotlight::testutil {
+
+inline constexpr char kDashboard[] =
+    "charts/pilotlight/dashboards/pilotlight-endpoint.json";
+
+// The chart's dashboard (the tests run from the repository root).
+inline nlohmann::json LoadDashboard() {
+  return nlohmann::json::parse(ReadFile(kDashboard));
+}
 
 struct DashboardQuery {
   std::string panel;  // its title

@@ -5,7 +5,6 @@
 // an unknown field and one with a wrongly typed option are refused. Label
 // integration (needs the Go-built tool).
 #include <fstream>
-#include <sstream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -13,6 +12,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/cluster/test_cluster.h"
+#include "tests/deploy/dashboard_checks.h"
 
 namespace pilotlight {
 namespace {
@@ -20,9 +20,6 @@ namespace {
 using json = nlohmann::json;
 using testcluster::Shell;
 using ::testing::HasSubstr;
-
-constexpr char kDashboard[] =
-    "charts/pilotlight/dashboards/pilotlight-endpoint.json";
 
 class DashboardSchemaTest : public ::testing::Test {
  protected:
@@ -41,32 +38,27 @@ class DashboardSchemaTest : public ::testing::Test {
     std::ofstream(path) << dash.dump(2);
     return Shell(absl::StrCat(tool_, " ", path), rc);
   }
-  static json Load() {
-    std::ifstream in(kDashboard);
-    std::stringstream s;
-    s << in.rdbuf();
-    return json::parse(s.str());
-  }
   std::string tool_;
 };
 
 TEST_F(DashboardSchemaTest, ShippedDashboardDecodesStrictly) {
   int rc = 0;
-  const std::string out = Shell(absl::StrCat(tool_, " ", kDashboard), &rc);
+  const std::string out =
+      Shell(absl::StrCat(tool_, " ", testutil::kDashboard), &rc);
   EXPECT_EQ(rc, 0) << out;
   EXPECT_THAT(out,
               HasSubstr("19 panels decode strictly as dashboard.Dashboard"));
 }
 
 TEST_F(DashboardSchemaTest, UnknownFieldsAndWrongTypesAreRefused) {
-  json unknown = Load();
+  json unknown = testutil::LoadDashboard();
   unknown["panels"][1]["colour"] = "red";
   int rc = 0;
   std::string out = Check(unknown, &rc);
   EXPECT_NE(rc, 0);
   EXPECT_THAT(out, HasSubstr("unexpected field 'colour'"));
 
-  json typed = Load();
+  json typed = testutil::LoadDashboard();
   typed["panels"][1]["options"]["legend"]["displayMode"] = 5;
   out = Check(typed, &rc);
   EXPECT_NE(rc, 0);

@@ -4,8 +4,6 @@
 // hard-coded [5m], a counter without rate(), a panel off the shared
 // datasource). Label unit; the live check of every query against a real
 // Prometheus is in helm_install_test.cc.
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "gmock/gmock.h"
@@ -21,25 +19,15 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
-constexpr char kDashboard[] =
-    "charts/pilotlight/dashboards/pilotlight-endpoint.json";
-
-json Load() {
-  std::ifstream in(kDashboard);
-  std::stringstream s;
-  s << in.rdbuf();
-  return json::parse(s.str());
-}
-
 TEST(DashboardTest, ShippedDashboardPassesTheLinter) {
-  const json dash = Load();
+  const json dash = LoadDashboard();
   EXPECT_THAT(LintDashboard(dash), IsEmpty());
   EXPECT_EQ(dash.at("uid"), "pilotlight-endpoint");
   EXPECT_GE(Queries(dash).size(), 20U);
 }
 
 TEST(DashboardTest, LinterCatchesTheUsualDefects) {
-  json dash = Load();
+  json dash = LoadDashboard();
   json& p = dash.at("panels").at(1);  // the first panel after a row
   p["fieldConfig"]["defaults"]["unit"] = "Errors/sec";
   p["targets"][0]["expr"] =

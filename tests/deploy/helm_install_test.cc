@@ -10,7 +10,6 @@
 // Label integration; prints install-to-Ready, first-request and failover
 // times.
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -161,10 +160,7 @@ class HelmInstallTest : public testcluster::EndpointFixture {
   // endpoint, returns series; the variables' label_values find it; every
   // metric named exists. Prints what each panel returned.
   void CheckDashboard(const std::string& endpoint) {
-    std::ifstream in("charts/pilotlight/dashboards/pilotlight-endpoint.json");
-    std::stringstream text;
-    text << in.rdbuf();
-    const json dash = json::parse(text.str());
+    const json dash = testutil::LoadDashboard();
     const json namespaces = Prom("/api/v1/label/namespace/values",
                                  {{"match[]", "pilotlight_desired_replicas"}});
     EXPECT_TRUE(absl::StrContains(namespaces.dump(), "\"" + ns_ + "\""))

@@ -10,9 +10,7 @@
 // wrong formula, not a tuning difference -- and the mean bound keeps the
 // model from being merely inside the band by luck on each side.
 #include <cmath>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 #include <string>
 
 #include "absl/strings/str_format.h"
@@ -20,17 +18,13 @@
 #include "controller/model/model_profile.h"
 #include "controller/model/sizing.h"
 #include "gtest/gtest.h"
+#include "tests/files.h"
 #include "yaml-cpp/yaml.h"
 
 namespace pilotlight::model {
 namespace {
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using testutil::ReadFile;
 
 const GpuClass* FindGpu(const Catalog& product, const Catalog& extra,
                         const std::string& name) {
