@@ -36,7 +36,7 @@ std::string Conditions(const json& status) {
 }
 
 // `s`, or `fallback` when it is empty (a field the status lacks).
-std::string Or(std::string s, const char* fallback) {
+std::string Or(const std::string& s, const char* fallback) {
   return s.empty() ? fallback : s;
 }
 
