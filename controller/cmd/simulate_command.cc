@@ -72,6 +72,10 @@ const std::vector<FlagSpec>& SimulateFlags() {
       {"start", false, "DURATION", "replay from this offset (default 0)"},
       {"duration", false, "DURATION", "replay this long (default: all)"},
       {"endpoints", false, "N", "only the first N endpoints (default all)"},
+      {"max-span", false, "DURATION",
+       "longest first-to-last trace span admitted, also admitting rows far "
+       "from the rest (default 31d: such a row is refused as corrupt; 0: "
+       "no bound)"},
       {"seed", false, "N", "sampling seed for rate traces (default 1)"},
       {"catalog", false, "FILE", "GPU catalog YAML (default built-in)"},
       {"json", true, "", "print one JSON object"},
@@ -320,11 +324,13 @@ int RunSimulate(const std::vector<std::string>& args, std::ostream& out,
   sim::ServeGenOptions window;
   std::optional<absl::Duration> start;
   std::optional<absl::Duration> duration;
+  std::optional<absl::Duration> max_span;
   std::optional<int> endpoints;
   std::optional<int> seed;
   for (absl::Status st :
        {Set(f->Duration("start"), start),
         Set(f->Duration("duration"), duration),
+        Set(f->Duration("max-span"), max_span),
         Set(f->Int("endpoints"), endpoints), Set(f->Int("seed"), seed)}) {
     if (!st.ok()) {
       return usage_error(st);
@@ -335,6 +341,12 @@ int RunSimulate(const std::vector<std::string>& args, std::ostream& out,
   }
   if (duration) {
     window.duration_s = absl::ToDoubleSeconds(*duration);
+  }
+  if (max_span) {
+    // An explicit span says the trace is meant to be long: rows far from
+    // the rest are then data, not corruption.
+    window.checks.max_span_s = absl::ToDoubleSeconds(*max_span);
+    window.checks.reject_isolated = false;
   }
   if (endpoints) {
     window.max_endpoints = *endpoints;

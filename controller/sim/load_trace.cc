@@ -36,16 +36,17 @@ int64_t ClientNumber(absl::string_view name) {
   return absl::SimpleAtoi(s.substr(0, dash), &n) ? n : -1;
 }
 
-absl::StatusOr<Trace> ParseText(absl::string_view text, TraceFormat f) {
+absl::StatusOr<Trace> ParseText(absl::string_view text, TraceFormat f,
+                                const TraceChecks& checks) {
   switch (f) {
     case TraceFormat::kAzure:
-      return ParseAzure(text);
+      return ParseAzure(text, checks);
     case TraceFormat::kMooncake:
-      return ParseMooncake(text);
+      return ParseMooncake(text, checks);
     case TraceFormat::kAlibaba:
-      return ParseAlibaba(text);
+      return ParseAlibaba(text, checks);
     case TraceFormat::kCsv:
-      return ParseCsv(text);
+      return ParseCsv(text, checks);
     default:
       return absl::InternalError("ParseText: not a per-request format");
   }
@@ -124,7 +125,11 @@ absl::StatusOr<Trace> LoadTrace(const std::string& path, TraceFormat format,
         continue;
       }
       absl::StatusOr<RateClient> c =
-          ParseRateClient(Basename(m.name), m.data, &bad);
+          ParseRateClient(Basename(m.name), m.data, &bad, window.checks);
+      if (c.status().code() == absl::StatusCode::kOutOfRange) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(path, ": ", c.status().message()));
+      }
       if (!c.ok()) {
         bad.Add(0, c.status().message());
         continue;
@@ -154,7 +159,7 @@ absl::StatusOr<Trace> LoadTrace(const std::string& path, TraceFormat format,
           absl::StrCat(path, ": a tar archive of ", TraceFormatName(format),
                        " is not supported; extract the one file"));
     }
-    absl::StatusOr<Trace> parsed = ParseText(*data, format);
+    absl::StatusOr<Trace> parsed = ParseText(*data, format, window.checks);
     if (!parsed.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat(path, ": ", parsed.status().message()));

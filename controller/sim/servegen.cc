@@ -17,9 +17,10 @@ constexpr double kWindowS = 600;
 }  // namespace
 
 absl::StatusOr<RateClient> ParseRateClient(absl::string_view name,
-                                           absl::string_view text,
-                                           BadRows* bad) {
+                                           absl::string_view text, BadRows* bad,
+                                           const TraceChecks& checks) {
   RateClient c;
+  std::vector<RowTime> times;
   c.name = std::string(name);
   int64_t n = 0;
   for (absl::string_view line : absl::StrSplit(text, '\n')) {
@@ -32,9 +33,15 @@ absl::StatusOr<RateClient> ParseRateClient(absl::string_view name,
     RateWindow w;
     double cv = 0, p2 = 0;
     if (f.size() != 6 || !absl::SimpleAtod(f[0], &w.start_s) ||
-        !absl::SimpleAtod(f[1], &w.rate) || !(w.rate >= 0)) {
+        !absl::SimpleAtod(f[1], &w.rate) || !(w.rate >= 0) ||
+        !std::isfinite(w.start_s)) {
       bad->Add(n,
                absl::StrCat(name, ": want timestamp_s,rate,cv,family,p1,p2"));
+      continue;
+    }
+    if (w.rate > kMaxRate) {
+      bad->Add(n, absl::StrCat(name, ": rate ", f[1], " is above ", kMaxRate,
+                               " requests/s"));
       continue;
     }
     (void)cv;
@@ -54,9 +61,13 @@ absl::StatusOr<RateClient> ParseRateClient(absl::string_view name,
       w.family = RateWindow::Family::kIdle;
     }
     c.windows.push_back(w);
+    times.push_back({w.start_s, n});
   }
   if (c.windows.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(name, ": no rate windows"));
+  }
+  if (absl::Status span = CheckSpan(std::move(times), checks); !span.ok()) {
+    return absl::OutOfRangeError(absl::StrCat(name, ": ", span.message()));
   }
   std::sort(c.windows.begin(), c.windows.end(),
             [](const RateWindow& a, const RateWindow& b) {

@@ -41,12 +41,17 @@ struct ServeGenOptions {
   uint64_t seed = 1;
   uint32_t input_tokens = 1024;  // the token-length files were not shipped
   uint32_t output_tokens = 256;
+  TraceChecks checks;  // every format's timestamp bounds
 };
 
-// One client file's text; `name` becomes the endpoint name.
+// One client file's text; `name` becomes the endpoint name. Rows with a
+// rate above kMaxRate are bad rows. Window times that fail `checks` are an
+// OutOfRange error naming the line (the whole trace is refused, not the
+// client skipped).
+inline constexpr double kMaxRate = 1e5;  // requests/s of one client
 absl::StatusOr<RateClient> ParseRateClient(absl::string_view name,
-                                           absl::string_view text,
-                                           BadRows* bad);
+                                           absl::string_view text, BadRows* bad,
+                                           const TraceChecks& checks = {});
 
 // Arrivals of `c` in [start, start + duration), relative to `start`.
 EndpointTrace SampleClient(const RateClient& c, const ServeGenOptions& o);

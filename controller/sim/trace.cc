@@ -3,6 +3,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -11,6 +12,8 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "nlohmann/json.hpp"
@@ -233,6 +236,21 @@ void Finish(Trace& t) {
   t.duration_s = any ? last - first : 0;
 }
 
+// "3.2 h", "11.3 days", "2.0e+03 years": a span a reader can place.
+std::string HumanSpan(double s) {
+  constexpr double kDay = 86400;
+  if (s >= 2 * 365 * kDay) {
+    return absl::StrFormat("%.3g years", s / (365.25 * kDay));
+  }
+  if (s >= 2 * kDay) {
+    return absl::StrFormat("%.1f days", s / kDay);
+  }
+  if (s >= 2 * 3600) {
+    return absl::StrFormat("%.1f h", s / 3600);
+  }
+  return absl::StrFormat("%.0f s", s);
+}
+
 absl::Status NoRows(absl::string_view format, const Trace& t) {
   return absl::InvalidArgumentError(absl::StrCat(
       "no usable ", format, " rows (", t.bad.count, " bad",
@@ -242,6 +260,69 @@ absl::Status NoRows(absl::string_view format, const Trace& t) {
 }
 
 }  // namespace
+
+absl::Status CheckSpan(std::vector<RowTime> rows, const TraceChecks& checks) {
+  if (rows.size() < 2) {
+    return absl::OkStatus();
+  }
+  std::sort(rows.begin(), rows.end(), [](const RowTime& a, const RowTime& b) {
+    return a.t < b.t || (a.t == b.t && a.line < b.line);
+  });
+  const size_t n = rows.size();
+  const double span = rows.back().t - rows.front().t;
+  constexpr char kFix[] =
+      "a corrupted timestamp? Fix or drop the row, or pass --max-span to "
+      "replay a span this long on purpose";
+  if (checks.reject_isolated) {
+    // The widest gap between neighbours in time; the side with few rows is
+    // the suspect when the gap dwarfs the span of the many.
+    size_t at = 0;
+    for (size_t i = 1; i + 1 < n; ++i) {
+      if (rows[i + 1].t - rows[i].t > rows[at + 1].t - rows[at].t) {
+        at = i;
+      }
+    }
+    const size_t left = at + 1;
+    const size_t right = n - left;
+    const size_t few = std::max<size_t>(3, n / 1000);
+    const double gap = rows[at + 1].t - rows[at].t;
+    const bool left_few = left < right;
+    const size_t isolated = left_few ? left : right;
+    const double rest_span =
+        left_few ? rows.back().t - rows[left].t : rows[at].t - rows.front().t;
+    if (isolated <= few && gap > 86400 && gap > 10 * rest_span) {
+      const RowTime& r = left_few ? rows[at] : rows[left];
+      std::vector<int64_t> others;  // the rest of the isolated side
+      for (size_t i = left_few ? 0 : left; i < (left_few ? left : n); ++i) {
+        if (rows[i].line != r.line && others.size() < 5) {
+          others.push_back(rows[i].line);
+        }
+      }
+      std::sort(others.begin(), others.end());
+      return absl::InvalidArgumentError(absl::StrCat(
+          "line ", r.line, ": its time lies ", HumanSpan(gap),
+          left_few ? " before" : " after", " the other ", n - isolated,
+          " rows (which span ", HumanSpan(rest_span), ")",
+          others.empty()
+              ? ""
+              : absl::StrCat(", as does line(s) ", absl::StrJoin(others, ", ")),
+          "; ", kFix));
+    }
+  }
+  if (checks.max_span_s > 0 && span > checks.max_span_s) {
+    // Name the row farthest from the median.
+    const double median = rows[n / 2].t;
+    const RowTime& far = median - rows.front().t > rows.back().t - median
+                             ? rows.front()
+                             : rows.back();
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the rows span ", HumanSpan(span), ", more than --max-span ",
+        HumanSpan(checks.max_span_s), "; the farthest from the middle is line ",
+        far.line, " (", HumanSpan(std::abs(far.t - median)),
+        far.t < median ? " before" : " after", " the median row); ", kFix));
+  }
+  return absl::OkStatus();
+}
 
 bool ParseDateTime(absl::string_view s, double* seconds) {
   int64_t y = 0, mo = 0, d = 0, h = 0, mi = 0, se = 0;
@@ -298,8 +379,10 @@ TraceFormat DetectFormat(absl::string_view first_line) {
   return TraceFormat::kAuto;
 }
 
-absl::StatusOr<Trace> ParseAzure(absl::string_view text) {
+absl::StatusOr<Trace> ParseAzure(absl::string_view text,
+                                 const TraceChecks& checks) {
   Trace t;
+  std::vector<RowTime> times;
   t.format = TraceFormat::kAzure;
   t.endpoints.push_back({"azure", {}});
   std::vector<Request>& out = t.endpoints[0].requests;
@@ -318,17 +401,23 @@ absl::StatusOr<Trace> ParseAzure(absl::string_view text) {
       t.bad.Add(n, "token counts must be numbers >= 0");
     } else {
       out.push_back(r);
+      times.push_back({r.arrival_s, n});
     }
   });
   if (out.empty()) {
     return NoRows("azure", t);
   }
+  if (absl::Status span = CheckSpan(std::move(times), checks); !span.ok()) {
+    return span;
+  }
   Finish(t);
   return t;
 }
 
-absl::StatusOr<Trace> ParseMooncake(absl::string_view text) {
+absl::StatusOr<Trace> ParseMooncake(absl::string_view text,
+                                    const TraceChecks& checks) {
   Trace t;
+  std::vector<RowTime> times;
   t.format = TraceFormat::kMooncake;
   t.endpoints.push_back({"mooncake", {}});
   std::vector<Request>& out = t.endpoints[0].requests;
@@ -348,7 +437,7 @@ absl::StatusOr<Trace> ParseMooncake(absl::string_view text) {
         return false;
       }
       *v = it->get<double>();
-      return *v >= 0;
+      return *v >= 0 && std::isfinite(*v);
     };
     double ts = 0, in = 0, outl = 0;
     if (!num("timestamp", &ts) || !num("input_length", &in) ||
@@ -361,16 +450,22 @@ absl::StatusOr<Trace> ParseMooncake(absl::string_view text) {
     r.input_tokens = static_cast<uint32_t>(in);
     r.output_tokens = static_cast<uint32_t>(outl);
     out.push_back(r);
+    times.push_back({r.arrival_s, n});
   });
   if (out.empty()) {
     return NoRows("mooncake", t);
+  }
+  if (absl::Status span = CheckSpan(std::move(times), checks); !span.ok()) {
+    return span;
   }
   Finish(t);
   return t;
 }
 
-absl::StatusOr<Trace> ParseAlibaba(absl::string_view text) {
+absl::StatusOr<Trace> ParseAlibaba(absl::string_view text,
+                                   const TraceChecks& checks) {
   Trace t;
+  std::vector<RowTime> times;
   t.format = TraceFormat::kAlibaba;
   std::map<std::string, size_t> index;
   int col_time = -1, col_exec = -1, col_model = -1;
@@ -412,7 +507,7 @@ absl::StatusOr<Trace> ParseAlibaba(absl::string_view text) {
       return;
     }
     if (!absl::SimpleAtod(f[static_cast<size_t>(col_exec)], &exec) ||
-        !(exec >= 0)) {
+        !(exec >= 0) || !std::isfinite(exec)) {
       // FAILED/PENDING rows may lack a time: still a request, no service
       // time of its own (the model's is used).
       exec = -1;
@@ -424,6 +519,7 @@ absl::StatusOr<Trace> ParseAlibaba(absl::string_view text) {
       t.endpoints.push_back({std::string(model), {}});
     }
     t.endpoints[it->second].requests.push_back(r);
+    times.push_back({r.arrival_s, n});
   });
   if (!header_ok) {
     return absl::InvalidArgumentError(
@@ -433,12 +529,17 @@ absl::StatusOr<Trace> ParseAlibaba(absl::string_view text) {
   if (t.endpoints.empty()) {
     return NoRows("alibaba", t);
   }
+  if (absl::Status span = CheckSpan(std::move(times), checks); !span.ok()) {
+    return span;
+  }
   Finish(t);
   return t;
 }
 
-absl::StatusOr<Trace> ParseCsv(absl::string_view text) {
+absl::StatusOr<Trace> ParseCsv(absl::string_view text,
+                               const TraceChecks& checks) {
   Trace t;
+  std::vector<RowTime> times;
   t.format = TraceFormat::kCsv;
   std::map<std::string, size_t> index;
   ForEachLine(text, [&](int64_t n, absl::string_view line) {
@@ -451,8 +552,9 @@ absl::StatusOr<Trace> ParseCsv(absl::string_view text) {
       t.bad.Add(n, absl::StrCat("want 4 or 5 fields, got ", f.size()));
       return;
     }
-    if (!absl::SimpleAtod(f[0], &r.arrival_s) &&
-        !ParseDateTime(f[0], &r.arrival_s)) {
+    if ((!absl::SimpleAtod(f[0], &r.arrival_s) &&
+         !ParseDateTime(f[0], &r.arrival_s)) ||
+        !std::isfinite(r.arrival_s)) {
       t.bad.Add(n, absl::StrCat("timestamp '", f[0],
                                 "' is neither seconds nor a date-time"));
       return;
@@ -468,7 +570,7 @@ absl::StatusOr<Trace> ParseCsv(absl::string_view text) {
     }
     if (f.size() == 5 && !f[4].empty()) {
       double s = 0;
-      if (!absl::SimpleAtod(f[4], &s) || !(s >= 0)) {
+      if (!absl::SimpleAtod(f[4], &s) || !(s >= 0) || !std::isfinite(s)) {
         t.bad.Add(n, "service_seconds must be a number >= 0");
         return;
       }
@@ -480,9 +582,13 @@ absl::StatusOr<Trace> ParseCsv(absl::string_view text) {
       t.endpoints.push_back({std::string(f[1]), {}});
     }
     t.endpoints[it->second].requests.push_back(r);
+    times.push_back({r.arrival_s, n});
   });
   if (t.endpoints.empty()) {
     return NoRows("csv", t);
+  }
+  if (absl::Status span = CheckSpan(std::move(times), checks); !span.ok()) {
+    return span;
   }
   Finish(t);
   return t;

@@ -81,11 +81,35 @@ struct TarMember {
 };
 absl::StatusOr<std::vector<TarMember>> ListTar(absl::string_view data);
 
+// Bounds on a trace's timestamps. One corrupted row (a changed year, or
+// nanoseconds where milliseconds were meant) must be an error naming its
+// line, not a replay of years of empty time.
+struct TraceChecks {
+  // The longest first-to-last span admitted; 0 = no bound.
+  double max_span_s = 31 * 86400.0;
+  // Refuse a few rows cut off from all the others by a gap of more than a
+  // day and 10x the others' span.
+  bool reject_isolated = true;
+};
+
+// A row's time (seconds) and the line it was read from.
+struct RowTime {
+  double t = 0;
+  int64_t line = 0;
+};
+
+// OK when the rows pass `checks`; else InvalidArgument naming the line.
+absl::Status CheckSpan(std::vector<RowTime> rows, const TraceChecks& checks);
+
 // Parsers over text already read (pure; tests feed strings).
-absl::StatusOr<Trace> ParseAzure(absl::string_view text);
-absl::StatusOr<Trace> ParseMooncake(absl::string_view text);
-absl::StatusOr<Trace> ParseAlibaba(absl::string_view text);
-absl::StatusOr<Trace> ParseCsv(absl::string_view text);
+absl::StatusOr<Trace> ParseAzure(absl::string_view text,
+                                 const TraceChecks& checks = {});
+absl::StatusOr<Trace> ParseMooncake(absl::string_view text,
+                                    const TraceChecks& checks = {});
+absl::StatusOr<Trace> ParseAlibaba(absl::string_view text,
+                                   const TraceChecks& checks = {});
+absl::StatusOr<Trace> ParseCsv(absl::string_view text,
+                               const TraceChecks& checks = {});
 
 // Detects the format from the first line (servegen needs the file name or a
 // tar archive, see servegen.h).

@@ -137,6 +137,129 @@ TEST(TraceTest, DetectFormatTable) {
 }
 
 // Files: gzip is read directly; a non-trace is refused with a clear message.
+// One row years away from the rest (a changed year, or nanoseconds where
+// milliseconds were meant) used to make `simulate` step its tick across the
+// years; now the load is refused, naming that row's line.
+TEST(TraceTest, CorruptTimestampsAreRefusedNamingTheLine) {
+  const struct {
+    const char* file;
+    const char* line;
+  } cases[] = {
+      {"far-timestamp-1.jsonl", "line 28:"},
+      {"far-timestamp-2.csv", "line 212:"},
+      {"far-timestamp-3.csv", "line 268:"},
+      {"far-timestamp-4.jsonl", "line 26:"},
+      {"far-timestamp-5.csv", "line 317:"},
+      {"far-timestamp-6.csv", "line 497:"},
+  };
+  for (const auto& c : cases) {
+    const std::string path =
+        std::string("tests/sim/testdata/hanging-traces/") + c.file;
+    absl::StatusOr<Trace> t = LoadTrace(path, TraceFormat::kAuto, {});
+    ASSERT_FALSE(t.ok()) << c.file;
+    EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(t.status().message()), HasSubstr(c.line))
+        << t.status();
+    EXPECT_THAT(std::string(t.status().message()), HasSubstr("--max-span"));
+    // An explicit --max-span admits the span: the rows are then data.
+    ServeGenOptions admit;
+    admit.checks.max_span_s = 0;
+    admit.checks.reject_isolated = false;
+    EXPECT_TRUE(LoadTrace(path, TraceFormat::kAuto, admit).ok()) << c.file;
+  }
+}
+
+std::vector<RowTime> Rows(std::initializer_list<double> times) {
+  std::vector<RowTime> rows;
+  int64_t line = 2;
+  for (double t : times) {
+    rows.push_back({t, line++});
+  }
+  return rows;
+}
+
+TEST(TraceTest, CheckSpanTable) {
+  constexpr double kDay = 86400;
+  const TraceChecks defaults;
+  const TraceChecks admit_long{.max_span_s = 400 * kDay,
+                               .reject_isolated = false};
+  const struct {
+    const char* name;
+    std::vector<RowTime> rows;
+    TraceChecks checks;
+    const char* error;  // "" = accepted
+  } cases[] = {
+      {"an hour", Rows({0, 60, 1800, 3600}), defaults, ""},
+      {"one row", Rows({5}), defaults, ""},
+      {"eleven days, evenly", Rows({0, kDay, 3 * kDay, 7 * kDay, 11 * kDay}),
+       defaults, ""},
+      {"a late row", Rows({0, 10, 20, 30, 40, 2 * kDay}), defaults,
+       "line 7: its time lies 48.0 h after the other 5 rows (which span "
+       "40 s)"},
+      {"an early row, out of order", Rows({1000, 1010, -3 * 365 * kDay, 1020}),
+       defaults, "line 4: its time lies 3 years before the other 3 rows"},
+      {"two late rows", Rows({0, 10, 20, 30, 40, 50, 9e9, 9e9 + 1}), defaults,
+       ", as does line(s) 9;"},
+      {"a gap of a day among many rows on both sides",
+       Rows({0, 10, 20, 30, 2 * kDay, 2 * kDay + 10, 2 * kDay + 20,
+             2 * kDay + 30}),
+       defaults, ""},
+      {"a gap under a day", Rows({0, 10, 20, 30, 40, 80000}), defaults, ""},
+      {"longer than --max-span", Rows({0, 20 * kDay, 40 * kDay}), defaults,
+       "the rows span 40.0 days, more than --max-span 31.0 days; the farthest "
+       "from the middle is line 4"},
+      {"admitted by --max-span", Rows({0, 10, 20, 300 * kDay}), admit_long, ""},
+      {"still bounded by it", Rows({0, 10, 20, 500 * kDay}), admit_long,
+       "more than --max-span"},
+  };
+  for (const auto& c : cases) {
+    const absl::Status s = CheckSpan(c.rows, c.checks);
+    if (std::string(c.error).empty()) {
+      EXPECT_TRUE(s.ok()) << c.name << ": " << s;
+    } else {
+      EXPECT_THAT(std::string(s.message()), HasSubstr(c.error)) << c.name;
+    }
+  }
+}
+
+TEST(TraceTest, NonFiniteNumbersAreBadRows) {
+  absl::StatusOr<Trace> t = ParseCsv(
+      "timestamp,endpoint,input_tokens,output_tokens,service_seconds\n"
+      "0,a,10,10\n"
+      "inf,a,10,10\n"
+      "nan,a,10,10\n"
+      "1,a,10,10,inf\n"
+      "2,a,10,10,1.5\n");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->stored_requests(), 2);
+  EXPECT_EQ(t->bad.count, 3);
+  EXPECT_DOUBLE_EQ(t->duration_s, 2);
+}
+
+TEST(TraceTest, ServeGenRefusesAbsurdRatesAndSpans) {
+  BadRows bad;
+  absl::StatusOr<RateClient> c =
+      ParseRateClient("chunk-1-trace.csv",
+                      "0,2.0,1.0,Gamma,1.0,0.5\n600,1e30,1.0,Gamma,1.0,0.5\n"
+                      "1200,1.0,1.0,Gamma,1.0,0.5\n",
+                      &bad);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->windows.size(), 2u);
+  ASSERT_EQ(bad.count, 1);
+  EXPECT_THAT(bad.examples[0], HasSubstr("line 2"));
+
+  // A window start 10^6 times too late refuses the whole trace.
+  const std::string tgz = TempPath("servegen-far.tar.gz");
+  WriteGzip(tgz, Tar({{"m/chunk-0-trace.csv",
+                       "0,1.0,1.0,Gamma,1.0,1.0\n600,1.0,1.0,Gamma,1.0,1.0\n"
+                       "1200,1.0,1.0,Gamma,1.0,1.0\n1800000000,1.0,1.0,Gamma,"
+                       "1.0,1.0\n"}}));
+  absl::StatusOr<Trace> t = LoadTrace(tgz, TraceFormat::kAuto, {});
+  ASSERT_FALSE(t.ok());
+  EXPECT_THAT(std::string(t.status().message()),
+              HasSubstr("chunk-0-trace.csv: line 4:"));
+}
+
 TEST(TraceTest, LoadGzipAndRefuseNonTraces) {
   const std::string gz = TempPath("azure.csv.gz");
   WriteGzip(gz,
