@@ -69,6 +69,9 @@ const std::vector<FlagSpec>& SimulateFlags() {
        "an arrival at zero asks the policy this much later (default 10ms)"},
       {"no-poke", true, "",
        "no activator poke: demand at zero waits for the next tick"},
+      {"no-idle-skip", true, "",
+       "step every tick through idle time instead of jumping it (same "
+       "results, slower; for checking)"},
       {"start", false, "DURATION", "replay from this offset (default 0)"},
       {"duration", false, "DURATION", "replay this long (default: all)"},
       {"endpoints", false, "N", "only the first N endpoints (default all)"},
@@ -169,6 +172,9 @@ absl::Status BuildConfig(const ParsedFlags& f, const model::Catalog& catalog,
   PL_RETURN_IF_ERROR(Set(f.Int("zones"), c.zones));
   PL_RETURN_IF_ERROR(Set(f.Int("max-held"), c.activator.max_held));
   PL_RETURN_IF_ERROR(Set(f.Duration("poke-delay"), c.activator.poke_delay));
+  if (f.Bool("no-idle-skip")) {
+    c.skip_idle = false;
+  }
   if (f.Bool("no-poke")) {
     c.activator.poke_delay.reset();
   }

@@ -18,6 +18,9 @@ std::string Secs(absl::Duration d) {
   return absl::StrFormat("%.0f s", absl::ToDoubleSeconds(d));
 }
 
+// The scale-down stabilisation window's reach (its maximum span).
+constexpr absl::Duration kLoadTargetWindow = absl::Minutes(10);
+
 // Decays a counter with the given half-life over `dt`.
 double Decay(double value, absl::Duration dt, absl::Duration half_life) {
   if (dt <= absl::ZeroDuration() || half_life <= absl::ZeroDuration()) {
@@ -32,7 +35,7 @@ Decider::Decider(DeciderConfig config)
     : config_(config),
       demand_(std::max(config_.stable_window, config_.trend_window),
               absl::Seconds(1)),
-      load_targets_(absl::Minutes(10), absl::Seconds(10)) {}
+      load_targets_(kLoadTargetWindow, absl::Seconds(10)) {}
 
 size_t Decider::StateBytes() const {
   size_t bytes = sizeof(*this);
@@ -522,6 +525,7 @@ std::optional<Decision> Decider::CheckInputs(const Snapshot& s,
 }
 
 Decision Decider::Decide(const Snapshot& s, absl::Time now) {
+  quiet_until_ = absl::InfinitePast();
   if (std::optional<Decision> hold = CheckInputs(s, now)) {
     return *std::move(hold);
   }
@@ -539,7 +543,90 @@ Decision Decider::Decide(const Snapshot& s, absl::Time now) {
   StabiliseAndBound(st);
   Decision d = SplitOverVariants(st);
   Explain(st, d);
+  quiet_until_ = QuietHorizon(st);
   return d;
+}
+
+absl::Time Decider::QuietHorizon(const Step& st) const {
+  if (!idle_ || panic_ || counting_burst_ || demand_partial_ ||
+      last_concurrency_ != 0 || switching_from_ >= 0 || candidate_tier_ >= 0 ||
+      st.held || !last_sample_at_ ||
+      demand_.Max(st.now, demand_.window()).value_or(0) != 0) {
+    return absl::InfinitePast();
+  }
+  // With every demand window at zero the forecast stays zero; what is left
+  // depends on time alone, through these.
+  absl::Time next = absl::InfiniteFuture();
+  const auto after = [&](absl::Time t) {
+    if (t > st.now) {
+      next = std::min(next, t);
+    }
+  };
+  if (st.keep_alive_until) {
+    after(*st.keep_alive_until);
+  }
+  if (st.prewarm_at) {
+    after(*st.prewarm_at);
+  }
+  after(idle_since_ + st.keep.windows.warm_until);
+  for (const SpotHealth& h : st.s->spot) {
+    for (const std::optional<absl::Time>& at :
+         {h.last_preemption, h.last_failed_placement}) {
+      if (at) {
+        after(*at + config_.spot_unhealthy_for);
+      }
+    }
+  }
+  // The keep-alive's over-budget rule needs >= 20 decayed requests: step
+  // again a little before the count decays past it.
+  constexpr double kBudgetRequests = 20;
+  const absl::Duration h = config_.cold_start_budget_half_life;
+  if (requests_ >= kBudgetRequests && h > absl::ZeroDuration()) {
+    const absl::Time crossing =
+        *last_sample_at_ + h * std::log2(requests_ / kBudgetRequests) -
+        absl::Seconds(10);
+    if (crossing <= st.now) {
+      return absl::InfinitePast();
+    }
+    next = std::min(next, crossing);
+  }
+  return next;
+}
+
+void Decider::SkipQuiet(absl::Time first, absl::Duration step, int64_t n) {
+  if (n <= 0 || !last_sample_at_) {
+    return;
+  }
+  const absl::Duration h = config_.cold_start_budget_half_life;
+  // Decay() over one step, computed as Decay computes it, so repeated
+  // multiplication gives the very bits per-sample decays give.
+  const double per_step =
+      step > absl::ZeroDuration() && h > absl::ZeroDuration()
+          ? std::exp2(-absl::FDivDuration(step, h))
+          : 1.0;
+  const absl::Time last = first + step * (n - 1);
+  for (int64_t i = 0; i < n; ++i) {
+    const absl::Time t = first + step * i;
+    const absl::Duration dt = t - *last_sample_at_;
+    if (dt == step) {
+      gaps_ *= per_step;
+      requests_ *= per_step;
+      cold_start_requests_ *= per_step;
+    } else {
+      gaps_ = Decay(gaps_, dt, h);
+      requests_ = Decay(requests_, dt, h);
+      cold_start_requests_ = Decay(cold_start_requests_, dt, h);
+    }
+    season_.Record(t, 0);
+    // Only what the windows still hold after the last skipped sample.
+    if (t > last - demand_.window()) {
+      demand_.Record(t, 0);
+    }
+    if (t > last - kLoadTargetWindow) {
+      load_targets_.Record(t, last_raw_target_);
+    }
+    last_sample_at_ = t;
+  }
 }
 
 // Rules 2 and 3: the demand windows, panic, and the forecast one cold-start
@@ -755,11 +842,13 @@ void Decider::StabiliseAndBound(Step& st) {
   const Tier& tier = tiers_[static_cast<size_t>(tier_)];
   int target = st.load + st.warm;
   load_targets_.Record(st.now, target);
+  last_raw_target_ = target;
   const absl::Duration stab =
       std::max(config_.scale_down_stabilization, st.tier_lead);
   const int stabilised = std::max(
       target,
       static_cast<int>(load_targets_.Max(st.now, stab).value_or(target)));
+  st.held = stabilised > target;
   // The total this tier was asked for: the last target (spot fallback and
   // make-before-break extras are not part of it), or what runs now on the
   // first call and after a tier change.

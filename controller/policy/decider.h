@@ -67,6 +67,20 @@ class Decider {
 
   Decision Decide(const Snapshot& s, absl::Time now);
 
+  // For the simulator's idle skipping; the live controller decides every
+  // tick and needs neither. After a Decide on a quiet sample (nothing in
+  // flight, queued or arriving) in a settled state (idle, no demand left in
+  // the windows, no panic, tier switch or held scale-down): the first time a
+  // Decide on the same quiet input could answer differently -- a keep-alive
+  // ending, a pre-warm window opening or closing, spot health expiring, the
+  // cold-start budget nearing its threshold. InfinitePast otherwise.
+  absl::Time QuietUntil() const { return quiet_until_; }
+  // Records what `n` Decide calls on quiet samples at first, first + step,
+  // ... (all before QuietUntil()) would have recorded -- demand windows,
+  // time-of-day bins, budget decays, the stabilisation window -- without
+  // deciding, so a replay that skips them matches one that makes them.
+  void SkipQuiet(absl::Time first, absl::Duration step, int64_t n);
+
   // Bytes of state this decider holds for its endpoint (for the benchmark
   // and capacity planning: 10,000 endpoints per controller).
   size_t StateBytes() const;
@@ -140,6 +154,7 @@ class Decider {
     std::optional<absl::Time> keep_alive_until;
     std::optional<absl::Time> prewarm_at;
     // StabiliseAndBound
+    bool held = false;  // the stabilisation window holds load + warm higher
     int target = 0;
     ScaleReason reason = ScaleReason::kSteady;
     // SplitOverVariants
@@ -156,6 +171,7 @@ class Decider {
   void StabiliseAndBound(Step& st);
   Decision SplitOverVariants(Step& st);
   void Explain(const Step& st, Decision& d) const;
+  absl::Time QuietHorizon(const Step& st) const;
 
   int ReplicasFor(int tier, double demand) const;
   absl::Status Derive(const Snapshot& s);
@@ -215,6 +231,10 @@ class Decider {
   int switching_from_ = -1;
   int candidate_tier_ = -1;
   absl::Time candidate_since_;
+
+  // Idle skipping (QuietUntil, SkipQuiet).
+  absl::Time quiet_until_ = absl::InfinitePast();
+  int last_raw_target_ = 0;
 };
 
 }  // namespace pilotlight::policy

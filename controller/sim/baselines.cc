@@ -69,10 +69,20 @@ class PilotlightPolicy final : public ScalingPolicy {
     }
     std::vector<int> out;
     out.reserve(dec.variants.size());
-    for (const policy::VariantDecision& v : dec.variants) {
-      out.push_back(v.replicas);
+    bool unchanged = dec.variants.size() == o.variants.size();
+    for (size_t i = 0; i < dec.variants.size(); ++i) {
+      out.push_back(dec.variants[i].replicas);
+      unchanged = unchanged && dec.variants[i].replicas == o.variants[i].desired;
     }
+    // The decider promises only an answer that stands: this one changed
+    // nothing, on a quiet observation.
+    quiet_until_ = unchanged && IsQuiet(o) ? decider_.QuietUntil()
+                                           : absl::InfinitePast();
     return out;
+  }
+  absl::Time QuietUntil() const override { return quiet_until_; }
+  void SkipQuiet(absl::Time first, absl::Duration step, int64_t n) override {
+    decider_.SkipQuiet(first, step, n);
   }
 
  private:
@@ -81,6 +91,7 @@ class PilotlightPolicy final : public ScalingPolicy {
   bool debug_;  // PL_DEBUG set: print each replica change with its reason
   int last_total_ = 0;
   policy::Decider decider_;
+  absl::Time quiet_until_ = absl::InfinitePast();
 };
 
 // --- knative: the KPA decider and its scale-to-zero reconciler ---------------
@@ -144,7 +155,25 @@ class KnativePolicy final : public ScalingPolicy {
       active_ = PaActive::kFalse;  // marked inactive; zero after the grace
       active_since_ = o.now;
     }
-    return OnFirst(variants_, s.patch ? s.replicas : current);
+    const int out = s.patch ? s.replicas : current;
+    // At zero, inactive, no panic and no demand in either window: quiet
+    // ticks only record zeros from here on, and the answer stays 0.
+    settled_ = out == 0 && current == 0 && active_ == PaActive::kFalse &&
+               !kpa_->panic_time() && stable == 0 && panic == 0 && IsQuiet(o);
+    return OnFirst(variants_, out);
+  }
+  absl::Time QuietUntil() const override {
+    return settled_ ? absl::InfiniteFuture() : absl::InfinitePast();
+  }
+  void SkipQuiet(absl::Time first, absl::Duration step, int64_t n) override {
+    // The zeros the window still holds at the last skipped tick.
+    const absl::Time last = first + step * (n - 1);
+    for (int64_t i = 0; i < n; ++i) {
+      const absl::Time t = first + step * i;
+      if (t > last - window_.window()) {
+        window_.Record(t, 0);
+      }
+    }
   }
 
  private:
@@ -162,6 +191,7 @@ class KnativePolicy final : public ScalingPolicy {
   std::optional<KpaDecider> kpa_;
   PaActive active_ = PaActive::kUnknown;
   absl::Time active_since_;
+  bool settled_ = false;
 };
 
 // --- keda: KEDA activation (0 <-> 1) + HPA (1 <-> N)
@@ -218,8 +248,17 @@ class KedaPolicy final : public ScalingPolicy {
       }
       current = desired;
     }
+    // Between polls and syncs a tick only returns what runs.
+    quiet_until_ = *last_poll_ + absl::Seconds(30);
+    if (current > 0 && last_sync_) {
+      quiet_until_ = std::min(quiet_until_, *last_sync_ + absl::Seconds(15));
+    }
+    if (!IsQuiet(o) || current != o.variants[0].desired) {
+      quiet_until_ = absl::InfinitePast();
+    }
     return OnFirst(variants_, current);
   }
+  absl::Time QuietUntil() const override { return quiet_until_; }
 
  private:
   size_t variants_;
@@ -228,6 +267,7 @@ class KedaPolicy final : public ScalingPolicy {
   std::optional<absl::Time> last_sync_;
   std::optional<absl::Time> last_active_;
   std::deque<std::pair<absl::Time, int>> recommendations_;
+  absl::Time quiet_until_ = absl::InfinitePast();
 };
 
 // --- keep-alive: each replica kept a fixed time after it was last needed ----
@@ -291,8 +331,13 @@ class KeepAlivePolicy final : public ScalingPolicy {
       // follows the histogram.
       desired = std::max(first, desired > 1 ? desired : first);
     }
-    return OnFirst(variants_, std::max(desired, need));
+    const int out = std::max(desired, need);
+    quiet_until_ = out == o.variants[0].desired && IsQuiet(o)
+                       ? NextChange(o.now)
+                       : absl::InfinitePast();
+    return OnFirst(variants_, out);
   }
+  absl::Time QuietUntil() const override { return quiet_until_; }
 
  private:
   size_t variants_;
@@ -301,8 +346,35 @@ class KeepAlivePolicy final : public ScalingPolicy {
   bool histogram_;
   absl::Duration lead_;
   std::vector<absl::Time> last_needed_;
+  // While idle (idle_since_ set, nothing needed), the answer changes only
+  // when a layer's keep-alive ends or the histogram's windows open or
+  // close: the first of those after `now`.
+  absl::Time NextChange(absl::Time now) const {
+    absl::Time next = absl::InfiniteFuture();
+    const auto after = [&](absl::Time t) {
+      if (t > now) {
+        next = std::min(next, t);
+      }
+    };
+    for (absl::Time t : last_needed_) {
+      after(t + keep_);
+    }
+    if (histogram_) {
+      if (!idle_since_) {
+        return absl::InfinitePast();
+      }
+      const policy::IdleHistogram::Windows w = hist_.Compute();
+      after(*idle_since_ + w.warm_until);
+      if (w.prewarm > absl::ZeroDuration()) {
+        after(*idle_since_ + w.prewarm - lead_);
+      }
+    }
+    return next;
+  }
+
   std::optional<absl::Time> idle_since_;
   policy::IdleHistogram hist_;
+  absl::Time quiet_until_ = absl::InfinitePast();
 };
 
 // --- always-on and the oracle: schedules from the whole trace
@@ -364,6 +436,7 @@ class AlwaysOnPolicy final : public ScalingPolicy {
   std::vector<int> Tick(const Observation&) override {
     return OnFirst(variants_, peak_);
   }
+  absl::Time QuietUntil() const override { return absl::InfiniteFuture(); }
 
  private:
   size_t variants_;
@@ -407,6 +480,11 @@ class OraclePolicy final : public ScalingPolicy {
       ++next_;
     }
     return OnFirst(variants_, std::max(0, level_));
+  }
+  // The schedule's next step; nothing changes before it.
+  absl::Time QuietUntil() const override {
+    return next_ < steps_.size() ? epoch_ + absl::Seconds(steps_[next_].first)
+                                 : absl::InfiniteFuture();
   }
 
  private:

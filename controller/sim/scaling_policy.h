@@ -7,6 +7,7 @@
 // Thread-safety: none; one instance per simulated endpoint.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,12 +32,28 @@ struct Observation {
   std::vector<policy::SpotHealth> spot;
 };
 
+// Quiet: nothing in flight, queued or arriving, no tokens generated, and
+// every variant settled (none starting or terminating, ready = desired).
+bool IsQuiet(const Observation& o);
+
 class ScalingPolicy {
  public:
   virtual ~ScalingPolicy() = default;
   virtual std::string name() const = 0;
   // Desired replicas per variant (same order as Observation::variants).
   virtual std::vector<int> Tick(const Observation& o) = 0;
+
+  // Idle skipping (docs/simulator.md "Idle time"). After a Tick: the time
+  // before which every further tick with a quiet observation (the replicas
+  // as this Tick left them) would return what this Tick returned, so the
+  // simulator may replace those ticks with one SkipQuiet call.
+  // InfinitePast (the default): no promise, tick every time.
+  virtual absl::Time QuietUntil() const { return absl::InfinitePast(); }
+  // Stands for `n` quiet ticks at first, first + step, ..., all before
+  // QuietUntil(): the policy records what those ticks would have recorded
+  // (its demand windows, decays), so the replay is the one stepping gives.
+  virtual void SkipQuiet(absl::Time /*first*/, absl::Duration /*step*/,
+                         int64_t /*n*/) {}
 };
 
 using ScalingPolicyPtr = std::unique_ptr<ScalingPolicy>;

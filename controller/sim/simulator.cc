@@ -64,6 +64,8 @@ void LatencyHistogram::Merge(const LatencyHistogram& o) {
 
 void SimResult::Merge(const SimResult& o) {
   requests += o.requests;
+  ticks += o.ticks;
+  skipped_ticks += o.skipped_ticks;
   cold_start_requests += o.cold_start_requests;
   rejected_requests += o.rejected_requests;
   pokes += o.pokes;
@@ -75,6 +77,19 @@ void SimResult::Merge(const SimResult& o) {
   peak_replicas = std::max(peak_replicas, o.peak_replicas);
   preemptions += o.preemptions;
   retried_requests += o.retried_requests;
+}
+
+bool IsQuiet(const Observation& o) {
+  if (o.in_flight != 0 || o.queued != 0 || o.arrivals != 0 ||
+      o.output_tokens_per_s != 0) {
+    return false;
+  }
+  for (const policy::VariantState& v : o.variants) {
+    if (!v.starting.empty() || v.terminating != 0 || v.ready != v.desired) {
+      return false;
+    }
+  }
+  return true;
 }
 
 // --- Measured cold starts ----------------------------------------------------
@@ -247,6 +262,9 @@ class Engine {
         next_point += point_every;
       }
       next_tick += tick;
+      if (config_.skip_idle) {
+        SkipIdle(next_tick, next_point);
+      }
       if (next_tick > duration_s_ + 86400 * 7) {
         break;  // a policy that never serves: stop a week past the end
       }
@@ -337,6 +355,56 @@ class Engine {
         Dispatch();
       }
     }
+  }
+
+  // Idle skipping: advances `next_tick` over the ticks at which nothing can
+  // change -- the engine is settled (nothing queued, in flight, starting or
+  // draining, no poke due), the last tick was quiet, and the policy promises
+  // its answer until QuietUntil() -- up to the next arrival, preemption or
+  // timeline point and never past the trace's end. The policy is told
+  // which ticks it missed (SkipQuiet). The grid is walked by the same
+  // additions stepping makes, so the ticks after a skip fall at exactly the
+  // same times.
+  void SkipIdle(double& next_tick, double next_point) {
+    if (!last_tick_quiet_ || !queue_.empty() || !completions_.empty() ||
+        in_flight_ != 0 ||
+        poke_at_ != std::numeric_limits<double>::infinity()) {
+      return;
+    }
+    for (int id : live_ids_) {
+      if (replicas_[static_cast<size_t>(id)].state != Replica::State::kReady) {
+        return;
+      }
+    }
+    const absl::Time until = policy_.QuietUntil();
+    if (until <= config_.epoch + absl::Seconds(next_tick)) {
+      return;
+    }
+    // A microsecond short of the promise: a tick that lands on it runs.
+    const double until_s =
+        until == absl::InfiniteFuture()
+            ? std::numeric_limits<double>::infinity()
+            : absl::ToDoubleSeconds(until - config_.epoch) - 1e-6;
+    const double t_arrival = next_ < trace_.requests.size()
+                                 ? trace_.requests[next_].arrival_s
+                                 : std::numeric_limits<double>::infinity();
+    const double t_preempt = next_preemption_ < preemptions_.size()
+                                 ? preemptions_[next_preemption_].t
+                                 : std::numeric_limits<double>::infinity();
+    const double horizon = std::min({until_s, t_arrival, t_preempt, next_point});
+    const double tick = absl::ToDoubleSeconds(config_.tick);
+    const double first = next_tick;
+    int64_t n = 0;
+    while (next_tick < horizon && next_tick <= duration_s_) {
+      next_tick += tick;
+      ++n;
+    }
+    if (n == 0) {
+      return;
+    }
+    policy_.SkipQuiet(config_.epoch + absl::Seconds(first), config_.tick, n);
+    result_.skipped_ticks += n;
+    last_tick_ = next_tick - tick;
   }
 
   bool FreeSlot() const {
@@ -592,6 +660,8 @@ class Engine {
                           last_preemption_[v], std::nullopt});
       }
     }
+    last_tick_quiet_ = IsQuiet(o);
+    ++result_.ticks;
     const std::vector<int> want = policy_.Tick(o);
     int total = 0;
     for (size_t v = 0; v < models_.size() && v < want.size(); ++v) {
@@ -640,6 +710,7 @@ class Engine {
 
   double now_ = 0;
   double poke_at_ = std::numeric_limits<double>::infinity();
+  bool last_tick_quiet_ = false;  // the last Tick's observation was quiet
   double last_tick_ = 0;
   size_t next_ = 0;
   std::deque<const Request*> queue_;

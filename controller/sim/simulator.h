@@ -30,7 +30,8 @@
 // The policy is asked every tick (2 s) -- and on a poke -- with what a
 // controller could observe: in flight, queued, arrivals and generated tokens
 // since the last tick, and per variant desired/ready/starting replicas and
-// the cold-start p50/p90 it has measured so far.
+// the cold-start p50/p90 it has measured so far. Quiet ticks the policy
+// says cannot change its answer are skipped (SimConfig::skip_idle).
 #pragma once
 
 #include <array>
@@ -87,6 +88,12 @@ struct SimConfig {
   absl::Duration spot_zone_outage = absl::Minutes(3);
   uint64_t seed = 1;
   ActivatorModel activator;
+  // Idle skipping: while nothing is in flight, queued, starting or
+  // draining, and the policy promises its answer stands (ScalingPolicy::
+  // QuietUntil), jump to the next arrival, preemption, timeline point or
+  // policy deadline instead of stepping the tick. Results are the same as
+  // stepping (tests/sim/idle_skip_test.cc); false steps every tick.
+  bool skip_idle = true;
 };
 
 // Latency histogram: log-spaced buckets from 1 ms to ~3 h (percentiles to
@@ -125,6 +132,8 @@ struct SimResult {
   int64_t retried_requests = 0;   // in flight on a preempted replica
   int64_t rejected_requests = 0;  // the activator's hold was full (429)
   int64_t pokes = 0;              // policy asked between ticks
+  int64_t ticks = 0;              // policy asked (ticks and pokes)
+  int64_t skipped_ticks = 0;      // quiet ticks idle skipping stood in for
   int peak_replicas = 0;
   std::vector<TimelinePoint> timeline;
 
