@@ -582,9 +582,9 @@ absl::Time Decider::QuietHorizon(const Step& st) const {
   constexpr double kBudgetRequests = 20;
   const absl::Duration h = config_.cold_start_budget_half_life;
   if (requests_ >= kBudgetRequests && h > absl::ZeroDuration()) {
-    const absl::Time crossing =
-        *last_sample_at_ + h * std::log2(requests_ / kBudgetRequests) -
-        absl::Seconds(10);
+    const absl::Time crossing = *last_sample_at_ +
+                                h * std::log2(requests_ / kBudgetRequests) -
+                                absl::Seconds(10);
     if (crossing <= st.now) {
       return absl::InfinitePast();
     }

@@ -72,12 +72,13 @@ class PilotlightPolicy final : public ScalingPolicy {
     bool unchanged = dec.variants.size() == o.variants.size();
     for (size_t i = 0; i < dec.variants.size(); ++i) {
       out.push_back(dec.variants[i].replicas);
-      unchanged = unchanged && dec.variants[i].replicas == o.variants[i].desired;
+      unchanged =
+          unchanged && dec.variants[i].replicas == o.variants[i].desired;
     }
     // The decider promises only an answer that stands: this one changed
     // nothing, on a quiet observation.
-    quiet_until_ = unchanged && IsQuiet(o) ? decider_.QuietUntil()
-                                           : absl::InfinitePast();
+    quiet_until_ =
+        unchanged && IsQuiet(o) ? decider_.QuietUntil() : absl::InfinitePast();
     return out;
   }
   absl::Time QuietUntil() const override { return quiet_until_; }

@@ -391,7 +391,8 @@ class Engine {
     const double t_preempt = next_preemption_ < preemptions_.size()
                                  ? preemptions_[next_preemption_].t
                                  : std::numeric_limits<double>::infinity();
-    const double horizon = std::min({until_s, t_arrival, t_preempt, next_point});
+    const double horizon =
+        std::min({until_s, t_arrival, t_preempt, next_point});
     const double tick = absl::ToDoubleSeconds(config_.tick);
     const double first = next_tick;
     int64_t n = 0;

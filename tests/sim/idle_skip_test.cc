@@ -1,0 +1,218 @@
+// Idle skipping (SimConfig::skip_idle) must not change a single figure: each
+// policy's replay with skipping equals its replay stepping every tick, on
+// sparse multi-day traces (where most ticks are skipped), with spot
+// preemptions, hourly billing and measured cold starts, and on the bundled
+// Azure trace -- and on every shared trace when ../shared/traces is there.
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "controller/model/catalog.h"
+#include "controller/model/model_profile.h"
+#include "controller/sim/baselines.h"
+#include "controller/sim/load_trace.h"
+#include "controller/sim/run.h"
+#include "controller/sim/simulator.h"
+#include "gtest/gtest.h"
+
+namespace pilotlight::sim {
+namespace {
+
+// Every figure a report prints, compared exactly (the same ticks at the same
+// times give the same bits).
+void ExpectSameResult(const SimResult& step, const SimResult& skip,
+                      const std::string& what) {
+  SCOPED_TRACE(what);
+  EXPECT_EQ(skip.requests, step.requests);
+  EXPECT_EQ(skip.cold_start_requests, step.cold_start_requests);
+  EXPECT_EQ(skip.within_ttft_slo, step.within_ttft_slo);
+  EXPECT_EQ(skip.cost_usd, step.cost_usd);
+  EXPECT_EQ(skip.gpu_seconds, step.gpu_seconds);
+  EXPECT_EQ(skip.scale_events, step.scale_events);
+  EXPECT_EQ(skip.preemptions, step.preemptions);
+  EXPECT_EQ(skip.retried_requests, step.retried_requests);
+  EXPECT_EQ(skip.rejected_requests, step.rejected_requests);
+  EXPECT_EQ(skip.pokes, step.pokes);
+  EXPECT_EQ(skip.peak_replicas, step.peak_replicas);
+  for (double q : {0.5, 0.9, 0.99, 1.0}) {
+    EXPECT_EQ(skip.ttft.Quantile(q), step.ttft.Quantile(q)) << "q " << q;
+  }
+  ASSERT_EQ(skip.timeline.size(), step.timeline.size());
+  for (size_t i = 0; i < step.timeline.size(); ++i) {
+    EXPECT_EQ(skip.timeline[i].t_s, step.timeline[i].t_s) << i;
+    EXPECT_EQ(skip.timeline[i].replicas, step.timeline[i].replicas) << i;
+    EXPECT_EQ(skip.timeline[i].ready, step.timeline[i].ready) << i;
+    EXPECT_EQ(skip.timeline[i].cold_starts, step.timeline[i].cold_starts) << i;
+    EXPECT_EQ(skip.timeline[i].cost_usd, step.timeline[i].cost_usd) << i;
+  }
+  // Stepping skips nothing, and makes every tick skipping makes or skips.
+  EXPECT_EQ(step.skipped_ticks, 0);
+  EXPECT_EQ(skip.ticks + skip.skipped_ticks, step.ticks);
+}
+
+// Bursts at random times over `days` in working hours: long idle gaps,
+// keep-alives, pre-warms and scale-to-zero. A burst is up to `max_size`
+// requests `mean_gap_s` apart.
+EndpointTrace SparseTrace(uint32_t seed, double days, int bursts,
+                          int max_size = 40, double mean_gap_s = 3) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> day(0, days);
+  std::uniform_real_distribution<double> hour(8, 18);
+  std::exponential_distribution<double> gap(1.0 / mean_gap_s);
+  std::uniform_int_distribution<int> size(1, max_size);
+  std::uniform_int_distribution<uint32_t> prompt(50, 4000);
+  std::uniform_int_distribution<uint32_t> output(5, 400);
+  EndpointTrace e;
+  e.name = "sparse";
+  for (int b = 0; b < bursts; ++b) {
+    double t = std::floor(day(rng)) * 86400 + hour(rng) * 3600;
+    for (int i = size(rng); i > 0; --i) {
+      t += gap(rng);
+      e.requests.push_back({t, prompt(rng), output(rng), -1});
+    }
+  }
+  std::sort(e.requests.begin(), e.requests.end(),
+            [](const Request& a, const Request& b) {
+              return a.arrival_s < b.arrival_s;
+            });
+  const double first = e.requests.front().arrival_s;
+  for (Request& r : e.requests) {
+    r.arrival_s -= first;
+  }
+  return e;
+}
+
+// Every day the same ramp, starting mid-way through a 15-minute bin after
+// a night of nothing: from the second day on, pilotlight's time-of-day
+// profile (whose bins mix the skipped idle ticks with the busy ones)
+// scales ahead of it.
+EndpointTrace DailyRamp(uint32_t seed, int days) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(0, 1);
+  EndpointTrace e;
+  e.name = "ramp";
+  for (int d = 0; d < days; ++d) {
+    const double start = d * 86400.0 + 9 * 3600 + 10 * 60;
+    double t = start;
+    while (t < start + 3600) {
+      const double rate = 0.5 + 7.5 * (t - start) / 3600;  // req/s
+      t += -std::log(1 - u(rng)) / rate;
+      e.requests.push_back({t - 9 * 3600, 500, 50, -1});
+    }
+  }
+  return e;
+}
+
+class IdleSkipTest : public ::testing::Test {
+ protected:
+  IdleSkipTest() : catalog_(*model::Catalog::Default()) {
+    config_.catalog = &catalog_;
+    config_.spec.name = "e";
+    config_.spec.generation = 1;
+    config_.spec.model = *model::FindPreset("llama-3.1-8b");
+    policy::VariantSpec v;
+    v.deployment = "d";
+    v.gpu_class = "a100-80gb";
+    config_.spec.variants = {v};
+    config_.cold_start = absl::Seconds(40);
+  }
+
+  // Every policy on `e`, stepping and skipping; returns the share of ticks
+  // skipping skipped, over all policies.
+  double CompareAll(const EndpointTrace& e, const std::string& what) {
+    std::vector<ServiceModel> models = *BuildServiceModels(config_, false);
+    const double duration = e.requests.back().arrival_s;
+    int64_t skipped = 0;
+    int64_t stepped = 0;
+    for (const std::string& name : PolicyNames()) {
+      SimResult r[2];
+      for (bool skip : {false, true}) {
+        SimConfig c = config_;
+        c.skip_idle = skip;
+        PolicyContext ctx{&c, &models, &e, false};
+        ScalingPolicyPtr p = *MakePolicy(name, ctx);
+        r[skip ? 1 : 0] = SimulateEndpoint(e, duration, c, models, *p);
+      }
+      ExpectSameResult(r[0], r[1], what + ", " + name);
+      skipped += r[1].skipped_ticks;
+      stepped += r[0].ticks;
+    }
+    return static_cast<double>(skipped) / static_cast<double>(stepped);
+  }
+
+  model::Catalog catalog_;
+  SimConfig config_;
+};
+
+TEST_F(IdleSkipTest, SparseTracesSameAsStepping) {
+  config_.timeline_points = 300;
+  for (uint32_t seed : {1u, 2u, 3u}) {
+    const double skipped =
+        CompareAll(SparseTrace(seed, 6, 25), "seed " + std::to_string(seed));
+    // The point of it: most of a sparse trace's ticks are not made.
+    EXPECT_GT(skipped, 0.8) << "seed " << seed;
+  }
+}
+
+// Bursts big enough that every window's average (and so panic, the warm
+// pool and Knative's scale) depends on the zeros recorded before them.
+TEST_F(IdleSkipTest, HeavyBurstsSameAsStepping) {
+  CompareAll(SparseTrace(5, 3, 15, 600, 0.02), "heavy bursts");
+}
+
+TEST_F(IdleSkipTest, DailyRampSameAsStepping) {
+  CompareAll(DailyRamp(3, 4), "daily ramp");
+}
+
+TEST_F(IdleSkipTest, SpotPreemptionsHourlyBillingAndMeasuredColdStarts) {
+  policy::VariantSpec spot = config_.spec.variants[0];
+  spot.deployment = "d-spot";
+  spot.capacity = policy::CapacityType::kSpot;
+  config_.spec.variants.push_back(spot);
+  config_.spot_preemptions_per_hour = 0.5;
+  config_.billing_granularity = absl::Hours(1);
+  config_.cold_start_samples = {12, 25, 31, 48, 90};
+  CompareAll(SparseTrace(7, 4, 30), "spot, 1h billing, sampled cold starts");
+}
+
+TEST_F(IdleSkipTest, SlowPokeAndNoPoke) {
+  config_.activator.poke_delay = absl::Seconds(3);
+  CompareAll(SparseTrace(11, 3, 20), "3 s poke");
+  config_.activator.poke_delay.reset();
+  CompareAll(SparseTrace(12, 3, 20), "no poke");
+}
+
+// The whole path a user runs: the bundled trace through RunSimulation.
+TEST(IdleSkipRunTest, BundledAzureTraceSameAsStepping) {
+  const model::Catalog catalog = *model::Catalog::Default();
+  absl::StatusOr<Trace> t = LoadTrace(
+      "controller/sim/data/azure_llm_2023_code.csv", TraceFormat::kAuto, {});
+  ASSERT_TRUE(t.ok()) << t.status();
+  SimConfig c;
+  c.catalog = &catalog;
+  c.spec.generation = 1;
+  c.spec.model = *model::FindPreset("llama-3.1-8b");
+  policy::VariantSpec v;
+  v.deployment = "d";
+  v.gpu_class = "a100-80gb";
+  c.spec.variants = {v};
+  c.timeline_points = 200;
+  RunReport r[2];
+  for (bool skip : {false, true}) {
+    c.skip_idle = skip;
+    absl::StatusOr<RunReport> report = RunSimulation(*t, c, {});
+    ASSERT_TRUE(report.ok()) << report.status();
+    r[skip ? 1 : 0] = *std::move(report);
+  }
+  ASSERT_EQ(r[0].policies.size(), r[1].policies.size());
+  for (size_t i = 0; i < r[0].policies.size(); ++i) {
+    ExpectSameResult(r[0].policies[i].result, r[1].policies[i].result,
+                     r[0].policies[i].name);
+  }
+}
+
+}  // namespace
+}  // namespace pilotlight::sim
