@@ -64,7 +64,11 @@ void Proxy::Refuse(httplib::Response& res, const std::string& endpoint,
   // The OpenAI error shape, so clients print the message.
   const nlohmann::json body = {
       {"error", {{"message", message}, {"type", reason}, {"code", code}}}};
-  res.set_content(body.dump() + "\n", "application/json");
+  // The message may quote the request's path: any bytes at all.
+  res.set_content(
+      body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
+          "\n",
+      "application/json");
   if (!reason.empty()) {
     metrics_.rejections.Add({{"reason", reason}}).Increment();
   }

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
+#include "controller/base/utf8.h"
 #include "nlohmann/json.hpp"
 
 namespace pilotlight::prom {
@@ -16,7 +17,11 @@ namespace {
 
 using json = nlohmann::json;
 
-absl::string_view Head(absl::string_view body) { return body.substr(0, 120); }
+// The first bytes of an answer, for an error message that may end up in a
+// status condition (JSON): cut at 120 bytes, made valid UTF-8.
+std::string Head(absl::string_view body) {
+  return ValidUtf8(body.substr(0, 120));
+}
 
 // Checks the envelope; returns `data`.
 absl::StatusOr<json> Envelope(int http_status, absl::string_view body) {

@@ -27,7 +27,11 @@ absl::Status KubeWriters::PatchStatus(const std::string& ns,
       .Request("PATCH",
                absl::StrCat("/apis/pilotlight.dev/v1alpha1/namespaces/", ns,
                             "/inferenceautoscalers/", name, "/status"),
-               json{{"status", status}}.dump(), "application/merge-patch+json")
+               // Condition messages may quote outside answers: never let
+               // a stray byte throw.
+               json{{"status", status}}.dump(-1, ' ', false,
+                                             json::error_handler_t::replace),
+               "application/merge-patch+json")
       .status();
 }
 
@@ -58,7 +62,7 @@ void KubeWriters::Record(const EventSubject& about, const std::string& type,
       {"count", 1}};
   absl::StatusOr<kube::KubeClient::Response> r = client_.Request(
       "POST", absl::StrCat("/api/v1/namespaces/", about.ns, "/events"),
-      ev.dump());
+      ev.dump(-1, ' ', false, json::error_handler_t::replace));
   if (!r.ok()) {
     if (on_event_error_) {
       on_event_error_();

@@ -84,6 +84,16 @@ absl::StatusOr<Trace> LoadTrace(const std::string& path, TraceFormat format,
   if (!data.ok()) {
     return data.status();
   }
+  return LoadTraceData(*std::move(data), path, format, window);
+}
+
+absl::StatusOr<Trace> LoadTraceData(std::string raw, const std::string& path,
+                                    TraceFormat format,
+                                    const ServeGenOptions& window) {
+  absl::StatusOr<std::string> data = MaybeGunzip(std::move(raw), path);
+  if (!data.ok()) {
+    return data.status();
+  }
   const bool is_tar = data->size() >= 512 && data->substr(257, 5) == "ustar";
   std::vector<TarMember> members;
   if (is_tar) {

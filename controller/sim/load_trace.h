@@ -17,5 +17,10 @@ namespace pilotlight::sim {
 // ServeGen sampling seed and token lengths.
 absl::StatusOr<Trace> LoadTrace(const std::string& path, TraceFormat format,
                                 const ServeGenOptions& window);
+// The same over a file's bytes already read (plain or gzipped); `path`
+// names it in messages (and a ServeGen client by its base name).
+absl::StatusOr<Trace> LoadTraceData(std::string data, const std::string& path,
+                                    TraceFormat format,
+                                    const ServeGenOptions& window);
 
 }  // namespace pilotlight::sim

@@ -73,7 +73,11 @@ absl::StatusOr<std::string> ReadMaybeGzip(const std::string& path) {
   }
   std::ostringstream raw;
   raw << in.rdbuf();
-  std::string data = std::move(raw).str();
+  return MaybeGunzip(std::move(raw).str(), path);
+}
+
+absl::StatusOr<std::string> MaybeGunzip(std::string data,
+                                        absl::string_view name) {
   if (data.size() < 2 || static_cast<unsigned char>(data[0]) != 0x1f ||
       static_cast<unsigned char>(data[1]) != 0x8b) {
     return data;
@@ -106,7 +110,7 @@ absl::StatusOr<std::string> ReadMaybeGzip(const std::string& path) {
       const std::string msg = zs.msg != nullptr ? zs.msg : "corrupt data";
       inflateEnd(&zs);
       return absl::InvalidArgumentError(
-          absl::StrCat(path, ": not a valid gzip file (", msg, ")"));
+          absl::StrCat(name, ": not a valid gzip file (", msg, ")"));
     }
   }
   out.resize(zs.total_out);

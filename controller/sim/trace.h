@@ -72,6 +72,10 @@ struct Trace {
 
 // Reads the whole file, gunzipping when it starts with the gzip magic.
 absl::StatusOr<std::string> ReadMaybeGzip(const std::string& path);
+// `data` gunzipped (every concatenated member) when it starts with the gzip
+// magic, else as it is; `name` is for the error message.
+absl::StatusOr<std::string> MaybeGunzip(std::string data,
+                                        absl::string_view name);
 
 // The members of a tar archive (ustar/GNU), as (name, contents) views into
 // `data`. Error when `data` is not a tar archive.

@@ -60,6 +60,10 @@ TEST(ParseInstantAnswerTest, ErrorsSayWhich) {
       {200, R"({"status":"success"})", absl::StatusCode::kDataLoss,
        "no data.result"},
       {200, "", absl::StatusCode::kDataLoss, "not its API's JSON"},
+      // Binary garbage: the quoted head is made valid UTF-8, since the
+      // message becomes a status condition (JSON).
+      {200, "\x1f\x8b\x08\x00\xff\xfe gzip?", absl::StatusCode::kDataLoss,
+       "JSON: \x1f\xEF\xBF\xBD\x08"},
   };
   for (const Case& c : cases) {
     absl::StatusOr<std::vector<Sample>> v = ParseInstantAnswer(c.http, c.body);
