@@ -203,10 +203,13 @@ void ForEachLine(absl::string_view text, F f) {
   }
 }
 
+// Token counts are uint32: larger ones are bad rows, not a cast's UB.
+constexpr double kMaxTokens = 4e9;
+
 bool ParseCount(absl::string_view s, uint32_t* out) {
   s = absl::StripAsciiWhitespace(s);
   double v = 0;
-  if (!absl::SimpleAtod(s, &v) || !(v >= 0) || v > 4e9) {
+  if (!absl::SimpleAtod(s, &v) || !(v >= 0) || v > kMaxTokens) {
     return false;
   }
   *out = static_cast<uint32_t>(v);
@@ -447,6 +450,10 @@ absl::StatusOr<Trace> ParseMooncake(absl::string_view text,
     if (!num("timestamp", &ts) || !num("input_length", &in) ||
         !num("output_length", &outl)) {
       t.bad.Add(n, "needs numeric timestamp, input_length, output_length >= 0");
+      return;
+    }
+    if (in > kMaxTokens || outl > kMaxTokens) {
+      t.bad.Add(n, "input_length and output_length must be <= 4e9");
       return;
     }
     Request r;

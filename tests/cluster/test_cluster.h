@@ -59,6 +59,18 @@ inline std::string TestPrometheusUrl() {
   return std::string(absl::StripAsciiWhitespace(s.str()));
 }
 
+// The etcd behind the API server ("" when unknown): tests compact it.
+inline std::string TestEtcdUrl() {
+  std::optional<std::string> dir = TestClusterDir();
+  if (!dir) {
+    return "";
+  }
+  std::ifstream in(*dir + "/run/etcd.url");
+  std::stringstream s;
+  s << in.rdbuf();
+  return std::string(absl::StripAsciiWhitespace(s.str()));
+}
+
 // A binary tests/cluster/build put in the cache (helm, prometheus, ...):
 // ${PILOTLIGHT_CACHE:-$HOME/.cache/pilotlight}/bin/<name>.
 inline std::string CachedBinary(const std::string& name) {

@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <mutex>
 #include <string>
@@ -21,6 +23,7 @@
 #include "controller/runtime/real_clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "httplib.h"
 #include "tests/cluster/test_cluster.h"
 
 namespace pilotlight::kube {
@@ -165,6 +168,107 @@ TEST_F(KubeClientTest, InformerListsWatchesAndRelistsDeletions) {
   EXPECT_TRUE(saw("del:" + ns_ + "/b"));
   EXPECT_EQ(informer.Size(), 1U);
   EXPECT_EQ(informer.stats().lists, 2);
+  informer.Stop();
+}
+
+// The watch-expired path, forced: the informer falls behind while its
+// handler is stuck, its watch ends, two changes happen that no watch of it
+// sees, and etcd is compacted past its resourceVersion. Its next watch gets
+// 410 Gone (ConfigMaps have no watch cache on the test cluster, so the
+// watch reaches etcd); it relists and reports both changes -- the deletion
+// included -- and misses nothing.
+TEST_F(KubeClientTest, WatchExpiredByCompactionRelists) {
+  const std::string etcd_url = testcluster::TestEtcdUrl();
+  ASSERT_FALSE(etcd_url.empty()) << "tests/cluster/up writes run/etcd.url";
+  const std::string base = "/api/v1/namespaces/" + ns_ + "/configmaps";
+  for (const char* name : {"a", "b"}) {
+    ASSERT_TRUE(client_
+                    ->Request("POST", base,
+                              absl::StrCat(R"({"metadata":{"name":")", name,
+                                           R"(","labels":{"t":"1"}}})"))
+                    .ok());
+  }
+  runtime::RealClock clock;
+  InformerOptions options;
+  options.path = base;
+  options.selector = "labelSelector=t%3D1";
+  options.watch_timeout = absl::Seconds(2);
+  Informer informer(config_, options, clock);
+  std::mutex mu;
+  std::condition_variable cv;
+  bool hold = false;  // the handler blocks on the next event while set
+  bool holding = false;
+  std::vector<std::string> events;
+  informer.AddHandler([&](EventType t, const nlohmann::json& o) {
+    std::unique_lock<std::mutex> lock(mu);
+    events.push_back(absl::StrCat(t == EventType::kAdded      ? "add:"
+                                  : t == EventType::kModified ? "mod:"
+                                                              : "del:",
+                                  ObjectKey(o)));
+    holding = hold;
+    cv.notify_all();
+    cv.wait(lock, [&] { return !hold; });
+    holding = false;
+  });
+  const auto saw = [&](const std::string& e) {
+    std::unique_lock<std::mutex> lock(mu);
+    return cv.wait_for(lock, std::chrono::seconds(10), [&] {
+      return std::find(events.begin(), events.end(), e) != events.end();
+    });
+  };
+  informer.Start();
+  ASSERT_TRUE(saw("add:" + ns_ + "/b"));
+
+  // Stick the handler on the next event, then let the server end that
+  // watch (its timeout is 2 s) while nothing reads it.
+  {
+    const std::lock_guard<std::mutex> lock(mu);
+    hold = true;
+  }
+  ASSERT_TRUE(client_
+                  ->Request("PATCH", base + "/a", R"({"data":{"k":"v"}})",
+                            "application/merge-patch+json")
+                  .ok());
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    ASSERT_TRUE(
+        cv.wait_for(lock, std::chrono::seconds(10), [&] { return holding; }));
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(4));
+  // Unseen by any watch: b goes, c comes.
+  ASSERT_TRUE(client_->Request("DELETE", base + "/b", "").ok());
+  ASSERT_TRUE(client_
+                  ->Request("POST", base,
+                            R"({"metadata":{"name":"c","labels":{"t":"1"}}})")
+                  .ok());
+  // Compact etcd at its current revision: the informer's resourceVersion
+  // (a's patch) is now history.
+  httplib::Client etcd(etcd_url);
+  const auto range = etcd.Post("/v3/kv/range", R"({"key":"Lw=="})",
+                               "application/json");  // key "/"
+  ASSERT_TRUE(range && range->status == 200);
+  const std::string revision =
+      nlohmann::json::parse(range->body)["header"]["revision"];
+  const auto compacted = etcd.Post(
+      "/v3/kv/compaction",
+      absl::StrCat(R"({"revision":")", revision, R"(","physical":true})"),
+      "application/json");
+  ASSERT_TRUE(compacted && compacted->status == 200)
+      << (compacted ? compacted->body : "no answer");
+  {
+    const std::lock_guard<std::mutex> lock(mu);
+    hold = false;
+  }
+  cv.notify_all();
+
+  EXPECT_TRUE(saw("del:" + ns_ + "/b"));
+  EXPECT_TRUE(saw("add:" + ns_ + "/c"));
+  EXPECT_GE(informer.stats().expired, 1) << "the watch got 410 Gone";
+  EXPECT_GE(informer.stats().lists, 2) << "and the informer relisted";
+  EXPECT_EQ(informer.Size(), 2U);
+  EXPECT_EQ(informer.Get(ns_ + "/b"), nullptr);
+  ASSERT_NE(informer.Get(ns_ + "/a"), nullptr);
+  EXPECT_EQ((*informer.Get(ns_ + "/a"))["data"]["k"], "v");
   informer.Stop();
 }
 

@@ -52,7 +52,10 @@ class ReconcilerTest : public ::testing::Test {
   ReconcilerTest() : clock_(kT0), metrics_(registry_), out_(cluster_) {}
 
   // Endpoint ml/chat over `variants`; `mode` Realtime or Batch.
-  void Endpoint(json variants, const std::string& mode = "Realtime") {
+  // A vector, not a json: clang reads json{one_object} as a copy, gcc as a
+  // one-element array.
+  void Endpoint(std::vector<json> variants,
+                const std::string& mode = "Realtime") {
     cluster_.PutAutoscaler(
         {{"metadata", {{"namespace", "ml"}, {"name", "chat"}}},
          {"spec",
@@ -205,7 +208,8 @@ TEST_F(ReconcilerTest, SeriesFollowTheSpecsVariants) {
   Tick();
   EXPECT_EQ(series().first, std::vector<std::string>{a100});
   EXPECT_EQ(series().second, 1);
-  ia["spec"]["variants"] = {Variant("chat-l4", ClassName("l4", kOnDemand))};
+  ia["spec"]["variants"] =
+      json::array({Variant("chat-l4", ClassName("l4", kOnDemand))});
   ia["metadata"]["generation"] = 2;
   cluster_.PutAutoscaler(ia);
   Tick();

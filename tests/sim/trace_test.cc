@@ -236,6 +236,17 @@ TEST(TraceTest, NonFiniteNumbersAreBadRows) {
   EXPECT_DOUBLE_EQ(t->duration_s, 2);
 }
 
+// Found by the trace fuzzer: a token count beyond uint32 was cast anyway.
+TEST(TraceTest, MooncakeTokenCountsBeyondUint32AreBadRows) {
+  absl::StatusOr<Trace> t = ParseMooncake(
+      "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 5}\n"
+      "{\"timestamp\": 1, \"input_length\": 7.7e17, \"output_length\": 5}\n");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->stored_requests(), 1);
+  ASSERT_EQ(t->bad.count, 1);
+  EXPECT_THAT(t->bad.examples[0], HasSubstr("line 2"));
+}
+
 TEST(TraceTest, ServeGenRefusesAbsurdRatesAndSpans) {
   BadRows bad;
   absl::StatusOr<RateClient> c =
