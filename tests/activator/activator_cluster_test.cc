@@ -9,6 +9,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -16,12 +19,15 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "controller/sim/load_trace.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
 #include "nlohmann/json.hpp"
+#include "tests/bench/proc_stats.h"
 #include "tests/cluster/endpoint_fixture.h"
 #include "tests/cluster/process.h"
 
@@ -462,6 +468,201 @@ TEST_F(ActivatorClusterTest, ActivatorRestartFailsHeldPromptlyThenServes) {
   const Outcome o = Complete(port2, Path(), 3, true);
   EXPECT_EQ(o.status, 200) << o.detail;
   EXPECT_TRUE(o.body_ok) << o.detail;
+}
+
+}  // namespace
+}  // namespace pilotlight::activator
+
+namespace pilotlight::activator {
+namespace {
+
+// Open file descriptors of `pid`.
+int OpenFds(pid_t pid) {
+  std::error_code ec;
+  int n = 0;
+  for (auto it = std::filesystem::directory_iterator(
+           absl::StrCat("/proc/", pid, "/fd"), ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    ++n;
+  }
+  return n;
+}
+
+// Least-squares slope of y over x.
+double Slope(const std::vector<double>& x, const std::vector<double>& y) {
+  const double n = static_cast<double>(x.size());
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    sx += x[i];
+    sy += y[i];
+    sxx += x[i] * x[i];
+    sxy += x[i] * y[i];
+  }
+  const double d = n * sxx - sx * sx;
+  return d > 0 ? (n * sxy - sx * sy) / d : 0;
+}
+
+// The soak: the bundled Azure trace's arrivals (time-compressed 2x, outputs
+// capped at 16 tokens) replayed through the activator into the local
+// cluster for PILOTLIGHT_SOAK_MINUTES (default 3), the controller deciding
+// and scaling. Every 5 s: the controller's and the activator's resident
+// memory and open file descriptors. After a warm-up (the first third),
+// memory and descriptors stay flat and no request fails. It prints the
+// slopes; docs/testing.md has a long run's figures.
+TEST_F(ActivatorClusterTest, SoakMemoryAndFdsStayFlat) {
+  double minutes = 3;
+  if (const char* m = std::getenv("PILOTLIGHT_SOAK_MINUTES")) {
+    ASSERT_TRUE(absl::SimpleAtod(m, &minutes) && minutes >= 1) << m;
+  }
+  constexpr double kCompress = 2;
+  constexpr int kWorkers = 32;
+  absl::StatusOr<sim::Trace> trace =
+      sim::LoadTrace("controller/sim/data/azure_llm_2023_code.csv",
+                     sim::TraceFormat::kAuto, {});
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  const std::vector<sim::Request>& all = trace->endpoints[0].requests;
+
+  ASSERT_TRUE(CreateDeployment("chat-l4", 1, "l4", "on-demand").ok());
+  json spec = OneVariantSpec("chat-l4", 0);
+  spec["replicas"]["max"] = 4;
+  ASSERT_TRUE(CreateAutoscaler("chat", spec).ok());
+  const std::unique_ptr<Process> controller = StartController();
+  const int grpc_port = controller->LogInt("controller started", "grpc_port");
+  const std::unique_ptr<Process> activator = StartActivator(Local(grpc_port));
+  const int port = activator->LogInt("activator started", "port");
+  ASSERT_GT(port, 0) << activator->Log();
+
+  // The schedule: arrival offsets (compressed) and output lengths, the
+  // trace looped when the soak outlasts it.
+  const absl::Duration length = absl::Seconds(minutes * 60);
+  const double span = trace->duration_s + 1;
+  std::mutex mu;
+  std::deque<std::pair<absl::Time, int>> due;
+  const absl::Time start = absl::Now();
+  for (int loop = 0;; ++loop) {
+    bool past = false;
+    for (const sim::Request& r : all) {
+      const absl::Time at =
+          start + absl::Seconds((loop * span + r.arrival_s) / kCompress);
+      if (at - start >= length) {
+        past = true;
+        break;
+      }
+      due.emplace_back(
+          at, static_cast<int>(std::clamp<uint32_t>(r.output_tokens, 1, 16)));
+    }
+    if (past) {
+      break;
+    }
+  }
+  const size_t total = due.size();
+  std::atomic<int64_t> ok{0};
+  std::atomic<int64_t> failed{0};
+  std::atomic<int64_t> late_ms{0};
+  std::string first_failure;
+  std::vector<std::thread> workers;
+  for (int w = 0; w < kWorkers; ++w) {
+    workers.emplace_back([&, w] {
+      for (int64_t i = w;; ++i) {
+        std::pair<absl::Time, int> job;
+        {
+          const std::lock_guard<std::mutex> lock(mu);
+          if (due.empty()) {
+            return;
+          }
+          job = due.front();
+          due.pop_front();
+        }
+        const absl::Duration wait = job.first - absl::Now();
+        if (wait > absl::ZeroDuration()) {
+          absl::SleepFor(wait);
+        } else {
+          late_ms += absl::ToInt64Milliseconds(-wait);
+        }
+        const Outcome o = Complete(port, Path(), job.second, i % 2 == 0);
+        if (o.status == 200 && o.body_ok) {
+          ++ok;
+        } else {
+          const std::lock_guard<std::mutex> lock(mu);
+          ++failed;
+          if (first_failure.empty()) {
+            first_failure = absl::StrCat(o.status, " ", o.detail);
+          }
+        }
+      }
+    });
+  }
+
+  struct Sample {
+    double t_s;
+    double rss_controller, rss_activator;
+    int fds_controller, fds_activator;
+    int64_t failed;
+  };
+  std::vector<Sample> samples;
+  while (absl::Now() - start < length) {
+    samples.push_back(
+        {absl::ToDoubleSeconds(absl::Now() - start),
+         bench::RssMiB(controller->pid()), bench::RssMiB(activator->pid()),
+         OpenFds(controller->pid()), OpenFds(activator->pid()), failed.load()});
+    absl::SleepFor(absl::Seconds(5));
+  }
+  for (std::thread& t : workers) {
+    t.join();
+  }
+  samples.push_back(
+      {absl::ToDoubleSeconds(absl::Now() - start),
+       bench::RssMiB(controller->pid()), bench::RssMiB(activator->pid()),
+       OpenFds(controller->pid()), OpenFds(activator->pid()), failed.load()});
+  ASSERT_TRUE(controller->Running()) << controller->Log();
+  ASSERT_TRUE(activator->Running()) << activator->Log();
+
+  // After the warm-up: the slopes, and the growth from its end.
+  const size_t from = samples.size() / 3;
+  std::vector<double> t;
+  std::vector<double> rc;
+  std::vector<double> ra;
+  std::vector<double> fc;
+  std::vector<double> fa;
+  for (size_t i = from; i < samples.size(); ++i) {
+    t.push_back(samples[i].t_s / 3600);
+    rc.push_back(samples[i].rss_controller);
+    ra.push_back(samples[i].rss_activator);
+    fc.push_back(samples[i].fds_controller);
+    fa.push_back(samples[i].fds_activator);
+  }
+  const Sample& w = samples[from];
+  const Sample& end = samples.back();
+  const auto pct = [](double slope, double base) {
+    return base > 0 ? 100 * slope / base : 0;
+  };
+  std::printf(
+      "soak %.0f min, %zu requests (%lld ok, %lld failed), mean lateness "
+      "%.0f ms\n"
+      "  controller RSS %.1f -> %.1f MiB after warm-up, slope %+.2f MiB/h "
+      "(%+.2f %%/h); fds %d -> %d, slope %+.1f/h\n"
+      "  activator  RSS %.1f -> %.1f MiB after warm-up, slope %+.2f MiB/h "
+      "(%+.2f %%/h); fds %d -> %d, slope %+.1f/h\n",
+      minutes, total, static_cast<long long>(ok.load()),
+      static_cast<long long>(failed.load()),
+      total > 0
+          ? static_cast<double>(late_ms.load()) / static_cast<double>(total)
+          : 0.0,
+      w.rss_controller, end.rss_controller, Slope(t, rc),
+      pct(Slope(t, rc), w.rss_controller), w.fds_controller, end.fds_controller,
+      Slope(t, fc), w.rss_activator, end.rss_activator, Slope(t, ra),
+      pct(Slope(t, ra), w.rss_activator), w.fds_activator, end.fds_activator,
+      Slope(t, fa));
+
+  EXPECT_EQ(failed.load(), 0) << first_failure;
+  EXPECT_EQ(ok.load(), static_cast<int64_t>(total));
+  // Loose bounds a short run can hold honestly (a few minutes cannot
+  // resolve 1 %/h; the long run's slope is the figure for that): no
+  // descriptor leak, no runaway memory.
+  EXPECT_LE(end.fds_controller, w.fds_controller + 8);
+  EXPECT_LE(end.fds_activator, w.fds_activator + 8 + kWorkers);
+  EXPECT_LE(end.rss_controller, w.rss_controller * 1.25);
+  EXPECT_LE(end.rss_activator, w.rss_activator * 1.25);
 }
 
 }  // namespace
