@@ -24,6 +24,7 @@
 #include "controller/sim/load_trace.h"
 #include "controller/sim/run.h"
 #include "controller/sim/simulator.h"
+#include "tests/sim/one_variant_config.h"
 
 namespace pilotlight::sim {
 namespace {
@@ -87,14 +88,7 @@ int Main(int argc, char** argv) {
     traces.emplace_back("controller/sim/data/azure_llm_2023_code.csv", window);
   }
   const model::Catalog catalog = *model::Catalog::Default();
-  SimConfig config;
-  config.catalog = &catalog;
-  config.spec.generation = 1;
-  config.spec.model = *model::FindPreset("llama-3.1-8b");
-  policy::VariantSpec v;
-  v.deployment = "d";
-  v.gpu_class = "a100-80gb";
-  config.spec.variants = {v};
+  const SimConfig config = OneVariantConfig(catalog);
 
   int failures = 0;
   std::printf("%-48s %9s %5s %9s %9s %8s %8s  %s\n", "trace", "requests", "eps",

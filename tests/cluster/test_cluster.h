@@ -47,29 +47,25 @@ inline std::optional<std::string> TestKubeconfig() {
   return std::nullopt;
 }
 
-// The Prometheus that tests/cluster/up started ("" when unknown).
-inline std::string TestPrometheusUrl() {
+// A URL tests/cluster/up wrote in its run/ folder ("" when unknown).
+inline std::string TestClusterUrl(const std::string& file) {
   std::optional<std::string> dir = TestClusterDir();
   if (!dir) {
     return "";
   }
-  std::ifstream in(*dir + "/run/prometheus.url");
+  std::ifstream in(*dir + "/run/" + file);
   std::stringstream s;
   s << in.rdbuf();
   return std::string(absl::StripAsciiWhitespace(s.str()));
 }
 
-// The etcd behind the API server ("" when unknown): tests compact it.
-inline std::string TestEtcdUrl() {
-  std::optional<std::string> dir = TestClusterDir();
-  if (!dir) {
-    return "";
-  }
-  std::ifstream in(*dir + "/run/etcd.url");
-  std::stringstream s;
-  s << in.rdbuf();
-  return std::string(absl::StripAsciiWhitespace(s.str()));
+// The Prometheus that tests/cluster/up started ("" when unknown).
+inline std::string TestPrometheusUrl() {
+  return TestClusterUrl("prometheus.url");
 }
+
+// The etcd behind the API server ("" when unknown): tests compact it.
+inline std::string TestEtcdUrl() { return TestClusterUrl("etcd.url"); }
 
 // A binary tests/cluster/build put in the cache (helm, prometheus, ...):
 // ${PILOTLIGHT_CACHE:-$HOME/.cache/pilotlight}/bin/<name>.

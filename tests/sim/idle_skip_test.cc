@@ -17,6 +17,7 @@
 #include "controller/sim/run.h"
 #include "controller/sim/simulator.h"
 #include "gtest/gtest.h"
+#include "tests/sim/one_variant_config.h"
 
 namespace pilotlight::sim {
 namespace {
@@ -108,15 +109,9 @@ EndpointTrace DailyRamp(uint32_t seed, int days) {
 
 class IdleSkipTest : public ::testing::Test {
  protected:
-  IdleSkipTest() : catalog_(*model::Catalog::Default()) {
-    config_.catalog = &catalog_;
-    config_.spec.name = "e";
-    config_.spec.generation = 1;
-    config_.spec.model = *model::FindPreset("llama-3.1-8b");
-    policy::VariantSpec v;
-    v.deployment = "d";
-    v.gpu_class = "a100-80gb";
-    config_.spec.variants = {v};
+  IdleSkipTest()
+      : catalog_(*model::Catalog::Default()),
+        config_(OneVariantConfig(catalog_)) {
     config_.cold_start = absl::Seconds(40);
   }
 
@@ -191,14 +186,7 @@ TEST(IdleSkipRunTest, BundledAzureTraceSameAsStepping) {
   absl::StatusOr<Trace> t = LoadTrace(
       "controller/sim/data/azure_llm_2023_code.csv", TraceFormat::kAuto, {});
   ASSERT_TRUE(t.ok()) << t.status();
-  SimConfig c;
-  c.catalog = &catalog;
-  c.spec.generation = 1;
-  c.spec.model = *model::FindPreset("llama-3.1-8b");
-  policy::VariantSpec v;
-  v.deployment = "d";
-  v.gpu_class = "a100-80gb";
-  c.spec.variants = {v};
+  SimConfig c = OneVariantConfig(catalog);
   c.timeline_points = 200;
   RunReport r[2];
   for (bool skip : {false, true}) {

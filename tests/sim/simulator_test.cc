@@ -12,6 +12,7 @@
 #include "controller/sim/baselines.h"
 #include "controller/sim/run.h"
 #include "gtest/gtest.h"
+#include "tests/sim/one_variant_config.h"
 
 namespace pilotlight::sim {
 namespace {
@@ -34,15 +35,9 @@ class FnPolicy final : public ScalingPolicy {
 
 class SimulatorTest : public ::testing::Test {
  protected:
-  SimulatorTest() : catalog_(*model::Catalog::Default()) {
-    config_.catalog = &catalog_;
-    config_.spec.name = "e";
-    config_.spec.generation = 1;
-    config_.spec.model = *model::FindPreset("llama-3.1-8b");
-    policy::VariantSpec v;
-    v.deployment = "d";
-    v.gpu_class = "a100-80gb";
-    config_.spec.variants = {v};
+  SimulatorTest()
+      : catalog_(*model::Catalog::Default()),
+        config_(OneVariantConfig(catalog_)) {
     config_.cold_start = absl::Seconds(30);
     models_ = *BuildServiceModels(config_, false);
   }
