@@ -65,7 +65,7 @@ std::vector<std::string> ControllerAddresses(const kube::ObjectCache& pods,
     }
     const json& labels = Field(pod, {"metadata", "labels"});
     for (const auto& [k, v] : want) {
-      if (!labels.is_object() || labels.value(k, "") != v) {
+      if (StringField(labels, {k.c_str()}) != v) {
         return;
       }
     }

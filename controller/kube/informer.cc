@@ -5,18 +5,16 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "controller/base/json_fields.h"
 
 namespace pilotlight::kube {
 
 using json = nlohmann::json;
 
 std::string ObjectKey(const json& object) {
-  const auto meta = object.find("metadata");
-  if (meta == object.end() || !meta->is_object()) {
-    return "";
-  }
-  const std::string name = meta->value("name", "");
-  const std::string ns = meta->value("namespace", "");
+  // Wrongly typed fields read as missing: an object never throws here.
+  const std::string name = StringField(object, {"metadata", "name"});
+  const std::string ns = StringField(object, {"metadata", "namespace"});
   return ns.empty() ? name : absl::StrCat(ns, "/", name);
 }
 
@@ -157,7 +155,8 @@ absl::Status Informer::List(std::string& resource_version) {
       return r.status();
     }
     json page = json::parse(r->body, nullptr, false);
-    if (!page.is_object() || !page.contains("items")) {
+    if (!page.is_object() || !page.contains("items") ||
+        !page["items"].is_array()) {
       return absl::DataLossError(
           absl::StrCat("list ", options_.path, ": not a list"));
     }
@@ -165,9 +164,8 @@ absl::Status Informer::List(std::string& resource_version) {
       const std::string key = ObjectKey(item);
       fresh.emplace(key, std::move(item));
     }
-    const json& meta = page["metadata"];
-    cont = meta.value("continue", "");
-    resource_version = meta.value("resourceVersion", "");
+    cont = StringField(page, {"metadata", "continue"});
+    resource_version = StringField(page, {"metadata", "resourceVersion"});
   } while (!cont.empty() && !stop_);
   {
     const std::lock_guard<std::mutex> lock(mu_);

@@ -15,6 +15,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "controller/base/json_fields.h"
 
 namespace pilotlight::kube {
 
@@ -311,12 +312,13 @@ absl::Status KubeClient::Watch(
         absl::StatusOr<bool> more =
             decoder.Feed(absl::string_view(data, n), [&](WatchEvent e) {
               if (e.type == "ERROR") {
-                const int code = e.object.value("code", 0);
-                stream_status =
-                    absl::Status(code == 410 ? absl::StatusCode::kOutOfRange
-                                             : CodeForHttpStatus(code),
-                                 absl::StrCat("watch error ", code, ": ",
-                                              e.object.value("message", "")));
+                const auto code =
+                    static_cast<int>(IntField(e.object, {"code"}));
+                stream_status = absl::Status(
+                    code == 410 ? absl::StatusCode::kOutOfRange
+                                : CodeForHttpStatus(code),
+                    absl::StrCat("watch error ", code, ": ",
+                                 StringField(e.object, {"message"})));
                 return false;
               }
               return on_event(std::move(e));

@@ -3,6 +3,7 @@
 #include <functional>
 
 #include "absl/strings/str_cat.h"
+#include "controller/base/json_fields.h"
 #include "nlohmann/json.hpp"
 
 namespace pilotlight::kube {
@@ -85,23 +86,27 @@ bool LeaderElector::TryAcquireOrRenew() {
     return leader_ = false;
   }
   json& spec = lease["spec"];
-  const std::string holder = spec.value("holderIdentity", "");
-  const std::string record =
-      absl::StrCat(holder, "|", spec.value("renewTime", ""), "|",
-                   spec.value("leaseTransitions", 0));
+  if (!spec.is_object()) {
+    spec = json::object();  // a malformed lease is taken over as an empty one
+  }
+  const std::string holder = StringField(spec, {"holderIdentity"});
+  const int64_t transitions = IntField(spec, {"leaseTransitions"});
+  const std::string record = absl::StrCat(
+      holder, "|", StringField(spec, {"renewTime"}), "|", transitions);
   if (record != observed_record_) {
     observed_record_ = record;
     observed_time_ = now;
   }
+  const int64_t held_s = IntField(spec, {"leaseDurationSeconds"});
   const absl::Duration held_for =
-      absl::Seconds(spec.value("leaseDurationSeconds", duration_s));
+      absl::Seconds(held_s > 0 ? held_s : duration_s);
   if (!holder.empty() && holder != config_.identity &&
       observed_time_ + held_for > now) {
     return leader_ = false;  // someone else holds an unexpired lease
   }
   if (holder != config_.identity) {
     spec["acquireTime"] = MicroTime(now);
-    spec["leaseTransitions"] = spec.value("leaseTransitions", 0) + 1;
+    spec["leaseTransitions"] = transitions + 1;
   }
   spec["holderIdentity"] = config_.identity;
   spec["leaseDurationSeconds"] = duration_s;
@@ -115,10 +120,10 @@ bool LeaderElector::TryAcquireOrRenew() {
   }
   const json updated = json::parse(put->body, nullptr, false);
   if (updated.is_object()) {
-    const json& s = updated["spec"];
-    observed_record_ = absl::StrCat(s.value("holderIdentity", ""), "|",
-                                    s.value("renewTime", ""), "|",
-                                    s.value("leaseTransitions", 0));
+    observed_record_ =
+        absl::StrCat(StringField(updated, {"spec", "holderIdentity"}), "|",
+                     StringField(updated, {"spec", "renewTime"}), "|",
+                     IntField(updated, {"spec", "leaseTransitions"}));
   }
   observed_time_ = now;
   return leader_ = true;
@@ -179,7 +184,7 @@ void LeaderElector::Release() {
   }
   json lease = json::parse(got->body, nullptr, false);
   if (!lease.is_object() ||
-      lease["spec"].value("holderIdentity", "") != config_.identity) {
+      StringField(lease, {"spec", "holderIdentity"}) != config_.identity) {
     return;
   }
   // client-go's ReleaseOnCancel: an empty holder and a 1 s lease, keeping

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
+#include "controller/base/json_fields.h"
 #include "controller/base/utf8.h"
 #include "nlohmann/json.hpp"
 
@@ -32,10 +33,11 @@ absl::StatusOr<json> Envelope(int http_status, absl::string_view body) {
         " with something that is not its API's JSON: ", Head(body)));
   }
   if (j["status"] != "success") {
-    const std::string type = j.value("errorType", "");
+    // Read as strings or not at all: a wrongly typed field must not throw.
+    const std::string type = StringField(j, {"errorType"});
     const std::string msg =
         absl::StrCat("Prometheus error (HTTP ", http_status, ", ", type,
-                     "): ", j.value("error", ""));
+                     "): ", StringField(j, {"error"}));
     if (type == "bad_data") {
       return absl::InvalidArgumentError(msg);
     }

@@ -15,8 +15,10 @@ PromDemand::RefreshStats PromDemand::Refresh(
   std::set<std::string> queries;
   autoscalers.ForEach([&](const json& ia) {
     const json& m = Field(ia, {"spec", "metrics"});
-    const std::string server =
-        m.is_object() ? m.value("server", "vllm") : "vllm";
+    std::string server = StringField(m, {"server"});
+    if (server.empty()) {
+      server = "vllm";
+    }
     if (server == "custom") {
       queries.insert(StringField(m, {"concurrencyQuery"}));
       queries.insert(StringField(m, {"arrivalRateQuery"}));

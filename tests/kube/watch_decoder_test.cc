@@ -1,6 +1,7 @@
 #include <string>
 #include <vector>
 
+#include "controller/kube/informer.h"
 #include "controller/kube/kube_client.h"
 #include "gtest/gtest.h"
 
@@ -51,6 +52,21 @@ TEST(WatchDecoderTest, GarbageAndStop) {
 
 // API answers map to codes callers act on: 409 conflict -> retry, 410 gone
 // (watch resourceVersion too old) -> relist, 5xx -> back off.
+// Found by the watch fuzzer: a name that is not a string threw out of the
+// informer's thread. Wrongly typed fields now read as missing.
+TEST(ObjectKeyTest, WrongTypesReadAsMissing) {
+  EXPECT_EQ(ObjectKey(nlohmann::json::parse(
+                R"({"metadata":{"name":"a","namespace":"ml"}})")),
+            "ml/a");
+  EXPECT_EQ(ObjectKey(nlohmann::json::parse(R"({"metadata":{"name":"n"}})")),
+            "n");
+  EXPECT_EQ(ObjectKey(nlohmann::json::parse(
+                R"({"metadata":{"name":7,"namespace":["x"]}})")),
+            "");
+  EXPECT_EQ(ObjectKey(nlohmann::json::parse(R"({"metadata":"x"})")), "");
+  EXPECT_EQ(ObjectKey(nlohmann::json::parse(R"("just a string")")), "");
+}
+
 TEST(KubeClientCodesTest, HttpStatusToCode) {
   struct Case {
     int http;

@@ -60,6 +60,9 @@ TEST(ParseInstantAnswerTest, ErrorsSayWhich) {
       {200, R"({"status":"success"})", absl::StatusCode::kDataLoss,
        "no data.result"},
       {200, "", absl::StatusCode::kDataLoss, "not its API's JSON"},
+      // Wrongly typed error fields (found by the fuzzer: they threw).
+      {400, R"({"status":"error","errorType":5,"error":["x"]})",
+       absl::StatusCode::kInternal, "Prometheus error (HTTP 400, ): "},
       // Binary garbage: the quoted head is made valid UTF-8, since the
       // message becomes a status condition (JSON).
       {200, "\x1f\x8b\x08\x00\xff\xfe gzip?", absl::StatusCode::kDataLoss,

@@ -1,7 +1,11 @@
 // pilotlight-model-server: a model-server stand-in for the local test
 // cluster (model_server.h). Prints "listening on ADDRESS:PORT" once bound.
+#include <pthread.h>
+#include <signal.h>
+
 #include <iostream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "controller/cmd/flags.h"
@@ -65,6 +69,14 @@ int main(int argc, char** argv) {
   if (*scale) {
     o.time_scale = **scale;
   }
+  // SIGTERM drains, as vLLM's server does: no new connections, the requests
+  // in flight finish, then exit (a pod's grace period). Blocked here, before
+  // any thread starts, and taken by one thread with sigwait.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   absl::StatusOr<std::unique_ptr<pilotlight::tools::ModelServer>> server =
       pilotlight::tools::ModelServer::Create(o);
   if (!server.ok()) {
@@ -79,6 +91,11 @@ int main(int argc, char** argv) {
   }
   std::cout << "listening on " << o.address << ":" << *port << " ("
             << (*server)->slots() << " slots)" << std::endl;
-  (*server)->Serve();
+  std::thread([&stop_signals, s = server->get()] {
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    s->Stop();
+  }).detach();
+  (*server)->Serve();  // returns once Stop() has let the requests finish
   return 0;
 }
