@@ -283,9 +283,10 @@ void ActivatorRequest(absl::string_view data) {
     req.headers.emplace(std::string(kv[0]),
                         kv.size() > 1 ? std::string(kv[1]) : "");
   }
-  const size_t header_bytes = static_cast<size_t>(
-      lines[std::min(i, lines.size() - 1)].data() - data.data());
-  req.body = std::string(data.substr(std::min(header_bytes, data.size())));
+  if (i < lines.size()) {  // the body follows the empty line
+    const size_t at = static_cast<size_t>(lines[i].data() - data.data()) + 1;
+    req.body = std::string(data.substr(std::min(at, data.size())));
+  }
   httplib::Response res;
   front->proxy.Handle(req, res);
   Check(IsValidUtf8(res.body), "the answer's JSON body is valid UTF-8");
