@@ -205,6 +205,9 @@ void ForEachLine(absl::string_view text, F f) {
 
 // Token counts are uint32: larger ones are bad rows, not a cast's UB.
 constexpr double kMaxTokens = 4e9;
+// A service time longer than this (~11.6 days) is corruption, and one past
+// float's range would become infinite: a request that never completes.
+constexpr double kMaxServiceSeconds = 1e6;
 
 bool ParseCount(absl::string_view s, uint32_t* out) {
   s = absl::StripAsciiWhitespace(s);
@@ -523,6 +526,10 @@ absl::StatusOr<Trace> ParseAlibaba(absl::string_view text,
       // time of its own (the model's is used).
       exec = -1;
     }
+    if (exec > kMaxServiceSeconds) {
+      t.bad.Add(n, "exec_time_seconds is over 1e6 s");
+      return;
+    }
     r.service_s = static_cast<float>(exec);
     auto [it, inserted] =
         index.try_emplace(std::string(model), t.endpoints.size());
@@ -581,8 +588,9 @@ absl::StatusOr<Trace> ParseCsv(absl::string_view text,
     }
     if (f.size() == 5 && !f[4].empty()) {
       double s = 0;
-      if (!absl::SimpleAtod(f[4], &s) || !(s >= 0) || !std::isfinite(s)) {
-        t.bad.Add(n, "service_seconds must be a number >= 0");
+      if (!absl::SimpleAtod(f[4], &s) || !(s >= 0) ||
+          !(s <= kMaxServiceSeconds)) {
+        t.bad.Add(n, "service_seconds must be a number in [0, 1e6]");
         return;
       }
       r.service_s = static_cast<float>(s);
