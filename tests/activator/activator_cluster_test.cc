@@ -504,13 +504,13 @@ double Slope(const std::vector<double>& x, const std::vector<double>& y) {
 
 // The soak: the bundled Azure trace's arrivals (time-compressed 2x, outputs
 // capped at 16 tokens) replayed through the activator into the local
-// cluster for PILOTLIGHT_SOAK_MINUTES (default 3), the controller deciding
+// cluster for PILOTLIGHT_SOAK_MINUTES (default 2), the controller deciding
 // and scaling. Every 5 s: the controller's and the activator's resident
 // memory and open file descriptors. After a warm-up (the first third),
 // memory and descriptors stay flat and no request fails. It prints the
 // slopes; docs/testing.md has a long run's figures.
 TEST_F(ActivatorClusterTest, SoakMemoryAndFdsStayFlat) {
-  double minutes = 3;
+  double minutes = 2;
   if (const char* m = std::getenv("PILOTLIGHT_SOAK_MINUTES")) {
     ASSERT_TRUE(absl::SimpleAtod(m, &minutes) && minutes >= 1) << m;
   }
