@@ -219,9 +219,14 @@ bool ParseCount(absl::string_view s, uint32_t* out) {
   return true;
 }
 
-// Sorts each endpoint's requests, rebases times to the earliest arrival and
-// sets the duration.
-void Finish(Trace& t) {
+// The end of every per-request reader: checks the rows' times (`times`,
+// with their lines) against `checks`, then sorts each endpoint's requests,
+// rebases times to the earliest arrival and sets the duration.
+absl::StatusOr<Trace> Finish(Trace t, std::vector<RowTime> times,
+                             const TraceChecks& checks) {
+  if (absl::Status span = CheckSpan(std::move(times), checks); !span.ok()) {
+    return span;
+  }
   double first = 0;
   double last = 0;
   bool any = false;
@@ -244,6 +249,7 @@ void Finish(Trace& t) {
     }
   }
   t.duration_s = any ? last - first : 0;
+  return t;
 }
 
 // "3.2 h", "11.3 days", "2.0e+03 years": a span a reader can place.
@@ -417,11 +423,7 @@ absl::StatusOr<Trace> ParseAzure(absl::string_view text,
   if (out.empty()) {
     return NoRows("azure", t);
   }
-  if (absl::Status span = CheckSpan(std::move(times), checks); !span.ok()) {
-    return span;
-  }
-  Finish(t);
-  return t;
+  return Finish(std::move(t), std::move(times), checks);
 }
 
 absl::StatusOr<Trace> ParseMooncake(absl::string_view text,
@@ -469,11 +471,7 @@ absl::StatusOr<Trace> ParseMooncake(absl::string_view text,
   if (out.empty()) {
     return NoRows("mooncake", t);
   }
-  if (absl::Status span = CheckSpan(std::move(times), checks); !span.ok()) {
-    return span;
-  }
-  Finish(t);
-  return t;
+  return Finish(std::move(t), std::move(times), checks);
 }
 
 absl::StatusOr<Trace> ParseAlibaba(absl::string_view text,
@@ -547,11 +545,7 @@ absl::StatusOr<Trace> ParseAlibaba(absl::string_view text,
   if (t.endpoints.empty()) {
     return NoRows("alibaba", t);
   }
-  if (absl::Status span = CheckSpan(std::move(times), checks); !span.ok()) {
-    return span;
-  }
-  Finish(t);
-  return t;
+  return Finish(std::move(t), std::move(times), checks);
 }
 
 absl::StatusOr<Trace> ParseCsv(absl::string_view text,
@@ -606,11 +600,7 @@ absl::StatusOr<Trace> ParseCsv(absl::string_view text,
   if (t.endpoints.empty()) {
     return NoRows("csv", t);
   }
-  if (absl::Status span = CheckSpan(std::move(times), checks); !span.ok()) {
-    return span;
-  }
-  Finish(t);
-  return t;
+  return Finish(std::move(t), std::move(times), checks);
 }
 
 }  // namespace pilotlight::sim
