@@ -76,9 +76,8 @@ class PilotlightPolicy final : public ScalingPolicy {
           unchanged && dec.variants[i].replicas == o.variants[i].desired;
     }
     // The decider promises only an answer that stands: this one changed
-    // nothing, on a quiet observation.
-    quiet_until_ =
-        unchanged && IsQuiet(o) ? decider_.QuietUntil() : absl::InfinitePast();
+    // nothing.
+    quiet_until_ = unchanged ? decider_.QuietUntil() : absl::InfinitePast();
     return out;
   }
   absl::Time QuietUntil() const override { return quiet_until_; }
@@ -160,7 +159,7 @@ class KnativePolicy final : public ScalingPolicy {
     // At zero, inactive, no panic and no demand in either window: quiet
     // ticks only record zeros from here on, and the answer stays 0.
     settled_ = out == 0 && current == 0 && active_ == PaActive::kFalse &&
-               !kpa_->panic_time() && stable == 0 && panic == 0 && IsQuiet(o);
+               !kpa_->panic_time() && stable == 0 && panic == 0;
     return OnFirst(variants_, out);
   }
   absl::Time QuietUntil() const override {
@@ -254,7 +253,7 @@ class KedaPolicy final : public ScalingPolicy {
     if (current > 0 && last_sync_) {
       quiet_until_ = std::min(quiet_until_, *last_sync_ + absl::Seconds(15));
     }
-    if (!IsQuiet(o) || current != o.variants[0].desired) {
+    if (current != o.variants[0].desired) {
       quiet_until_ = absl::InfinitePast();
     }
     return OnFirst(variants_, current);
@@ -333,9 +332,8 @@ class KeepAlivePolicy final : public ScalingPolicy {
       desired = std::max(first, desired > 1 ? desired : first);
     }
     const int out = std::max(desired, need);
-    quiet_until_ = out == o.variants[0].desired && IsQuiet(o)
-                       ? NextChange(o.now)
-                       : absl::InfinitePast();
+    quiet_until_ =
+        out == o.variants[0].desired ? NextChange(o.now) : absl::InfinitePast();
     return OnFirst(variants_, out);
   }
   absl::Time QuietUntil() const override { return quiet_until_; }

@@ -32,10 +32,6 @@ struct Observation {
   std::vector<policy::SpotHealth> spot;
 };
 
-// Quiet: nothing in flight, queued or arriving, no tokens generated, and
-// every variant settled (none starting or terminating, ready = desired).
-bool IsQuiet(const Observation& o);
-
 class ScalingPolicy {
  public:
   virtual ~ScalingPolicy() = default;
@@ -43,11 +39,14 @@ class ScalingPolicy {
   // Desired replicas per variant (same order as Observation::variants).
   virtual std::vector<int> Tick(const Observation& o) = 0;
 
-  // Idle skipping (docs/simulator.md "Idle time"). After a Tick: the time
-  // before which every further tick with a quiet observation (the replicas
-  // as this Tick left them) would return what this Tick returned, so the
-  // simulator may replace those ticks with one SkipQuiet call.
-  // InfinitePast (the default): no promise, tick every time.
+  // Idle skipping (docs/simulator.md "Idle time"). Asked only after a Tick
+  // whose observation was quiet -- nothing in flight, queued or arriving,
+  // no tokens, every variant settled (none starting or terminating, ready =
+  // desired); the simulator checks that, policies need not. The time before
+  // which every further such tick (the replicas as this Tick left them)
+  // would return what this Tick returned, so the simulator may replace
+  // those ticks with one SkipQuiet call. InfinitePast (the default): no
+  // promise, tick every time.
   virtual absl::Time QuietUntil() const { return absl::InfinitePast(); }
   // Stands for `n` quiet ticks at first, first + step, ..., all before
   // QuietUntil(): the policy records what those ticks would have recorded

@@ -79,6 +79,9 @@ void SimResult::Merge(const SimResult& o) {
   retried_requests += o.retried_requests;
 }
 
+namespace {
+
+// The observation idle skipping needs (ScalingPolicy::QuietUntil).
 bool IsQuiet(const Observation& o) {
   if (o.in_flight != 0 || o.queued != 0 || o.arrivals != 0 ||
       o.output_tokens_per_s != 0) {
@@ -91,6 +94,8 @@ bool IsQuiet(const Observation& o) {
   }
   return true;
 }
+
+}  // namespace
 
 // --- Measured cold starts ----------------------------------------------------
 
