@@ -83,7 +83,8 @@ const std::vector<FlagSpec>& SimulateFlags() {
       {"catalog", false, "FILE", "GPU catalog YAML (default built-in)"},
       {"json", true, "", "print one JSON object"},
       {"report", false, "FILE.html", "write a self-contained HTML report"},
-      {"no-progress", true, "", "no progress bar"},
+      {"no-progress", true, "",
+       "no progress on stderr (a bar on a terminal, else a line every 10 s)"},
       {"help", true, "", "show this help"},
   };
   return *specs;
@@ -333,7 +334,7 @@ int RunSimulate(const std::vector<std::string>& args, std::ostream& out,
   std::optional<absl::Duration> max_span;
   std::optional<int> endpoints;
   std::optional<int> seed;
-  for (absl::Status st :
+  for (const absl::Status& st :
        {Set(f->Duration("start"), start),
         Set(f->Duration("duration"), duration),
         Set(f->Duration("max-span"), max_span),
@@ -387,15 +388,36 @@ int RunSimulate(const std::vector<std::string>& args, std::ostream& out,
   }
   const std::optional<std::string> report_path = f->String("report");
   config.timeline_points = report_path ? 600 : 0;
-  const bool progress = !f->Bool("no-progress") && isatty(STDERR_FILENO) != 0;
+  // Progress on stderr: on a terminal a bar redrawn at most 10 times a
+  // second; otherwise (a log, CI) one line every 10 s of a long run.
+  const bool progress = !f->Bool("no-progress");
+  const bool tty = isatty(STDERR_FILENO) != 0;
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point started = Clock::now();
+  Clock::time_point next_draw = started;
   if (progress) {
-    options.progress = [&err](double frac, const std::string& what) {
-      const int width = 30;
-      const int filled = static_cast<int>(frac * width);
-      err << "\r[" << std::string(static_cast<size_t>(filled), '#')
-          << std::string(static_cast<size_t>(width - filled), ' ') << "] "
-          << absl::StrFormat("%3.0f%% ", 100 * frac) << what.substr(0, 40)
-          << std::string(10, ' ') << std::flush;
+    options.progress = [&](double frac, const std::string& what) {
+      const Clock::time_point now = Clock::now();
+      if (now < next_draw && frac < 1) {
+        return;
+      }
+      if (tty) {
+        next_draw = now + std::chrono::milliseconds(100);
+        const int width = 30;
+        const int filled = static_cast<int>(frac * width);
+        err << "\r[" << std::string(static_cast<size_t>(filled), '#')
+            << std::string(static_cast<size_t>(width - filled), ' ') << "] "
+            << absl::StrFormat("%3.0f%% ", 100 * frac) << what.substr(0, 40)
+            << std::string(10, ' ') << std::flush;
+      } else if (now - started >= std::chrono::seconds(10) && frac < 1) {
+        next_draw = now + std::chrono::seconds(10);
+        err << absl::StrFormat(
+                   "simulate: %.0f%% after %.0f s (%s)\n", 100 * frac,
+                   std::chrono::duration<double>(now - started).count(), what)
+            << std::flush;
+      } else if (now - started < std::chrono::seconds(10)) {
+        next_draw = started + std::chrono::seconds(10);
+      }
     };
   }
   const auto begin = std::chrono::steady_clock::now();
@@ -404,7 +426,7 @@ int RunSimulate(const std::vector<std::string>& args, std::ostream& out,
   const double wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - begin)
           .count();
-  if (progress) {
+  if (progress && tty) {
     err << "\r" << std::string(90, ' ') << "\r" << std::flush;
   }
   if (!report.ok()) {

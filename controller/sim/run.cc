@@ -61,13 +61,19 @@ absl::StatusOr<RunReport> RunSimulation(const Trace& trace,
       if (!policy.ok()) {
         return policy.status();
       }
-      SimResult r = SimulateEndpoint(e, trace.duration_s, c, *models, **policy);
+      const std::string what = absl::StrCat(names[p], " on ", e.name);
+      ReplayProgress within;
+      if (options.progress) {
+        within = [&](double f) { options.progress((done + f) / total, what); };
+      }
+      SimResult r =
+          SimulateEndpoint(e, trace.duration_s, c, *models, **policy, within);
       SimResult& into = report.policies[p].result;
       MergeTimeline(into.timeline, r.timeline);
       into.Merge(r);
       done += 1;
       if (options.progress) {
-        options.progress(done / total, absl::StrCat(names[p], " on ", e.name));
+        options.progress(done / total, what);
       }
     }
   }

@@ -17,7 +17,8 @@ namespace pilotlight::sim {
 
 struct RunOptions {
   std::vector<std::string> policies;  // empty = all, in PolicyNames() order
-  // Called after each (endpoint, policy) with the fraction done.
+  // Called with the fraction done as each replay of (endpoint, policy)
+  // moves (every hundredth of the trace) and when it ends.
   std::function<void(double fraction, const std::string& what)> progress;
 };
 

@@ -221,7 +221,8 @@ struct Completion {
 class Engine {
  public:
   Engine(const EndpointTrace& trace, double duration_s, const SimConfig& c,
-         const std::vector<ServiceModel>& models, ScalingPolicy& policy)
+         const std::vector<ServiceModel>& models, ScalingPolicy& policy,
+         const ReplayProgress& progress)
       : trace_(trace),
         duration_s_(duration_s),
         config_(c),
@@ -235,7 +236,8 @@ class Engine {
                       std::vector<double>(
                           static_cast<size_t>(std::max(1, c.zones)), -1e18)),
         last_preemption_(models.size()),
-        started_(trace.requests.size(), false) {}
+        started_(trace.requests.size(), false),
+        progress_(progress) {}
 
   SimResult Run() {
     const double tick = absl::ToDoubleSeconds(config_.tick);
@@ -257,6 +259,10 @@ class Engine {
             ? std::max(tick, duration_s_ / config_.timeline_points)
             : std::numeric_limits<double>::infinity();
     double next_point = next_tick;
+    const double report_every = progress_ && duration_s_ > 0
+                                    ? duration_s_ / 100
+                                    : std::numeric_limits<double>::infinity();
+    double next_report = report_every;
     // Run past the last arrival until every request is served.
     while (next_tick <= duration_s_ || next_ < trace_.requests.size() ||
            !queue_.empty() || !completions_.empty()) {
@@ -269,6 +275,10 @@ class Engine {
       next_tick += tick;
       if (config_.skip_idle) {
         SkipIdle(next_tick, next_point);
+      }
+      if (next_tick >= next_report) {
+        progress_(std::min(1.0, next_tick / duration_s_));
+        next_report = (std::floor(next_tick / report_every) + 1) * report_every;
       }
       if (next_tick > duration_s_ + 86400 * 7) {
         break;  // a policy that never serves: stop a week past the end
@@ -741,7 +751,8 @@ class Engine {
   std::vector<std::optional<absl::Time>> last_preemption_;
   std::vector<Preemption> preemptions_;
   size_t next_preemption_ = 0;
-  std::vector<bool> started_;  // per request: dispatched once already
+  std::vector<bool> started_;       // per request: dispatched once already
+  const ReplayProgress& progress_;  // may be empty
   std::mt19937_64 cold_rng_{config_.seed ^ 0xC01DULL};
   SimResult result_;
 };
@@ -751,8 +762,9 @@ class Engine {
 SimResult SimulateEndpoint(const EndpointTrace& requests, double duration_s,
                            const SimConfig& config,
                            const std::vector<ServiceModel>& models,
-                           ScalingPolicy& policy) {
-  Engine e(requests, duration_s, config, models, policy);
+                           ScalingPolicy& policy,
+                           const ReplayProgress& progress) {
+  Engine e(requests, duration_s, config, models, policy, progress);
   bool service_times = false;
   for (const Request& r : requests.requests) {
     if (r.service_s >= 0) {

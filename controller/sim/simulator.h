@@ -36,6 +36,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -160,11 +161,16 @@ absl::StatusOr<std::vector<double>> LoadColdStartSamples(
 absl::StatusOr<std::vector<ServiceModel>> BuildServiceModels(
     const SimConfig& config, bool trace_has_service_times);
 
+// Told how far a replay has got: simulated time / duration, in [0, 1].
+using ReplayProgress = std::function<void(double fraction)>;
+
 // Replays `requests` (sorted, seconds from 0) for `duration_s` through
-// `policy`.
+// `policy`. `progress`, if set, is called as the replay passes each
+// hundredth of `duration_s` (a long replay of one endpoint shows it moving).
 SimResult SimulateEndpoint(const EndpointTrace& requests, double duration_s,
                            const SimConfig& config,
                            const std::vector<ServiceModel>& models,
-                           ScalingPolicy& policy);
+                           ScalingPolicy& policy,
+                           const ReplayProgress& progress = {});
 
 }  // namespace pilotlight::sim

@@ -3,11 +3,13 @@
 // sparse multi-day traces (where most ticks are skipped), with spot
 // preemptions, hourly billing and measured cold starts, and on the bundled
 // Azure trace -- and on every shared trace when ../shared/traces is there.
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "controller/model/catalog.h"
@@ -24,8 +26,9 @@ namespace {
 
 // Every figure a report prints, compared exactly (the same ticks at the same
 // times give the same bits).
+// `step` stepped every tick unless `both_skipped`.
 void ExpectSameResult(const SimResult& step, const SimResult& skip,
-                      const std::string& what) {
+                      const std::string& what, bool both_skipped = false) {
   SCOPED_TRACE(what);
   EXPECT_EQ(skip.requests, step.requests);
   EXPECT_EQ(skip.cold_start_requests, step.cold_start_requests);
@@ -48,6 +51,11 @@ void ExpectSameResult(const SimResult& step, const SimResult& skip,
     EXPECT_EQ(skip.timeline[i].ready, step.timeline[i].ready) << i;
     EXPECT_EQ(skip.timeline[i].cold_starts, step.timeline[i].cold_starts) << i;
     EXPECT_EQ(skip.timeline[i].cost_usd, step.timeline[i].cost_usd) << i;
+  }
+  if (both_skipped) {
+    EXPECT_EQ(skip.ticks, step.ticks);
+    EXPECT_EQ(skip.skipped_ticks, step.skipped_ticks);
+    return;
   }
   // Stepping skips nothing, and makes every tick skipping makes or skips.
   EXPECT_EQ(step.skipped_ticks, 0);
@@ -181,6 +189,65 @@ TEST_F(IdleSkipTest, SlowPokeAndNoPoke) {
 }
 
 // The whole path a user runs: the bundled trace through RunSimulation.
+// A long replay of one endpoint tells its progress as it goes (skipping
+// idle days included), in order, to the end, and telling changes nothing.
+TEST_F(IdleSkipTest, ProgressMovesThroughALongReplayAndChangesNothing) {
+  const EndpointTrace e = SparseTrace(7, 10, 30);
+  std::vector<ServiceModel> models = *BuildServiceModels(config_, false);
+  const double duration = e.requests.back().arrival_s;
+  SimResult r[2];
+  std::vector<double> told;
+  for (bool tell : {false, true}) {
+    PolicyContext ctx{&config_, &models, &e, false};
+    ScalingPolicyPtr p = *MakePolicy("pilotlight", ctx);
+    ReplayProgress progress;
+    if (tell) {
+      progress = [&told](double f) { told.push_back(f); };
+    }
+    r[tell ? 1 : 0] =
+        SimulateEndpoint(e, duration, config_, models, *p, progress);
+  }
+  ExpectSameResult(r[0], r[1], "with progress", /*both_skipped=*/true);
+  EXPECT_GT(r[1].skipped_ticks, r[1].ticks);  // the jumps were taken
+  // About one call per hundredth: fewer when a skip jumps several.
+  ASSERT_GE(told.size(), 20u);
+  EXPECT_LE(told.size(), 101u);
+  for (size_t i = 1; i < told.size(); ++i) {
+    EXPECT_GT(told[i], told[i - 1]) << i;
+  }
+  EXPECT_GT(told.front(), 0);
+  EXPECT_LT(told.front(), 0.2);
+  EXPECT_EQ(told.back(), 1.0);
+}
+
+// RunSimulation's fraction covers every (endpoint, policy) in order, moving
+// within each replay, and ends at 1.
+TEST(IdleSkipRunTest, RunProgressMovesWithinEachReplay) {
+  const model::Catalog catalog = *model::Catalog::Default();
+  absl::StatusOr<Trace> t = LoadTrace(
+      "controller/sim/data/azure_llm_2023_code.csv", TraceFormat::kAuto, {});
+  ASSERT_TRUE(t.ok()) << t.status();
+  SimConfig c = OneVariantConfig(catalog);
+  RunOptions options;
+  options.policies = {"pilotlight", "keepalive-10m"};
+  std::vector<std::pair<double, std::string>> told;
+  options.progress = [&told](double f, const std::string& what) {
+    told.emplace_back(f, what);
+  };
+  ASSERT_TRUE(RunSimulation(*t, c, options).ok());
+  ASSERT_GE(told.size(), 2u * 50);
+  for (size_t i = 1; i < told.size(); ++i) {
+    EXPECT_GE(told[i].first, told[i - 1].first) << i;
+  }
+  EXPECT_EQ(told.back().first, 1.0);
+  EXPECT_EQ(told.back().second, "keepalive-10m on " + t->endpoints[0].name);
+  // Half-way is where the first policy's replay ends.
+  const auto half = std::find_if(told.begin(), told.end(),
+                                 [](const auto& x) { return x.first >= 0.5; });
+  ASSERT_NE(half, told.end());
+  EXPECT_EQ(half->second, "pilotlight on " + t->endpoints[0].name);
+}
+
 TEST(IdleSkipRunTest, BundledAzureTraceSameAsStepping) {
   const model::Catalog catalog = *model::Catalog::Default();
   absl::StatusOr<Trace> t = LoadTrace(
