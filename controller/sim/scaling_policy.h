@@ -53,6 +53,12 @@ class ScalingPolicy {
   // (its demand windows, decays), so the replay is the one stepping gives.
   virtual void SkipQuiet(absl::Time /*first*/, absl::Duration /*step*/,
                          int64_t /*n*/) {}
+
+  // Which idle replica a scale-down removes. false (the default): the
+  // oldest, as the engine always has. true: the one with the least paid
+  // time left in its billing period (with billing coarser than the tick;
+  // a plan that stops replicas at their periods' ends needs it).
+  virtual bool RemoveByPaidTime() const { return false; }
 };
 
 using ScalingPolicyPtr = std::unique_ptr<ScalingPolicy>;

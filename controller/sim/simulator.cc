@@ -612,11 +612,23 @@ class Engine {
     if (have <= want) {
       return;
     }
-    // Remove starting replicas first (newest first), then idle ready ones,
-    // then drain the least busy.
+    // Remove starting replicas first (newest first), then idle ready ones
+    // (oldest first), then drain the least busy -- or, when the policy asks,
+    // stop or drain the one with the least paid time left, whatever its
+    // state.
+    const double g = absl::ToDoubleSeconds(config_.billing_granularity);
+    const bool by_paid =
+        policy_.RemoveByPaidTime() && g > absl::ToDoubleSeconds(config_.tick);
+    const auto paid_left = [&](const Replica& r) {
+      const double lived = now_ - r.requested_s;
+      return std::ceil(lived / g - 1e-9) * g - lived;
+    };
     std::stable_sort(live.begin(), live.end(), [&](int a, int b) {
       const Replica& ra = replicas_[static_cast<size_t>(a)];
       const Replica& rb = replicas_[static_cast<size_t>(b)];
+      if (by_paid && paid_left(ra) != paid_left(rb)) {
+        return paid_left(ra) < paid_left(rb);
+      }
       const bool sa = ra.state == Replica::State::kStarting;
       const bool sb = rb.state == Replica::State::kStarting;
       if (sa != sb) {
