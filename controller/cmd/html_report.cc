@@ -1,7 +1,9 @@
 #include "controller/cmd/html_report.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
+#include <iterator>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -57,10 +59,105 @@ std::string Chart(absl::string_view title, absl::string_view legend,
       v_max, Escape(unit), kH, lines);
 }
 
+// Cost against SLO attainment: one polyline per policy through its sweep
+// (in knob order), its matched setting ringed, the target a dashed line.
+std::string MatchChart(const sim::MatchReport& m) {
+  static constexpr const char* kColors[] = {"#1f6feb", "#cf222e", "#8250df",
+                                            "#2da44e", "#bf8700", "#6e7781",
+                                            "#000000"};
+  double lo = m.effective;
+  double max_cost = 0;
+  for (const sim::MatchedPolicy& p : m.policies) {
+    for (const sim::SweepPoint& s : p.sweep) {
+      lo = std::min(lo, s.slo_attainment);
+      max_cost = std::max(max_cost, s.cost_usd);
+    }
+  }
+  lo = std::max(0.0, std::floor(lo * 20) / 20);  // to 5 % below
+  const double span = std::max(1e-9, 1 - lo);
+  const auto x = [&](double a) { return (a - lo) / span * kW; };
+  const auto y = [&](double c) {
+    return kH - (max_cost > 0 ? c / max_cost * kH : 0);
+  };
+  std::string lines;
+  std::string legend;
+  size_t i = 0;
+  for (const sim::MatchedPolicy& p : m.policies) {
+    const char* color = kColors[i++ % std::size(kColors)];
+    std::string pts;
+    for (const sim::SweepPoint& s : p.sweep) {
+      absl::StrAppendFormat(&pts, "%.1f,%.1f ", x(s.slo_attainment),
+                            y(s.cost_usd));
+      absl::StrAppendFormat(&lines,
+                            "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" "
+                            "fill=\"%s\"/>",
+                            x(s.slo_attainment), y(s.cost_usd), color);
+    }
+    absl::StrAppendFormat(&lines,
+                          "<polyline fill=\"none\" stroke=\"%s\" "
+                          "stroke-width=\"1.3\" points=\"%s\"/>",
+                          color, pts);
+    if (p.chosen) {
+      const sim::SweepPoint& c = p.sweep[*p.chosen];
+      absl::StrAppendFormat(&lines,
+                            "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"6\" "
+                            "fill=\"none\" stroke=\"%s\"/>",
+                            x(c.slo_attainment), y(c.cost_usd), color);
+    }
+    absl::StrAppendFormat(&legend,
+                          "<span style=\"color:%s\">&#9679; %s</span> ", color,
+                          Escape(p.name));
+  }
+  absl::StrAppendFormat(
+      &lines,
+      "<line x1=\"%.1f\" y1=\"0\" x2=\"%.1f\" y2=\"%.0f\" "
+      "stroke=\"#999\" stroke-dasharray=\"4 3\"/>"
+      "<text x=\"0\" y=\"%.0f\" font-size=\"10\">%.0f%%</text>"
+      "<text x=\"%.0f\" y=\"%.0f\" font-size=\"10\" "
+      "text-anchor=\"end\">100%% within SLO</text>",
+      x(m.effective), x(m.effective), kH, kH + 14, 100 * lo, kW, kH + 14);
+  return Chart("cost against SLO attainment",
+               absl::StrCat("(each policy's knob swept; ringed: its cheapest "
+                            "setting within the target, dashed; ",
+                            legend, ")"),
+               max_cost, "USD", lines);
+}
+
+// The matched-SLO table.
+std::string MatchTable(const sim::MatchReport& m) {
+  std::string h = absl::StrFormat(
+      "<h2>At matched SLO</h2><p>Each policy's cheapest setting with at least "
+      "%.1f %% of requests within SLO (TTFT and TPOT) and at most %.1f %% "
+      "cold-start requests.</p><table id=\"matched\"><tr><th>policy</th>"
+      "<th>setting</th><th>cost $</th><th>SLO %%</th><th>cold %%</th>"
+      "<th>TTFT p99 s</th></tr>",
+      100 * m.effective, 100 * m.max_cold_start_fraction);
+  for (const sim::MatchedPolicy& p : m.policies) {
+    if (!p.chosen) {
+      absl::StrAppendFormat(
+          &h, "<tr><td>%s</td><td colspan=\"5\">not reached</td></tr>",
+          Escape(p.name));
+      continue;
+    }
+    const sim::SweepPoint& c = p.sweep[*p.chosen];
+    const std::string setting =
+        c.value ? absl::StrFormat("%s %g%s", p.knob, *c.value, p.unit)
+                : std::string("(no knob)");
+    absl::StrAppendFormat(&h,
+                          "<tr><td>%s</td><td>%s</td><td>%.2f</td><td>%.2f</td>"
+                          "<td>%.2f</td><td>%.2f</td></tr>",
+                          Escape(p.name), Escape(setting), c.cost_usd,
+                          100 * c.slo_attainment, 100 * c.cold_start_fraction,
+                          c.ttft_p99_s);
+  }
+  return h + "</table>" + MatchChart(m);
+}
+
 }  // namespace
 
 std::string HtmlReport(const sim::Trace& trace, const sim::SimConfig& config,
-                       const sim::RunReport& report) {
+                       const sim::RunReport& report,
+                       const sim::MatchReport* match) {
   std::string h = absl::StrCat(
       "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
       "<title>Pilotlight simulation: ",
@@ -101,7 +198,7 @@ std::string HtmlReport(const sim::Trace& trace, const sim::SimConfig& config,
         Escape(p.name), s.cost_usd, s.gpu_seconds / 3600, s.cold_start_requests,
         100.0 * static_cast<double>(s.cold_start_requests) / n,
         s.ttft.Quantile(0.5), s.ttft.Quantile(0.99),
-        100.0 * static_cast<double>(s.within_ttft_slo) / n, s.scale_events);
+        100.0 * sim::SloAttainment(s), s.scale_events);
     for (const sim::TimelinePoint& t : s.timeline) {
       max_replicas = std::max(max_replicas, static_cast<double>(t.replicas));
       max_demand = std::max(max_demand, t.demand);
@@ -111,6 +208,9 @@ std::string HtmlReport(const sim::Trace& trace, const sim::SimConfig& config,
     }
   }
   h += "</table>";
+  if (match != nullptr) {
+    h += MatchTable(*match);
+  }
   for (const sim::PolicyResult& p : report.policies) {
     const auto& tl = p.result.timeline;
     absl::StrAppendFormat(&h, "<h2>%s</h2>", Escape(p.name));

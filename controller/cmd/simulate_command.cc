@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -24,6 +25,7 @@
 #include "controller/model/model_profile.h"
 #include "controller/sim/baselines.h"
 #include "controller/sim/load_trace.h"
+#include "controller/sim/match.h"
 #include "controller/sim/run.h"
 #include "nlohmann/json.hpp"
 
@@ -46,6 +48,13 @@ const std::vector<FlagSpec>& SimulateFlags() {
        "hybrid-histogram always-on oracle)"},
       {"ttft", false, "DURATION", "TTFT SLO (default 2s)"},
       {"tpot", false, "DURATION", "TPOT SLO (default 80ms)"},
+      {"ttft-per-1k-prompt", false, "DURATION",
+       "prompt-length-aware TTFT SLO: allowance per 1000 prompt tokens "
+       "added to --ttft (default 0: flat)"},
+      {"match-slo", false, "F",
+       "cost at matched SLO: each policy's cheapest knob setting with at "
+       "least this share of requests within SLO and the cold-start budget "
+       "(default 0.99; 0: skip the sweep)"},
       {"max-cold-start-fraction", false, "F",
        "SLO: requests that may meet a cold start (default 0.01)"},
       {"concurrency-per-replica", false, "N",
@@ -168,6 +177,14 @@ absl::Status BuildConfig(const ParsedFlags& f, const model::Catalog& catalog,
                         sim::LoadColdStartSamples(*file, &bad));
   }
   PL_RETURN_IF_ERROR(Set(f.Duration("billing"), c.billing_granularity));
+  std::optional<absl::Duration> per_1k;
+  PL_RETURN_IF_ERROR(Set(f.Duration("ttft-per-1k-prompt"), per_1k));
+  if (per_1k) {
+    if (*per_1k < absl::ZeroDuration()) {
+      return absl::InvalidArgumentError("--ttft-per-1k-prompt must be >= 0");
+    }
+    c.ttft_slo_per_prompt_token_s = absl::ToDoubleSeconds(*per_1k) / 1000;
+  }
   PL_RETURN_IF_ERROR(
       Set(f.Double("spot-preemptions-per-hour"), c.spot_preemptions_per_hour));
   PL_RETURN_IF_ERROR(Set(f.Int("zones"), c.zones));
@@ -198,6 +215,100 @@ absl::Status BuildConfig(const ParsedFlags& f, const model::Catalog& catalog,
 
 std::string Money(double usd) { return absl::StrFormat("%.2f", usd); }
 
+// "2.0s" or "2.0s + 0.30s/1k prompt tokens".
+std::string TtftSlo(const sim::SimConfig& c) {
+  std::string t =
+      absl::StrFormat("%.1fs", absl::ToDoubleSeconds(c.spec.slo.ttft));
+  if (c.ttft_slo_per_prompt_token_s > 0) {
+    absl::StrAppendFormat(&t, " + %.2fs/1k prompt tokens",
+                          c.ttft_slo_per_prompt_token_s * 1000);
+  }
+  return t;
+}
+
+std::string Setting(const sim::MatchedPolicy& m, const sim::SweepPoint& p) {
+  if (!p.value) {
+    return "(no knob)";
+  }
+  return absl::StrFormat("%s %g%s", m.knob, *p.value, m.unit);
+}
+
+// The matched-SLO section: each policy's cheapest setting within target.
+void PrintMatch(const sim::MatchReport& m, std::ostream& out) {
+  out << absl::StrFormat(
+      "\nAT MATCHED SLO: each policy's cheapest setting with >= %.1f%% of "
+      "requests within SLO and <= %.1f%% cold-start requests",
+      100 * m.effective, 100 * m.max_cold_start_fraction);
+  if (m.effective < m.target) {
+    out << absl::StrFormat(
+        " (asked %.1f%%; the oracle reaches %.1f%%: its attainment less a "
+        "point)",
+        100 * m.target, 100 * (m.effective + 0.01));
+  }
+  out << "\n";
+  out << absl::StrFormat("%-17s %-28s %10s %8s %8s %9s\n", "POLICY", "SETTING",
+                         "COST-$", "SLO-%", "COLD-%", "TTFT-P99");
+  const sim::SweepPoint* oracle = nullptr;
+  for (const sim::MatchedPolicy& p : m.policies) {
+    if (p.name == "oracle" && p.chosen) {
+      oracle = &p.sweep[*p.chosen];
+    }
+  }
+  for (const sim::MatchedPolicy& p : m.policies) {
+    if (!p.chosen) {
+      // The closest it came: the setting with the highest attainment.
+      const auto best = std::max_element(
+          p.sweep.begin(), p.sweep.end(),
+          [](const sim::SweepPoint& a, const sim::SweepPoint& b) {
+            return a.slo_attainment < b.slo_attainment;
+          });
+      out << absl::StrFormat(
+          "%-17s not reached: at best %.2f%% within SLO, %.2f%% cold, $%s "
+          "(%s)\n",
+          p.name, 100 * best->slo_attainment, 100 * best->cold_start_fraction,
+          Money(best->cost_usd), Setting(p, *best));
+      continue;
+    }
+    const sim::SweepPoint& c = p.sweep[*p.chosen];
+    out << absl::StrFormat("%-17s %-28s %10s %7.2f%% %7.2f%% %8.2fs", p.name,
+                           Setting(p, c), Money(c.cost_usd),
+                           100 * c.slo_attainment, 100 * c.cold_start_fraction,
+                           c.ttft_p99_s);
+    if (oracle != nullptr && oracle->cost_usd > 0 && p.name != "oracle") {
+      out << absl::StrFormat("  %.2fx oracle", c.cost_usd / oracle->cost_usd);
+    }
+    out << "\n";
+  }
+}
+
+nlohmann::json MatchJson(const sim::MatchReport& m) {
+  nlohmann::json j = {{"target", m.target},
+                      {"effective_target", m.effective},
+                      {"max_cold_start_fraction", m.max_cold_start_fraction},
+                      {"policies", nlohmann::json::array()}};
+  for (const sim::MatchedPolicy& p : m.policies) {
+    nlohmann::json sweep = nlohmann::json::array();
+    for (const sim::SweepPoint& s : p.sweep) {
+      sweep.push_back({{"value", s.value ? nlohmann::json(*s.value)
+                                         : nlohmann::json(nullptr)},
+                       {"cost_usd", s.cost_usd},
+                       {"slo_attainment", s.slo_attainment},
+                       {"cold_start_fraction", s.cold_start_fraction},
+                       {"ttft_p99_s", s.ttft_p99_s}});
+    }
+    nlohmann::json chosen = nullptr;
+    if (p.chosen) {
+      chosen = sweep[*p.chosen];
+    }
+    j["policies"].push_back({{"name", p.name},
+                             {"knob", p.knob},
+                             {"unit", p.unit},
+                             {"matched", chosen},
+                             {"sweep", sweep}});
+  }
+  return j;
+}
+
 void PrintTable(const sim::Trace& t, const sim::SimConfig& c,
                 const sim::RunReport& r, double wall_s, std::ostream& out) {
   out << absl::StrFormat("trace %s (%s): %d requests, %d endpoint(s), %.1f h\n",
@@ -215,17 +326,17 @@ void PrintTable(const sim::Trace& t, const sim::SimConfig& c,
                            t.bad.count, t.bad.examples.front());
   }
   out << absl::StrFormat(
-      "model %s on %s x%d, SLO TTFT %.1fs TPOT %.0fms, cold-start budget "
+      "model %s on %s x%d, SLO TTFT %s TPOT %.0fms, cold-start budget "
       "%.1f%%; billing per %s\n\n",
       c.spec.model.name, c.spec.variants[0].gpu_class,
-      c.spec.variants[0].gpus_per_replica,
-      absl::ToDoubleSeconds(c.spec.slo.ttft),
+      c.spec.variants[0].gpus_per_replica, TtftSlo(c),
       absl::ToDoubleMilliseconds(c.spec.slo.tpot),
       100 * c.spec.slo.max_cold_start_fraction,
       absl::FormatDuration(c.billing_granularity));
-  out << absl::StrFormat("%-17s %10s %9s %9s %8s %9s %9s %8s %7s\n", "POLICY",
-                         "COST-$", "GPU-H", "COLD-REQ", "COLD-%", "TTFT-P50",
-                         "TTFT-P99", "SLO-%", "SCALES");
+  out << absl::StrFormat("%-17s %10s %9s %9s %8s %9s %9s %8s %8s %8s %7s\n",
+                         "POLICY", "COST-$", "GPU-H", "COLD-REQ", "COLD-%",
+                         "TTFT-P50", "TTFT-P99", "TTFT-OK", "TPOT-OK", "SLO-%",
+                         "SCALES");
   const sim::PolicyResult* oracle = nullptr;
   for (const sim::PolicyResult& p : r.policies) {
     if (p.name == "oracle") {
@@ -236,11 +347,14 @@ void PrintTable(const sim::Trace& t, const sim::SimConfig& c,
     const sim::SimResult& s = p.result;
     const double n = std::max<double>(1, static_cast<double>(s.requests));
     out << absl::StrFormat(
-        "%-17s %10s %9.1f %9d %7.2f%% %8.2fs %8.2fs %7.2f%% %7d", p.name,
-        Money(s.cost_usd), s.gpu_seconds / 3600, s.cold_start_requests,
+        "%-17s %10s %9.1f %9d %7.2f%% %8.2fs %8.2fs %7.2f%% %7.2f%% %7.2f%% "
+        "%7d",
+        p.name, Money(s.cost_usd), s.gpu_seconds / 3600, s.cold_start_requests,
         100.0 * static_cast<double>(s.cold_start_requests) / n,
         s.ttft.Quantile(0.5), s.ttft.Quantile(0.99),
-        100.0 * static_cast<double>(s.within_ttft_slo) / n, s.scale_events);
+        100.0 * static_cast<double>(s.within_ttft_slo) / n,
+        100.0 * static_cast<double>(s.within_tpot_slo) / n,
+        100.0 * sim::SloAttainment(s), s.scale_events);
     if (oracle != nullptr && oracle->result.cost_usd > 0 && &p != oracle) {
       out << absl::StrFormat("  %.2fx oracle",
                              s.cost_usd / oracle->result.cost_usd);
@@ -276,7 +390,9 @@ nlohmann::json Json(const sim::Trace& t, const sim::RunReport& r) {
           static_cast<double>(s.cold_start_requests) / n},
          {"ttft_p50_s", s.ttft.Quantile(0.5)},
          {"ttft_p99_s", s.ttft.Quantile(0.99)},
-         {"slo_attainment", static_cast<double>(s.within_ttft_slo) / n},
+         {"ttft_attainment", static_cast<double>(s.within_ttft_slo) / n},
+         {"tpot_attainment", static_cast<double>(s.within_tpot_slo) / n},
+         {"slo_attainment", sim::SloAttainment(s)},
          {"rejected_requests", s.rejected_requests},
          {"pokes", s.pokes},
          {"scale_events", s.scale_events}});
@@ -426,20 +542,53 @@ int RunSimulate(const std::vector<std::string>& args, std::ostream& out,
   const double wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - begin)
           .count();
+  if (!report.ok()) {
+    if (progress && tty) {
+      err << "\r" << std::string(90, ' ') << "\r" << std::flush;
+    }
+    return usage_error(report.status());
+  }
+  // Cost at matched SLO: every policy's knob swept over the whole trace.
+  double match_target = 0.99;
+  if (absl::Status st = Set(f->Double("match-slo"), match_target); !st.ok()) {
+    return usage_error(st);
+  }
+  if (!(match_target >= 0 && match_target <= 1)) {
+    return usage_error(absl::InvalidArgumentError(
+        "--match-slo wants a share of requests in [0, 1]"));
+  }
+  std::optional<sim::MatchReport> match;
+  if (match_target > 0) {
+    const auto sweep_progress = [&](double frac, const std::string& what) {
+      if (options.progress) {
+        options.progress(frac, "sweep: " + what);
+      }
+    };
+    absl::StatusOr<sim::MatchReport> m = sim::MatchSlo(
+        *trace, config, options.policies, match_target, sweep_progress);
+    if (!m.ok()) {
+      return usage_error(m.status());
+    }
+    match = *std::move(m);
+  }
   if (progress && tty) {
     err << "\r" << std::string(90, ' ') << "\r" << std::flush;
   }
-  if (!report.ok()) {
-    return usage_error(report.status());
-  }
   if (f->Bool("json")) {
-    out << Json(*trace, *report).dump() << "\n";
+    nlohmann::json j = Json(*trace, *report);
+    if (match) {
+      j["matched_slo"] = MatchJson(*match);
+    }
+    out << j.dump() << "\n";
   } else {
     PrintTable(*trace, config, *report, wall_s, out);
+    if (match) {
+      PrintMatch(*match, out);
+    }
   }
   if (report_path) {
     std::ofstream html(*report_path);
-    html << HtmlReport(*trace, config, *report);
+    html << HtmlReport(*trace, config, *report, match ? &*match : nullptr);
     if (!html) {
       err << "pilotlight simulate: cannot write " << *report_path << "\n";
       return kExitInternal;

@@ -35,10 +35,12 @@ std::vector<int> OnFirst(size_t n, int replicas) {
 
 class PilotlightPolicy final : public ScalingPolicy {
  public:
-  PilotlightPolicy(const SimConfig& c, bool service_times)
+  PilotlightPolicy(const SimConfig& c, bool service_times,
+                   const policy::DeciderConfig& decider)
       : config_(c),
         service_times_(service_times),
-        debug_(std::getenv("PL_DEBUG") != nullptr) {}
+        debug_(std::getenv("PL_DEBUG") != nullptr),
+        decider_(decider) {}
   std::string name() const override { return "pilotlight"; }
   std::vector<int> Tick(const Observation& o) override {
     policy::DemandSample d;
@@ -112,10 +114,10 @@ class PilotlightPolicy final : public ScalingPolicy {
 // progress deadline 600 s.
 class KnativePolicy final : public ScalingPolicy {
  public:
-  KnativePolicy(size_t variants, int slots)
+  KnativePolicy(size_t variants, int slots, double target_utilization)
       : variants_(variants),
         window_(absl::Seconds(60), absl::Seconds(1)),
-        spec_(SpecFor(slots)) {
+        spec_(SpecFor(slots, target_utilization)) {
     scaler_.stable_window = absl::Seconds(60);
     scaler_.grace_period = absl::Seconds(30);
     scaler_.progress_deadline = absl::Seconds(600);
@@ -180,9 +182,9 @@ class KnativePolicy final : public ScalingPolicy {
   }
 
  private:
-  static KpaSpec SpecFor(int slots) {
+  static KpaSpec SpecFor(int slots, double target_utilization) {
     KpaSpec s;
-    s.target_value = slots * 0.7;
+    s.target_value = slots * target_utilization;
     s.total_value = slots;
     return s;
   }
@@ -206,8 +208,8 @@ class KnativePolicy final : public ScalingPolicy {
 // of the last 5 min).
 class KedaPolicy final : public ScalingPolicy {
  public:
-  KedaPolicy(size_t variants, int slots)
-      : variants_(variants), target_(slots * 0.7) {}
+  KedaPolicy(size_t variants, int slots, double target_utilization)
+      : variants_(variants), target_(slots * target_utilization) {}
   std::string name() const override { return "keda"; }
   std::vector<int> Tick(const Observation& o) override {
     const double metric = o.in_flight + o.queued;
@@ -588,23 +590,52 @@ const std::vector<std::string>& PolicyNames() {
   return kNames;
 }
 
+std::optional<PolicyKnob> KnobOf(const std::string& policy) {
+  if (policy == "pilotlight") {
+    return PolicyKnob{"target utilisation",
+                      "",
+                      1.0,
+                      {1.0, 0.85, 0.7, 0.55, 0.4, 0.3, 0.2, 0.15, 0.1}};
+  }
+  if (policy == "knative" || policy == "keda") {
+    return PolicyKnob{
+        "target utilisation", "", 0.7, {0.7, 0.55, 0.4, 0.3, 0.2, 0.15, 0.1}};
+  }
+  if (policy == "keepalive-10m") {
+    return PolicyKnob{"keep-alive", "min", 10, {1, 2, 5, 10, 20, 30, 60, 120}};
+  }
+  return std::nullopt;
+}
+
 absl::StatusOr<ScalingPolicyPtr> MakePolicy(const std::string& name,
                                             const PolicyContext& ctx) {
   const SimConfig& c = *ctx.config;
   const ServiceModel& m = (*ctx.models)[0];
   const size_t n = ctx.models->size();
+  const std::optional<PolicyKnob> knob = KnobOf(name);
+  if (ctx.knob && !knob) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("policy '", name, "' has no knob to set"));
+  }
+  const double value = knob ? ctx.knob.value_or(knob->default_value) : 0;
+  if (knob && !(value > 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, ": ", knob->name, " must be > 0, not ", value));
+  }
   if (name == "pilotlight") {
-    return ScalingPolicyPtr(new PilotlightPolicy(c, ctx.service_times));
+    policy::DeciderConfig d;
+    d.target_utilization = value;
+    return ScalingPolicyPtr(new PilotlightPolicy(c, ctx.service_times, d));
   }
   if (name == "knative") {
-    return ScalingPolicyPtr(new KnativePolicy(n, m.slots));
+    return ScalingPolicyPtr(new KnativePolicy(n, m.slots, value));
   }
   if (name == "keda") {
-    return ScalingPolicyPtr(new KedaPolicy(n, m.slots));
+    return ScalingPolicyPtr(new KedaPolicy(n, m.slots, value));
   }
   if (name == "keepalive-10m") {
-    return ScalingPolicyPtr(new KeepAlivePolicy(n, m.slots, absl::Minutes(10),
-                                                false, m.cold_start));
+    return ScalingPolicyPtr(new KeepAlivePolicy(
+        n, m.slots, absl::Minutes(value), false, m.cold_start));
   }
   if (name == "hybrid-histogram") {
     return ScalingPolicyPtr(

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,7 +31,22 @@ struct PolicyContext {
   const std::vector<ServiceModel>* models = nullptr;
   const EndpointTrace* trace = nullptr;  // the oracle and always-on read it
   bool service_times = false;
+  // The policy's natural knob (PolicyKnob); unset: its default.
+  std::optional<double> knob;
 };
+
+// The one setting of a policy that trades cost for latency, which the
+// matched-SLO sweep (match.h) varies: pilotlight's, Knative's and KEDA's
+// target utilisation of a replica's capacity; keepalive's keep-alive.
+struct PolicyKnob {
+  std::string name;           // e.g. "target utilisation"
+  std::string unit;           // "" or e.g. "min"
+  double default_value = 0;   // the policy's own default
+  std::vector<double> sweep;  // from its default towards more capacity
+};
+// nullopt for a policy without one (hybrid-histogram sizes its keep-alive
+// from its own histogram; always-on and the oracle have nothing to trade).
+std::optional<PolicyKnob> KnobOf(const std::string& policy);
 
 absl::StatusOr<ScalingPolicyPtr> MakePolicy(const std::string& name,
                                             const PolicyContext& ctx);

@@ -55,7 +55,7 @@ absl::StatusOr<RunReport> RunSimulation(const Trace& trace,
     if (!models.ok()) {
       return models.status();
     }
-    PolicyContext ctx{&c, &*models, &e, service_times};
+    PolicyContext ctx{&c, &*models, &e, service_times, options.knob};
     for (size_t p = 0; p < names.size(); ++p) {
       absl::StatusOr<ScalingPolicyPtr> policy = MakePolicy(names[p], ctx);
       if (!policy.ok()) {

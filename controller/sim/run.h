@@ -6,6 +6,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,8 @@ namespace pilotlight::sim {
 
 struct RunOptions {
   std::vector<std::string> policies;  // empty = all, in PolicyNames() order
+  // Sets each policy's knob (PolicyKnob; every policy run must have one).
+  std::optional<double> knob;
   // Called with the fraction done as each replay of (endpoint, policy)
   // moves (every hundredth of the trace) and when it ends.
   std::function<void(double fraction, const std::string& what)> progress;

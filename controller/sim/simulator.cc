@@ -70,6 +70,8 @@ void SimResult::Merge(const SimResult& o) {
   rejected_requests += o.rejected_requests;
   pokes += o.pokes;
   within_ttft_slo += o.within_ttft_slo;
+  within_tpot_slo += o.within_tpot_slo;
+  within_slo += o.within_slo;
   ttft.Merge(o.ttft);
   cost_usd += o.cost_usd;
   gpu_seconds += o.gpu_seconds;
@@ -460,14 +462,15 @@ class Engine {
       const double wait = now_ - req.arrival_s;
       double ttft = wait;
       double service = 0;
+      double tpot = 0;  // none with the trace's own service times
       if (req.service_s >= 0 && service_times_) {
         service = static_cast<double>(req.service_s);
       } else {
         const double prefill = m.replica->TtftSeconds(
             static_cast<int>(std::max<uint32_t>(1, req.input_tokens)));
         ttft += prefill;
-        service =
-            prefill + req.output_tokens * m.tpot_s[static_cast<size_t>(r.busy)];
+        tpot = m.tpot_s[static_cast<size_t>(r.busy)];
+        service = prefill + req.output_tokens * tpot;
       }
       // A retried request keeps the TTFT of its first start: its user saw
       // the first token then (the retry regenerates, it does not re-wait).
@@ -478,9 +481,13 @@ class Engine {
           ++result_.cold_start_requests;  // it waited for this replica
         }
         result_.ttft.Add(ttft);
-        if (ttft <= absl::ToDoubleSeconds(config_.spec.slo.ttft)) {
-          ++result_.within_ttft_slo;
-        }
+        const bool ttft_ok =
+            ttft <= ttft_slo_s_ +
+                        config_.ttft_slo_per_prompt_token_s * req.input_tokens;
+        const bool tpot_ok = tpot <= tpot_slo_s_ * (1 + 1e-9);
+        result_.within_ttft_slo += ttft_ok ? 1 : 0;
+        result_.within_tpot_slo += tpot_ok ? 1 : 0;
+        result_.within_slo += ttft_ok && tpot_ok ? 1 : 0;
       }
       completions_.push({now_ + service, best, req.output_tokens, &req});
     }
@@ -765,11 +772,25 @@ class Engine {
   size_t next_preemption_ = 0;
   std::vector<bool> started_;       // per request: dispatched once already
   const ReplayProgress& progress_;  // may be empty
+  const double ttft_slo_s_ = absl::ToDoubleSeconds(config_.spec.slo.ttft);
+  const double tpot_slo_s_ = absl::ToDoubleSeconds(config_.spec.slo.tpot);
   std::mt19937_64 cold_rng_{config_.seed ^ 0xC01DULL};
   SimResult result_;
 };
 
 }  // namespace
+
+double SloAttainment(const SimResult& r) {
+  return r.requests > 0 ? static_cast<double>(r.within_slo) /
+                              static_cast<double>(r.requests)
+                        : 1;
+}
+
+double ColdStartFraction(const SimResult& r) {
+  return r.requests > 0 ? static_cast<double>(r.cold_start_requests) /
+                              static_cast<double>(r.requests)
+                        : 0;
+}
 
 SimResult SimulateEndpoint(const EndpointTrace& requests, double duration_s,
                            const SimConfig& config,

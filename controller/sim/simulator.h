@@ -95,6 +95,10 @@ struct SimConfig {
   // policy deadline instead of stepping the tick. Results are the same as
   // stepping (tests/sim/idle_skip_test.cc); false steps every tick.
   bool skip_idle = true;
+  // A prompt-length-aware TTFT SLO: a request with P prompt tokens is within
+  // it when its TTFT <= spec.slo.ttft + P x this (seconds per prompt token;
+  // 0: the flat SLO), as serving SLOs are written for long prompts.
+  double ttft_slo_per_prompt_token_s = 0;
 };
 
 // Latency histogram: log-spaced buckets from 1 ms to ~3 h (percentiles to
@@ -124,7 +128,9 @@ struct TimelinePoint {
 struct SimResult {
   int64_t requests = 0;
   int64_t cold_start_requests = 0;
-  int64_t within_ttft_slo = 0;
+  int64_t within_ttft_slo = 0;  // TTFT within the (prompt-aware) TTFT SLO
+  int64_t within_tpot_slo = 0;  // decoded at a TPOT within the TPOT SLO
+  int64_t within_slo = 0;       // both: what SLO attainment means
   LatencyHistogram ttft;
   double cost_usd = 0;
   double gpu_seconds = 0;
@@ -140,6 +146,11 @@ struct SimResult {
 
   void Merge(const SimResult& o);
 };
+
+// The share of requests within both SLOs (1 with no requests).
+double SloAttainment(const SimResult& r);
+// The share of requests that waited for a starting replica.
+double ColdStartFraction(const SimResult& r);
 
 // The per-replica service model of one variant, from the sizing model.
 struct ServiceModel {

@@ -49,7 +49,7 @@ struct Setup {
 void BM_Replay(benchmark::State& state, const std::string& policy) {
   static Setup* s = new Setup();
   for (auto _ : state) {
-    PolicyContext ctx{&s->config, &s->models, &s->trace, false};
+    PolicyContext ctx{&s->config, &s->models, &s->trace, false, std::nullopt};
     ScalingPolicyPtr p = *MakePolicy(policy, ctx);
     SimResult r =
         SimulateEndpoint(s->trace, s->duration_s, s->config, s->models, *p);

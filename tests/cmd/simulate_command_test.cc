@@ -45,7 +45,8 @@ TEST(SimulateCommandTest, JsonHasExactlyTheDocumentedKeys) {
       Simulate({"--trace", kTrace, "--json", "--duration", "10m"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);
-  EXPECT_EQ(Keys(j), (std::set<std::string>{"trace", "policies"}));
+  EXPECT_EQ(Keys(j),
+            (std::set<std::string>{"trace", "policies", "matched_slo"}));
   EXPECT_EQ(Keys(j["trace"]),
             (std::set<std::string>{"path", "format", "requests", "endpoints",
                                    "duration_s"}));
@@ -56,11 +57,31 @@ TEST(SimulateCommandTest, JsonHasExactlyTheDocumentedKeys) {
     EXPECT_EQ(Keys(p), (std::set<std::string>{
                            "name", "cost_usd", "gpu_hours", "requests",
                            "cold_start_requests", "cold_start_fraction",
-                           "ttft_p50_s", "ttft_p99_s", "slo_attainment",
+                           "ttft_p50_s", "ttft_p99_s", "ttft_attainment",
+                           "tpot_attainment", "slo_attainment",
                            "rejected_requests", "pokes", "scale_events"}));
     EXPECT_EQ(p["requests"], j["trace"]["requests"]) << p["name"];
   }
   EXPECT_EQ(j["policies"][0]["name"], "pilotlight");
+  const nlohmann::json& m = j["matched_slo"];
+  EXPECT_EQ(Keys(m),
+            (std::set<std::string>{"target", "effective_target",
+                                   "max_cold_start_fraction", "policies"}));
+  EXPECT_EQ(m["target"], 0.99);
+  ASSERT_EQ(m["policies"].size(), 7u);
+  for (const nlohmann::json& p : m["policies"]) {
+    EXPECT_EQ(Keys(p), (std::set<std::string>{"name", "knob", "unit", "matched",
+                                              "sweep"}));
+    ASSERT_GE(p["sweep"].size(), 1u);
+    EXPECT_EQ(Keys(p["sweep"][0]),
+              (std::set<std::string>{"value", "cost_usd", "slo_attainment",
+                                     "cold_start_fraction", "ttft_p99_s"}));
+  }
+  // --match-slo 0 skips the sweep.
+  const Outcome none = Simulate(
+      {"--trace", kTrace, "--json", "--duration", "10m", "--match-slo", "0"});
+  ASSERT_EQ(none.code, kExitOk) << none.err;
+  EXPECT_FALSE(nlohmann::json::parse(none.out).contains("matched_slo"));
 }
 
 // The table names every policy and the oracle ratio; the report is one
@@ -78,6 +99,9 @@ TEST(SimulateCommandTest, TableAndHtmlReport) {
   page << in.rdbuf();
   EXPECT_THAT(page.str(), HasSubstr("<svg"));
   EXPECT_THAT(page.str(), HasSubstr("id=\"summary\""));
+  EXPECT_THAT(page.str(), HasSubstr("id=\"matched\""));
+  EXPECT_THAT(page.str(), HasSubstr("cost against SLO attainment"));
+  EXPECT_THAT(r.out, HasSubstr("AT MATCHED SLO"));
   EXPECT_THAT(page.str(), ::testing::Not(HasSubstr("<script")));
   EXPECT_THAT(page.str(), ::testing::Not(HasSubstr("http://")));
 }
@@ -96,6 +120,9 @@ TEST(SimulateCommandTest, BadInput) {
       {{"--trace", kTrace, "--gpu", "h900"}, "variants[0].gpuClass"},
       {{"--trace", kTrace, "--format", "parquet"}, "unknown trace format"},
       {{"--trace", kTrace, "--mode", "Sometimes"}, "Realtime or Batch"},
+      {{"--trace", kTrace, "--match-slo", "1.5"}, "--match-slo wants"},
+      {{"--trace", kTrace, "--ttft-per-1k-prompt", "-1s"},
+       "--ttft-per-1k-prompt must be >= 0"},
   };
   for (const Case& c : cases) {
     const Outcome r = Simulate(c.args);

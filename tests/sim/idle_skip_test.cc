@@ -135,7 +135,7 @@ class IdleSkipTest : public ::testing::Test {
       for (bool skip : {false, true}) {
         SimConfig c = config_;
         c.skip_idle = skip;
-        PolicyContext ctx{&c, &models, &e, false};
+        PolicyContext ctx{&c, &models, &e, false, std::nullopt};
         ScalingPolicyPtr p = *MakePolicy(name, ctx);
         r[skip ? 1 : 0] = SimulateEndpoint(e, duration, c, models, *p);
       }
@@ -198,7 +198,7 @@ TEST_F(IdleSkipTest, ProgressMovesThroughALongReplayAndChangesNothing) {
   SimResult r[2];
   std::vector<double> told;
   for (bool tell : {false, true}) {
-    PolicyContext ctx{&config_, &models, &e, false};
+    PolicyContext ctx{&config_, &models, &e, false, std::nullopt};
     ScalingPolicyPtr p = *MakePolicy("pilotlight", ctx);
     ReplayProgress progress;
     if (tell) {

@@ -61,7 +61,7 @@ class SimulatorTest : public ::testing::Test {
 
   SimResult RunBaseline(const std::string& name, const EndpointTrace& e,
                         double duration) {
-    PolicyContext ctx{&config_, &models_, &e, false};
+    PolicyContext ctx{&config_, &models_, &e, false, std::nullopt};
     ScalingPolicyPtr p = *MakePolicy(name, ctx);
     return SimulateEndpoint(e, duration, config_, models_, *p);
   }
@@ -88,6 +88,47 @@ TEST_F(SimulatorTest, WarmReplicaServesWithPrefillOnly) {
   // Up from the first tick (-32 s: one cold start + a tick early) to the end.
   EXPECT_NEAR(r.gpu_seconds, 200 + 32, 2.5);
   EXPECT_NEAR(r.cost_usd, r.gpu_seconds * Price() / 3600, 1e-6);
+}
+
+// SLO attainment: TTFT against the flat SLO or a prompt-length-aware one,
+// TPOT against its SLO at the batch the request is admitted at; both for
+// "within SLO".
+TEST_F(SimulatorTest, SloAttainmentTtftTpotAndBoth) {
+  const auto warm = [](const Observation&, double) { return 1; };
+  EndpointTrace e;
+  e.name = "e";
+  // A short prompt (prefill well inside 2 s) and a very long one.
+  e.requests.push_back({100, 100, 10, -1});
+  e.requests.push_back({150, 100'000, 10, -1});
+  const double long_prefill = models_[0].replica->TtftSeconds(100'000);
+  ASSERT_GT(long_prefill, 2.0) << "the long prompt must break the flat SLO";
+  SimResult r = Run(e, 200, warm);
+  EXPECT_EQ(r.within_ttft_slo, 1);
+  EXPECT_EQ(r.within_tpot_slo, 2);
+  EXPECT_EQ(r.within_slo, 1);
+  EXPECT_DOUBLE_EQ(SloAttainment(r), 0.5);
+  // An allowance per prompt token that covers the long prefill.
+  config_.ttft_slo_per_prompt_token_s = long_prefill / 100'000;
+  r = Run(e, 200, warm);
+  EXPECT_EQ(r.within_ttft_slo, 2);
+  EXPECT_EQ(r.within_slo, 2);
+  config_.ttft_slo_per_prompt_token_s = 0;
+
+  // Slots beyond what the TPOT SLO allows: requests admitted into a batch
+  // decoding slower than 80 ms a token miss it.
+  config_.spec.concurrency_per_replica = 4 * models_[0].slots;
+  models_ = *BuildServiceModels(config_, false);
+  ASSERT_GT(models_[0].tpot_s.back(),
+            absl::ToDoubleSeconds(config_.spec.slo.tpot));
+  EndpointTrace burst;
+  burst.name = "e";
+  for (int i = 0; i < models_[0].slots; ++i) {
+    burst.requests.push_back({100, 100, 500, -1});
+  }
+  r = Run(burst, 400, warm);
+  EXPECT_GT(r.within_tpot_slo, 0);
+  EXPECT_LT(r.within_tpot_slo, r.requests);
+  EXPECT_EQ(r.within_slo, std::min(r.within_ttft_slo, r.within_tpot_slo));
 }
 
 // A request that finds no ready replica waits the cold start: counted as a
@@ -303,7 +344,7 @@ TEST_F(SimulatorTest, SpotPreemptionsLoseNoRequest) {
     e.requests.push_back(r);
   }
   const double duration = 3600;
-  PolicyContext ctx{&config_, &models_, &e, false};
+  PolicyContext ctx{&config_, &models_, &e, false, std::nullopt};
   ScalingPolicyPtr p = *MakePolicy("pilotlight", ctx);
   const SimResult r = SimulateEndpoint(e, duration, config_, models_, *p);
   EXPECT_EQ(r.requests, 3000);

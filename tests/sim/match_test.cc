@@ -1,0 +1,108 @@
+// Cost at matched SLO (match.h): each policy's knob is swept over the whole
+// trace, and its matched point is the cheapest one within the target
+// attainment and the cold-start budget; the target is capped at the
+// oracle's attainment less a point.
+#include "controller/sim/match.h"
+
+#include <string>
+#include <vector>
+
+#include "controller/model/catalog.h"
+#include "controller/sim/baselines.h"
+#include "controller/sim/load_trace.h"
+#include "gtest/gtest.h"
+#include "tests/sim/one_variant_config.h"
+
+namespace pilotlight::sim {
+namespace {
+
+class MatchTest : public ::testing::Test {
+ protected:
+  MatchTest()
+      : catalog_(*model::Catalog::Default()),
+        config_(OneVariantConfig(catalog_)) {
+    ServeGenOptions window;
+    window.duration_s = 1200;
+    trace_ = *LoadTrace("controller/sim/data/azure_llm_2023_code.csv",
+                        TraceFormat::kAuto, window);
+  }
+
+  model::Catalog catalog_;
+  SimConfig config_;
+  Trace trace_;
+};
+
+TEST_F(MatchTest, SweepsEachKnobAndPicksTheCheapestWithinTarget) {
+  const std::vector<std::string> names = {"pilotlight", "keda", "keepalive-10m",
+                                          "always-on", "oracle"};
+  absl::StatusOr<MatchReport> m = MatchSlo(trace_, config_, names, 0.95, {});
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->target, 0.95);
+  EXPECT_EQ(m->effective, 0.95);  // the oracle serves everything on time
+  ASSERT_EQ(m->policies.size(), names.size());
+  for (const MatchedPolicy& p : m->policies) {
+    SCOPED_TRACE(p.name);
+    const std::optional<PolicyKnob> k = KnobOf(p.name);
+    ASSERT_EQ(p.sweep.size(), k ? k->sweep.size() : 1u);
+    // The same figures as one run at that setting.
+    RunOptions o;
+    o.policies = {p.name};
+    o.knob = p.sweep.back().value;
+    const RunReport one = *RunSimulation(trace_, config_, o);
+    EXPECT_EQ(p.sweep.back().cost_usd, one.policies[0].result.cost_usd);
+    EXPECT_EQ(p.sweep.back().slo_attainment,
+              SloAttainment(one.policies[0].result));
+    // The chosen point meets both bounds, and no cheaper point does.
+    for (size_t i = 0; i < p.sweep.size(); ++i) {
+      const SweepPoint& s = p.sweep[i];
+      const bool meets = s.slo_attainment >= m->effective &&
+                         s.cold_start_fraction <= m->max_cold_start_fraction;
+      if (p.chosen && i == *p.chosen) {
+        EXPECT_TRUE(meets);
+      } else if (meets) {
+        ASSERT_TRUE(p.chosen);
+        EXPECT_GE(s.cost_usd, p.sweep[*p.chosen].cost_usd);
+      }
+    }
+  }
+  // More capacity buys attainment: KEDA's lowest target utilisation gets
+  // at least the attainment of its default.
+  const MatchedPolicy& keda = m->policies[1];
+  EXPECT_GE(keda.sweep.back().slo_attainment,
+            keda.sweep.front().slo_attainment);
+  EXPECT_GT(keda.sweep.back().cost_usd, keda.sweep.front().cost_usd);
+  // Always-on and the oracle are within it.
+  EXPECT_TRUE(m->policies[3].chosen);
+  EXPECT_TRUE(m->policies[4].chosen);
+}
+
+// A TTFT SLO the oracle cannot meet for every request (here: shorter than
+// most prefills) caps the target at its attainment less a point.
+TEST_F(MatchTest, TargetCappedAtTheOraclesAttainment) {
+  config_.spec.slo.ttft = absl::Milliseconds(150);
+  absl::StatusOr<MatchReport> m =
+      MatchSlo(trace_, config_, {"oracle", "always-on"}, 0.99, {});
+  ASSERT_TRUE(m.ok()) << m.status();
+  const double oracle = m->policies[0].sweep[0].slo_attainment;
+  ASSERT_LT(oracle, 0.99);
+  EXPECT_DOUBLE_EQ(m->effective, oracle - 0.01);
+  EXPECT_TRUE(m->policies[0].chosen);
+}
+
+TEST(KnobTest, KnobsAndBadValues) {
+  EXPECT_TRUE(KnobOf("pilotlight"));
+  EXPECT_TRUE(KnobOf("keepalive-10m"));
+  EXPECT_FALSE(KnobOf("oracle"));
+  const model::Catalog catalog = *model::Catalog::Default();
+  SimConfig c = OneVariantConfig(catalog);
+  const std::vector<ServiceModel> models = *BuildServiceModels(c, false);
+  EndpointTrace e;
+  PolicyContext ctx{&c, &models, &e, false, 0.0};
+  EXPECT_FALSE(MakePolicy("keda", ctx).ok());  // utilisation 0
+  ctx.knob = 0.5;
+  EXPECT_TRUE(MakePolicy("keda", ctx).ok());
+  EXPECT_FALSE(MakePolicy("oracle", ctx).ok());  // nothing to set
+}
+
+}  // namespace
+}  // namespace pilotlight::sim
