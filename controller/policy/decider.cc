@@ -18,8 +18,9 @@ std::string Secs(absl::Duration d) {
   return absl::StrFormat("%.0f s", absl::ToDoubleSeconds(d));
 }
 
-// The scale-down stabilisation window's reach (its maximum span).
-constexpr absl::Duration kLoadTargetWindow = absl::Minutes(10);
+// The scale-down stabilisation window's reach (its maximum span): the
+// longest learned hold.
+constexpr absl::Duration kLoadTargetWindow = absl::Minutes(30);
 
 // Decays a counter with the given half-life over `dt`.
 double Decay(double value, absl::Duration dt, absl::Duration half_life) {
@@ -42,6 +43,7 @@ size_t Decider::StateBytes() const {
   // Heap parts: the window buckets and the per-variant and per-tier vectors.
   bytes += demand_.HeapBytes() + load_targets_.HeapBytes() + rises_.HeapBytes();
   bytes += variants_.capacity() * sizeof(Variant);
+  bytes += dropped_at_.capacity() * sizeof(absl::Time);
   bytes += tiers_.capacity() * sizeof(Tier);
   for (const Tier& t : tiers_) {
     bytes += t.gpu_class.capacity();
@@ -842,13 +844,15 @@ void Decider::StabiliseAndBound(Step& st) {
   const Tier& tier = tiers_[static_cast<size_t>(tier_)];
   int target = st.load + st.warm;
   load_targets_.Record(st.now, target);
-  last_raw_target_ = target;
-  const absl::Duration stab =
-      std::max(config_.scale_down_stabilization, st.tier_lead);
+  TrackReneeds(last_raw_target_, target, st.now);
+  const absl::Duration stab = std::max(
+      {config_.scale_down_stabilization, st.tier_lead, LearnedHold(spec)});
+  st.hold = stab;
   const int stabilised = std::max(
       target,
       static_cast<int>(load_targets_.Max(st.now, stab).value_or(target)));
   st.held = stabilised > target;
+  last_raw_target_ = target;
   // The total this tier was asked for: the last target (spot fallback and
   // make-before-break extras are not part of it), or what runs now on the
   // first call and after a tier change.
@@ -908,6 +912,45 @@ void Decider::StabiliseAndBound(Step& st) {
   last_target_tier_ = tier_;
   st.target = target;
   st.reason = reason;
+}
+
+// Rule 6's learned hold. A level k >= 2 the load target falls below is
+// pending from then; when the target reaches it again the gap is recorded.
+// A level pending past the histogram's range is recorded as out of range
+// (a level that never comes back must not leave only the short gaps).
+void Decider::TrackReneeds(int before, int now_target, absl::Time now) {
+  const int top = std::min(std::max(before, now_target), kTrackedLevels + 1);
+  if (std::ssize(dropped_at_) < top - 1) {
+    dropped_at_.resize(static_cast<size_t>(std::max(0, top - 1)),
+                       absl::InfiniteFuture());
+  }
+  const absl::Duration range = IdleHistogram::kBin * IdleHistogram::kBins;
+  for (int k = 2; k <= std::ssize(dropped_at_) + 1; ++k) {
+    absl::Time& at = dropped_at_[static_cast<size_t>(k - 2)];
+    if (k <= now_target) {
+      if (at != absl::InfiniteFuture()) {
+        reneed_gaps_.Record(now - at);
+        at = absl::InfiniteFuture();
+      }
+    } else if (k <= before && at == absl::InfiniteFuture()) {
+      at = now;
+    } else if (at != absl::InfiniteFuture() && now - at > range) {
+      reneed_gaps_.Record(now - at);
+      at = absl::InfiniteFuture();
+    }
+  }
+}
+
+// Keep replicas above the first until at most the SLO's cold-start fraction
+// of the re-needs would come after the hold (once 5 are recorded), up to
+// the stabilisation window's reach.
+absl::Duration Decider::LearnedHold(const EndpointSpec& spec) const {
+  if (reneed_gaps_.samples() < IdleHistogram::kMinSamples) {
+    return absl::ZeroDuration();
+  }
+  return std::min(
+      reneed_gaps_.KeepAliveCovering(spec.slo.max_cold_start_fraction),
+      kLoadTargetWindow);
 }
 
 // Rule 8 and the make-before-break of rule 7: the target split over the
@@ -1039,6 +1082,14 @@ void Decider::Explain(const Step& st, Decision& d) const {
       d.capacity_per_replica, st.load, d.warm_pool, tier.gpu_class);
   d.message = absl::StrCat(ScaleReasonName(st.reason), ": ",
                            idle_ ? st.idle_note : sizing);
+  if (st.held) {
+    d.message = absl::StrCat(
+        d.message, "; scale-down held ", Secs(st.hold),
+        st.hold > config_.scale_down_stabilization && st.hold > st.tier_lead
+            ? " (learned: replicas above the first are "
+              "needed again within it)"
+            : "");
+  }
   if (!st.tier_note.empty()) {
     d.message = absl::StrCat(d.message, "; tier switch ", st.tier_note);
   }

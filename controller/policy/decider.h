@@ -29,8 +29,12 @@
 //      The keep-alive exceeds T* only when the observed cold-start fraction
 //      is over the SLO budget.
 //   6. No flapping: the load target is the maximum of the last
-//      max(stabilisation, L); it falls by at most max_scale_down_rate per
-//      call; never down while panicking. Bounds [min, max] always hold.
+//      max(stabilisation, L, learned hold); it falls by at most
+//      max_scale_down_rate per call; never down while panicking. The
+//      learned hold: replicas above the first are kept until at most the
+//      SLO's cold-start fraction of the endpoint's own re-needs (a level
+//      needed again after the target fell below it) would come later
+//      (up to 30 min). Bounds [min, max] always hold.
 //   7. Tier: the cheapest tier meeting the SLO at the forecast; switch after
 //      it has saved >= 20 % for 10 min (at once if the current one cannot
 //      meet the SLO), make-before-break.
@@ -154,7 +158,8 @@ class Decider {
     std::optional<absl::Time> keep_alive_until;
     std::optional<absl::Time> prewarm_at;
     // StabiliseAndBound
-    bool held = false;  // the stabilisation window holds load + warm higher
+    bool held = false;    // the stabilisation window holds load + warm higher
+    absl::Duration hold;  // the stabilisation window's span this call
     int target = 0;
     ScaleReason reason = ScaleReason::kSteady;
     // SplitOverVariants
@@ -231,6 +236,15 @@ class Decider {
   int switching_from_ = -1;
   int candidate_tier_ = -1;
   absl::Time candidate_since_;
+
+  // Learned hold for replicas above the first (rule 6): per level k >= 2
+  // (index k - 2, up to kTrackedLevels), when the load target last fell
+  // below it; the gaps until it was needed again.
+  static constexpr int kTrackedLevels = 64;
+  std::vector<absl::Time> dropped_at_;  // InfiniteFuture: not pending
+  IdleHistogram reneed_gaps_;
+  void TrackReneeds(int before, int now_target, absl::Time now);
+  absl::Duration LearnedHold(const EndpointSpec& spec) const;
 
   // Idle skipping (QuietUntil, SkipQuiet).
   absl::Time quiet_until_ = absl::InfinitePast();

@@ -585,3 +585,55 @@ TEST(DeciderTest, StateIsSmall) {
 
 }  // namespace
 }  // namespace pilotlight::policy
+
+namespace pilotlight::policy {
+namespace {
+
+// Rule 6's learned hold: bursts that need 3 replicas every 5 minutes (a
+// steady 1 between them). The first few bursts the extra replicas leave
+// after max(60 s, the cold start) and are started again for the next one;
+// once 5 re-needs are recorded the hold covers the 5-minute gap and the
+// later bursts find them running. Bursts 40 minutes apart -- beyond the
+// hold's 30-minute reach -- keep the short hold: the extras are not worth
+// keeping.
+TEST(DeciderTest, LearnedHoldKeepsReplicasNeededAgainSoon) {
+  for (const absl::Duration every : {absl::Minutes(5), absl::Minutes(40)}) {
+    SCOPED_TRACE(absl::FormatDuration(every));
+    World w = OneA100();
+    absl::Time t = Steady(w, T0(), absl::Minutes(2), 5);
+    const int cap = w.last().capacity_per_replica;
+    ASSERT_GT(cap, 0);
+    std::vector<int> lowest_between;  // per gap, the fewest replicas asked
+    for (int burst = 0; burst < 12; ++burst) {
+      t = Steady(w, t, absl::Seconds(40), 2.5 * cap);
+      int lowest = w.TotalDesired();
+      const absl::Time gap_start = t;
+      for (const absl::Time end = t + every - absl::Seconds(40); t < end;
+           t += kTick) {
+        const Decision& d = w.Step(t, {World::Sample(t, 5, 1)});
+        lowest = std::min(lowest, w.TotalDesired());
+        if (every == absl::Minutes(5) && burst >= 8 &&
+            t - gap_start > absl::Minutes(2) + absl::Seconds(30)) {
+          // Learned: held through the gap, and the message says why.
+          EXPECT_EQ(d.reason, ScaleReason::kScaleDownHeld) << d.message;
+          EXPECT_THAT(d.message, HasSubstr("(learned"));
+        }
+      }
+      lowest_between.push_back(lowest);
+    }
+    // Early gaps: the extras leave.
+    EXPECT_LE(lowest_between[0], 2);
+    if (every == absl::Minutes(5)) {
+      for (size_t b = 8; b < lowest_between.size(); ++b) {
+        EXPECT_GE(lowest_between[b], 3) << "gap after burst " << b;
+      }
+    } else {
+      for (int lowest : lowest_between) {
+        EXPECT_LE(lowest, 2);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace pilotlight::policy
