@@ -280,7 +280,8 @@ class KedaPolicy final : public ScalingPolicy {
 // request, per execution environment): replica k stays until `keep` after the
 // demand last needed k replicas. With a histogram, the last replica follows the
 // hybrid-histogram windows instead (pre-warm and keep-alive, no break-even
-// bound).
+// bound) and the ones above it leave once not needed (Shahrad et al. 2020
+// window the application's keep-alive; its other instances have none).
 class KeepAlivePolicy final : public ScalingPolicy {
  public:
   KeepAlivePolicy(size_t variants, int slots, absl::Duration keep,
@@ -332,8 +333,8 @@ class KeepAlivePolicy final : public ScalingPolicy {
                                 idle < w.warm_until;
         first = in_keep || in_prewarm ? 1 : 0;
       }
-      // Replicas above the first follow the 10-minute layers; the last one
-      // follows the histogram.
+      // Replicas above the first follow the layers (none kept with a zero
+      // keep, as the published policy); the last one follows the histogram.
       desired = std::max(first, desired > 1 ? desired : first);
     }
     const int out = std::max(desired, need);
@@ -638,8 +639,11 @@ absl::StatusOr<ScalingPolicyPtr> MakePolicy(const std::string& name,
         n, m.slots, absl::Minutes(value), false, m.cold_start));
   }
   if (name == "hybrid-histogram") {
-    return ScalingPolicyPtr(
-        new KeepAlivePolicy(n, m.slots, absl::Minutes(1), true, m.cold_start));
+    // The published policy windows the application's keep-alive only:
+    // instances above the first leave when no longer needed (no layer
+    // keep-alive of their own).
+    return ScalingPolicyPtr(new KeepAlivePolicy(
+        n, m.slots, absl::ZeroDuration(), true, m.cold_start));
   }
   if (name == "always-on" || name == "oracle") {
     const Layers layers = IdealLayers(*ctx.trace, m, ctx.service_times);

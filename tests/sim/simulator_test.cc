@@ -255,6 +255,34 @@ TEST_F(SimulatorTest, HybridHistogramTimelineByHand) {
   EXPECT_NEAR(r.gpu_seconds, 134 + 4 * 3600 - 102, 4);
 }
 
+// The published hybrid-histogram policy keeps the application warm by its
+// windows, not its extra instances: after a burst that needed 3 replicas,
+// the ones above the first leave at the first tick that does not need
+// them, while the first stays for the histogram's window.
+TEST_F(SimulatorTest, HybridHistogramKeepsNoExtraInstances) {
+  EndpointTrace burst;
+  burst.name = "e";
+  const int slots = models_[0].slots;
+  for (int i = 0; i < 3 * slots; ++i) {
+    burst.requests.push_back({100, 100, 50, -1});
+  }
+  config_.timeline_points = 3600 / 2;
+  const SimResult r = RunBaseline("hybrid-histogram", burst, 3600);
+  EXPECT_GE(r.peak_replicas, 3);
+  // Within a few ticks of the last request's end only one replica is left
+  // (the 1-minute keep-alive the extras used to get is gone).
+  double done_at = -1;
+  for (const TimelinePoint& p : r.timeline) {
+    if (p.t_s > 100 && p.demand == 0 && done_at < 0) {
+      done_at = p.t_s;
+    }
+    if (done_at >= 0 && p.t_s >= done_at + 6) {
+      EXPECT_EQ(p.replicas, 1) << "at " << p.t_s << " s";
+    }
+  }
+  ASSERT_GE(done_at, 0);
+}
+
 // Always-on: the trace's peak (one replica) from the first tick to the end,
 // so not even the first request is cold.
 TEST_F(SimulatorTest, AlwaysOnTimelineByHand) {
