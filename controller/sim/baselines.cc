@@ -202,8 +202,9 @@ class KnativePolicy final : public ScalingPolicy {
 // --- keda: KEDA activation (0 <-> 1) + HPA (1 <-> N)
 // -------------------------- kedacore/keda: pollingInterval 30 s,
 // cooldownPeriod 300 s (only for the step to zero), activationThreshold 0; HPA
-// (autoscaling/v2 defaults): sync every 15 s, desired = ceil(ready x metric /
-// target) unless within the 10 % tolerance, scale-up at most max(4 pods, 100 %)
+// (autoscaling/v2 defaults): sync every 15 s, desired = ceil(metric / target)
+// unless metric / (target x status replicas) is within the 10 % tolerance,
+// scale-up at most max(4 pods, 100 %)
 // per 15 s, scale-down stabilisation window 300 s (the highest recommendation
 // of the last 5 min).
 class KedaPolicy final : public ScalingPolicy {
@@ -231,11 +232,16 @@ class KedaPolicy final : public ScalingPolicy {
     if (current > 0 &&
         (!last_sync_ || o.now - *last_sync_ >= absl::Seconds(15))) {
       last_sync_ = o.now;
-      const int ready = std::max(1, Ready(o));
-      const double ratio = metric / ready / target_;
+      // The HPA's external per-pod metric (KEDA's AverageValue target):
+      // the usage ratio against the Deployment's status replicas -- every
+      // pod, ready or starting (ReplicaCalculator.
+      // GetExternalPerPodMetricReplicas) -- and, outside the tolerance,
+      // ceil(metric / target).
+      const int status = std::max(1, o.variants[0].desired);
+      const double ratio = metric / (target_ * status);
       int rec = current;
-      if (std::abs(ratio - 1.0) > 0.1) {
-        rec = std::max(1, static_cast<int>(std::ceil(ready * ratio)));
+      if (std::abs(1.0 - ratio) > 0.1) {
+        rec = std::max(1, static_cast<int>(std::ceil(metric / target_)));
       }
       recommendations_.push_back({o.now, rec});
       while (!recommendations_.empty() &&

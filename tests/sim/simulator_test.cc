@@ -283,6 +283,33 @@ TEST_F(SimulatorTest, HybridHistogramKeepsNoExtraInstances) {
   ASSERT_GE(done_at, 0);
 }
 
+// KEDA's HPA checks its tolerance against the status replicas (every pod,
+// starting ones too), as Kubernetes' ReplicaCalculator does for an
+// external per-pod metric: 3 pods of which 1 is ready, target 3 per pod,
+// metric 9.5 -> ratio 9.5 / 9 within 10 %: stay at 3 (against the ready
+// pod alone it would be 3.2x: 4).
+TEST_F(SimulatorTest, KedaToleranceCountsStatusReplicas) {
+  config_.spec.concurrency_per_replica = 10;
+  models_ = *BuildServiceModels(config_, false);
+  ASSERT_EQ(models_[0].slots, 10);
+  EndpointTrace e;
+  PolicyContext ctx{&config_, &models_, &e, false, 0.3};  // target 3
+  ScalingPolicyPtr keda = *MakePolicy("keda", ctx);
+  Observation o;
+  o.now = config_.epoch;
+  o.in_flight = 3;
+  o.queued = 6.5;
+  o.variants.resize(1);
+  o.variants[0].desired = 3;
+  o.variants[0].ready = 1;
+  o.variants[0].starting = {o.now, o.now};
+  EXPECT_EQ(keda->Tick(o)[0], 3);
+  // Outside the tolerance it goes to ceil(metric / target).
+  o.now += absl::Seconds(15);
+  o.queued = 9;
+  EXPECT_EQ(keda->Tick(o)[0], 4);
+}
+
 // Always-on: the trace's peak (one replica) from the first tick to the end,
 // so not even the first request is cold.
 TEST_F(SimulatorTest, AlwaysOnTimelineByHand) {
