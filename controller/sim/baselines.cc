@@ -149,9 +149,24 @@ class KnativePolicy final : public ScalingPolicy {
     pa.active = active_;
     pa.active_for = o.now - active_since_;
     pa.scale_target_initialized = true;
+    // The ServerlessService's mode (the KPA reconciler): Proxy -- the
+    // activator in the path -- while the revision is wanted at zero, its
+    // excess burst capacity is negative (ready x container concurrency <
+    // target burst capacity 211 + panic concurrency: most small
+    // revisions, most of the time), or the decider knows nothing and the
+    // PA is inactive; Serve otherwise. The scale to zero waits the grace
+    // period counted from when the activator entered the path.
+    const bool proxy = desired == 0 ||
+                       (r.valid && r.excess_burst_capacity < 0) ||
+                       (desired == -1 && active_ == PaActive::kFalse);
+    if (!proxy) {
+      proxy_since_.reset();
+    } else if (!proxy_since_) {
+      proxy_since_ = o.now;
+    }
     std::optional<absl::Duration> proxy_for;
-    if (active_ == PaActive::kFalse) {
-      proxy_for = o.now - active_since_;  // activator in path since then
+    if (proxy_since_) {
+      proxy_for = o.now - *proxy_since_;
     }
     const KpaScaleResult s =
         KpaScale(scaler_, pa, current, desired, proxy_for, true);
@@ -196,6 +211,7 @@ class KnativePolicy final : public ScalingPolicy {
   std::optional<KpaDecider> kpa_;
   PaActive active_ = PaActive::kUnknown;
   absl::Time active_since_;
+  std::optional<absl::Time> proxy_since_;  // the SKS in Proxy mode since
   bool settled_ = false;
 };
 

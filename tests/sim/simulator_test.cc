@@ -221,9 +221,13 @@ TEST_F(SimulatorTest, BillingGranularity) {
 TEST_F(SimulatorTest, KnativeTimelineByHand) {
   const SimResult r = RunBaseline("knative", OneRequest(101), 400);
   EXPECT_EQ(r.cold_start_requests, 1);
-  // Last traffic in the bucket of 132 s; stable average 0 from 192 s; grace
-  // to 222 s.
-  EXPECT_NEAR(r.gpu_seconds, 222 - 102, 4);
+  // Last traffic in the bucket of 132 s; stable average 0 from 192 s: the
+  // PA is marked inactive, and as the activator has been in the path since
+  // the start (excess burst capacity 1 x slots - 211 < 0) for more than the
+  // 30 s grace, the revision goes to zero at the next tick (194 s) -- not
+  // a grace after going inactive (222 s), as this port did until
+  // 2026-12-03.
+  EXPECT_NEAR(r.gpu_seconds, 194 - 102, 4);
 }
 
 // KEDA: polls every 30 s from the first tick (-32 s): activates at 118 s,
