@@ -80,6 +80,9 @@ int RunController(const std::vector<std::string>& args, std::ostream& out,
        "policy: shortest keep-alive before zero (30s)"},
       {"stale-after", false, "DURATION",
        "policy: demand older than this holds replicas (30s)"},
+      {"billing-granularity", false, "DURATION",
+       "policy: how the GPUs are billed (1s); from 5m up, a replica is "
+       "released only in the last minute of a paid period"},
       {"help", true, "", "show this help"},
   };
   ParsedFlags flags;
@@ -124,7 +127,9 @@ int RunController(const std::vector<std::string>& args, std::ostream& out,
             o.decider.scale_down_stabilization),
         Set(flags.Duration("scale-to-zero-grace"),
             o.decider.scale_to_zero_grace),
-        Set(flags.Duration("stale-after"), o.decider.stale_after)}) {
+        Set(flags.Duration("stale-after"), o.decider.stale_after),
+        Set(flags.Duration("billing-granularity"),
+            o.decider.billing_granularity)}) {
     if (!st.ok()) {
       err << "pilotlight controller: " << st.message() << "\n";
       return kExitUsage;

@@ -44,6 +44,7 @@ size_t Decider::StateBytes() const {
   bytes += demand_.HeapBytes() + load_targets_.HeapBytes() + rises_.HeapBytes();
   bytes += variants_.capacity() * sizeof(Variant);
   bytes += dropped_at_.capacity() * sizeof(absl::Time);
+  bytes += level_started_.capacity() * sizeof(absl::Time);
   bytes += tiers_.capacity() * sizeof(Tier);
   for (const Tier& t : tiers_) {
     bytes += t.gpu_class.capacity();
@@ -884,6 +885,10 @@ void Decider::StabiliseAndBound(Step& st) {
   if (st.ready_total == 0 && target > 0 && !idle_) {
     reason = ScaleReason::kScaleFromZero;
   }
+  if (const int paid = PaidFloor(st, target); paid > target) {
+    target = paid;
+    reason = ScaleReason::kScaleDownHeld;
+  }
   if (demand_partial_ && target < current) {
     target = current;
     reason = ScaleReason::kPartialDemand;
@@ -912,6 +917,55 @@ void Decider::StabiliseAndBound(Step& st) {
   last_target_tier_ = tier_;
   st.target = target;
   st.reason = reason;
+  RecordLevels(target, st.now);
+}
+
+// Billing: replicas above `target` still inside a paid period stay until
+// its last `billing_release_margin` (a release lands before the next period
+// starts). A scale-down removes the newest replicas (a ReplicaSet's
+// choice), so releasing level k releases every level above it too: at the
+// lowest level above `target` whose period is ending, everything from it up
+// goes (the ones above have paid for time not yet used, but that is spent
+// whatever happens; keeping them would carry level k into a new period).
+// Off at per-second-like billing.
+int Decider::PaidFloor(Step& st, int target) const {
+  const absl::Duration g = config_.billing_granularity;
+  const int top = static_cast<int>(level_started_.size());
+  if (g < DeciderConfig::kBillingHoldMin || top <= target) {
+    return target;
+  }
+  std::optional<absl::Time> soonest;
+  for (int k = std::max(1, target + 1); k <= top; ++k) {
+    const absl::Time started = level_started_[static_cast<size_t>(k - 1)];
+    absl::Duration rem;
+    const int64_t periods = absl::IDivDuration(st.now - started, g, &rem) + 1;
+    const absl::Time paid_end = started + g * periods;
+    if (st.now >= paid_end - config_.billing_release_margin) {
+      // k's period is ending: from k up they go; those below k stay.
+      if (k - 1 > target) {
+        st.paid_until = soonest;
+        st.held = true;
+      }
+      return std::max(target, k - 1);
+    }
+    soonest = soonest ? std::min(*soonest, paid_end) : paid_end;
+  }
+  st.paid_until = soonest;
+  st.held = true;
+  return top;
+}
+
+void Decider::RecordLevels(int target, absl::Time now) {
+  if (config_.billing_granularity < DeciderConfig::kBillingHoldMin) {
+    return;
+  }
+  const auto n = static_cast<size_t>(std::max(0, target));
+  if (level_started_.size() > n) {
+    level_started_.resize(n);
+  }
+  while (level_started_.size() < n) {
+    level_started_.push_back(now);
+  }
 }
 
 // Rule 6's learned hold. A level k >= 2 the load target falls below is
@@ -1082,7 +1136,11 @@ void Decider::Explain(const Step& st, Decision& d) const {
       d.capacity_per_replica, st.load, d.warm_pool, tier.gpu_class);
   d.message = absl::StrCat(ScaleReasonName(st.reason), ": ",
                            idle_ ? st.idle_note : sizing);
-  if (st.held) {
+  if (st.paid_until) {
+    d.message = absl::StrCat(d.message, "; billing: kept until its paid ",
+                             Secs(config_.billing_granularity),
+                             " period ends in ", Secs(*st.paid_until - st.now));
+  } else if (st.held) {
     d.message = absl::StrCat(
         d.message, "; scale-down held ", Secs(st.hold),
         st.hold > config_.scale_down_stabilization && st.hold > st.tier_lead

@@ -34,7 +34,9 @@
 //      learned hold: replicas above the first are kept until at most the
 //      SLO's cold-start fraction of the endpoint's own re-needs (a level
 //      needed again after the target fell below it) would come later
-//      (up to 30 min). Bounds [min, max] always hold.
+//      (up to 30 min). With coarse billing (DeciderConfig::
+//      billing_granularity) no replica is released inside a period it has
+//      paid for. Bounds [min, max] always hold.
 //   7. Tier: the cheapest tier meeting the SLO at the forecast; switch after
 //      it has saved >= 20 % for 10 min (at once if the current one cannot
 //      meet the SLO), make-before-break.
@@ -160,6 +162,7 @@ class Decider {
     // StabiliseAndBound
     bool held = false;    // the stabilisation window holds load + warm higher
     absl::Duration hold;  // the stabilisation window's span this call
+    std::optional<absl::Time> paid_until;  // a billing hold's end, if any
     int target = 0;
     ScaleReason reason = ScaleReason::kSteady;
     // SplitOverVariants
@@ -245,6 +248,13 @@ class Decider {
   IdleHistogram reneed_gaps_;
   void TrackReneeds(int before, int now_target, absl::Time now);
   absl::Duration LearnedHold(const EndpointSpec& spec) const;
+
+  // Billing: when each replica level (index k - 1) was started; a level is
+  // released only near the end of a paid period (DeciderConfig).
+  std::vector<absl::Time> level_started_;
+  // The target kept up for the periods already paid; sets st.held.
+  int PaidFloor(Step& st, int target) const;
+  void RecordLevels(int target, absl::Time now);
 
   // Idle skipping (QuietUntil, SkipQuiet).
   absl::Time quiet_until_ = absl::InfinitePast();

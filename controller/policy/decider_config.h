@@ -63,6 +63,14 @@ struct DeciderConfig {
   double correction_min = 0.5;
   double correction_max = 2.0;
 
+  // Billing granularity of the GPUs (hourly-billed instances): above
+  // kBillingHoldMin, a replica is never released inside a period it has
+  // paid for -- only in the last `billing_release_margin` of one (replicas
+  // counted as levels, the newest first, as a ReplicaSet removes them).
+  absl::Duration billing_granularity = absl::Seconds(1);
+  absl::Duration billing_release_margin = absl::Seconds(60);
+  static constexpr absl::Duration kBillingHoldMin = absl::Minutes(5);
+
   // Cold-start accounting half-life, for the observed cold-start fraction.
   absl::Duration cold_start_budget_half_life = absl::Hours(6);
 

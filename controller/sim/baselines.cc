@@ -648,6 +648,7 @@ absl::StatusOr<ScalingPolicyPtr> MakePolicy(const std::string& name,
   if (name == "pilotlight") {
     policy::DeciderConfig d;
     d.target_utilization = value;
+    d.billing_granularity = c.billing_granularity;
     return ScalingPolicyPtr(new PilotlightPolicy(c, ctx.service_times, d));
   }
   if (name == "knative") {

@@ -55,7 +55,7 @@ class ScalingPolicy {
                          int64_t /*n*/) {}
 
   // Which idle replica a scale-down removes. false (the default): the
-  // oldest, as the engine always has. true: the one with the least paid
+  // newest, as a ReplicaSet does. true: the one with the least paid
   // time left in its billing period (with billing coarser than the tick;
   // a plan that stops replicas at their periods' ends needs it).
   virtual bool RemoveByPaidTime() const { return false; }

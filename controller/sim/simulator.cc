@@ -620,7 +620,8 @@ class Engine {
       return;
     }
     // Remove starting replicas first (newest first), then idle ready ones
-    // (oldest first), then drain the least busy -- or, when the policy asks,
+    // (newest first, as a ReplicaSet picks among ready pods), then drain
+    // the least busy -- or, when the policy asks,
     // stop or drain the one with the least paid time left, whatever its
     // state.
     const double g = absl::ToDoubleSeconds(config_.billing_granularity);
@@ -644,7 +645,10 @@ class Engine {
       if (sa) {
         return ra.requested_s > rb.requested_s;
       }
-      return ra.busy < rb.busy;
+      if (ra.busy != rb.busy) {
+        return ra.busy < rb.busy;
+      }
+      return ra.requested_s > rb.requested_s;  // a ReplicaSet: newest first
     });
     for (int id : live) {
       if (have <= want) {
