@@ -263,10 +263,10 @@ void PrintMatch(const sim::MatchReport& m, std::ostream& out) {
             return a.slo_attainment < b.slo_attainment;
           });
       out << absl::StrFormat(
-          "%-17s not reached: at best %.2f%% within SLO, %.2f%% cold, $%s "
-          "(%s)\n",
+          "%-17s not reached: at best %.2f%% within SLO, %.2f%% cold, $%s%s\n",
           p.name, 100 * best->slo_attainment, 100 * best->cold_start_fraction,
-          Money(best->cost_usd), Setting(p, *best));
+          Money(best->cost_usd),
+          best->value ? absl::StrCat(" (", Setting(p, *best), ")") : "");
       continue;
     }
     const sim::SweepPoint& c = p.sweep[*p.chosen];
