@@ -117,8 +117,9 @@ std::string MatchChart(const sim::MatchReport& m) {
       "text-anchor=\"end\">100%% within SLO</text>",
       x(m.effective), x(m.effective), kH, kH + 14, 100 * lo, kW, kH + 14);
   return Chart("cost against SLO attainment",
-               absl::StrCat("(each policy's knob swept; ringed: its cheapest "
-                            "setting within the target, dashed; ",
+               absl::StrCat("(one line per policy through its knob's settings; "
+                            "ringed: the cheapest that reaches the target; "
+                            "dashed: the target. ",
                             legend, ")"),
                max_cost, "USD", lines);
 }
