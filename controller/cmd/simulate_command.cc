@@ -215,6 +215,13 @@ absl::Status BuildConfig(const ParsedFlags& f, const model::Catalog& catalog,
 
 std::string Money(double usd) { return absl::StrFormat("%.2f", usd); }
 
+// A share of the requests, 1 with none (as sim::SloAttainment).
+double Share(int64_t within, int64_t requests) {
+  return requests > 0
+             ? static_cast<double>(within) / static_cast<double>(requests)
+             : 1;
+}
+
 // "2.0s" or "2.0s + 0.30s/1k prompt tokens".
 std::string TtftSlo(const sim::SimConfig& c) {
   std::string t =
@@ -352,8 +359,8 @@ void PrintTable(const sim::Trace& t, const sim::SimConfig& c,
         p.name, Money(s.cost_usd), s.gpu_seconds / 3600, s.cold_start_requests,
         100.0 * static_cast<double>(s.cold_start_requests) / n,
         s.ttft.Quantile(0.5), s.ttft.Quantile(0.99),
-        100.0 * static_cast<double>(s.within_ttft_slo) / n,
-        100.0 * static_cast<double>(s.within_tpot_slo) / n,
+        100.0 * Share(s.within_ttft_slo, s.requests),
+        100.0 * Share(s.within_tpot_slo, s.requests),
         100.0 * sim::SloAttainment(s), s.scale_events);
     if (oracle != nullptr && oracle->result.cost_usd > 0 && &p != oracle) {
       out << absl::StrFormat("  %.2fx oracle",
@@ -390,8 +397,8 @@ nlohmann::json Json(const sim::Trace& t, const sim::RunReport& r) {
           static_cast<double>(s.cold_start_requests) / n},
          {"ttft_p50_s", s.ttft.Quantile(0.5)},
          {"ttft_p99_s", s.ttft.Quantile(0.99)},
-         {"ttft_attainment", static_cast<double>(s.within_ttft_slo) / n},
-         {"tpot_attainment", static_cast<double>(s.within_tpot_slo) / n},
+         {"ttft_attainment", Share(s.within_ttft_slo, s.requests)},
+         {"tpot_attainment", Share(s.within_tpot_slo, s.requests)},
          {"slo_attainment", sim::SloAttainment(s)},
          {"rejected_requests", s.rejected_requests},
          {"pokes", s.pokes},
