@@ -21,6 +21,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "controller/sim/load_trace.h"
 #include "gmock/gmock.h"
@@ -502,6 +504,23 @@ double Slope(const std::vector<double>& x, const std::vector<double>& y) {
   return d > 0 ? (n * sxy - sx * sy) / d : 0;
 }
 
+// The log lines of level warn or error (the last 40), each prefixed with
+// `who`: what a failed soak shows, as the cluster's log folder goes with
+// the fixture.
+std::string Problems(const std::string& log, const std::string& who) {
+  std::vector<std::string> lines;
+  for (absl::string_view line : absl::StrSplit(log, '\n')) {
+    if (absl::StrContains(line, "\"level\":\"warn") ||
+        absl::StrContains(line, "\"level\":\"error")) {
+      lines.push_back(absl::StrCat(who, ": ", line));
+    }
+  }
+  if (lines.size() > 40) {
+    lines.erase(lines.begin(), lines.end() - 40);
+  }
+  return absl::StrCat(absl::StrJoin(lines, "\n"), lines.empty() ? "" : "\n");
+}
+
 // The soak: the bundled Azure trace's arrivals (time-compressed 2x, outputs
 // capped at 16 tokens) replayed through the activator into the local
 // cluster for PILOTLIGHT_SOAK_MINUTES (default 2), the controller deciding
@@ -586,7 +605,10 @@ TEST_F(ActivatorClusterTest, SoakMemoryAndFdsStayFlat) {
           const std::lock_guard<std::mutex> lock(mu);
           ++failed;
           if (first_failure.empty()) {
-            first_failure = absl::StrCat(o.status, " ", o.detail);
+            first_failure = absl::StrCat(
+                o.status, " ", o.detail, " at ",
+                absl::FormatDuration(absl::Now() - start), " into the soak",
+                " (due at ", absl::FormatDuration(job.first - start), ")");
           }
         }
       }
@@ -654,7 +676,10 @@ TEST_F(ActivatorClusterTest, SoakMemoryAndFdsStayFlat) {
       pct(Slope(t, ra), w.rss_activator), w.fds_activator, end.fds_activator,
       Slope(t, fa));
 
-  EXPECT_EQ(failed.load(), 0) << first_failure;
+  EXPECT_EQ(failed.load(), 0)
+      << first_failure << "\nwarnings and errors the processes logged:\n"
+      << Problems(activator->Log(), "activator")
+      << Problems(controller->Log(), "controller");
   EXPECT_EQ(ok.load(), static_cast<int64_t>(total));
   // Loose bounds a short run can hold honestly (a few minutes cannot
   // resolve 1 %/h; the long run's slope is the figure for that): no
