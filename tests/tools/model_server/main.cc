@@ -91,11 +91,16 @@ int main(int argc, char** argv) {
   }
   std::cout << "listening on " << o.address << ":" << *port << " ("
             << (*server)->slots() << " slots)" << std::endl;
-  std::thread([&stop_signals, s = server->get()] {
+  std::thread stopper([&stop_signals, s = server->get()] {
     int sig = 0;
     sigwait(&stop_signals, &sig);
     s->Stop();
-  }).detach();
+  });
   (*server)->Serve();  // returns once Stop() has let the requests finish
+  // Joined before the server goes (ThreadSanitizer found the detached
+  // stopper still reading it in Stop() as main destroyed it); woken first
+  // if Serve returned on its own.
+  pthread_kill(stopper.native_handle(), SIGTERM);
+  stopper.join();
   return 0;
 }
