@@ -30,7 +30,7 @@ int64_t Micros(absl::Duration d) { return absl::ToInt64Microseconds(d); }
 
 Forward::Forward(const httplib::Request& req, const std::string& target,
                  const std::string& address, const ForwardTimeouts& timeouts)
-    : timeouts_(timeouts), started_(absl::Now()) {
+    : timeouts_(timeouts), address_(address), started_(absl::Now()) {
   const absl::StatusOr<std::pair<std::string, int>> pod =
       SplitHostPort(address, "pod");
   client_ = pod.ok()

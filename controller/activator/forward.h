@@ -57,6 +57,8 @@ class Forward {
   int status() const { return status_; }
   const httplib::Headers& headers() const { return headers_; }
   std::string error() const;
+  const std::string& address() const { return address_; }
+  absl::Time started() const { return started_; }
 
   // Writes what arrived to `sink`, waiting for more; false to end the
   // response (upstream done: after sink.done(); broken, idle or over the
@@ -70,6 +72,7 @@ class Forward {
   void Run(httplib::Request up);
 
   const ForwardTimeouts timeouts_;
+  const std::string address_;
   const absl::Time started_;
   std::unique_ptr<httplib::Client> client_;
   mutable std::mutex mu_;

@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "controller/runtime/log.h"
 #include "nlohmann/json.hpp"
 
 namespace pilotlight::activator {
@@ -122,10 +123,21 @@ void Proxy::StreamBack(httplib::Response& res, const std::string& endpoint,
       .Increment();
   res.set_chunked_content_provider(
       content_type,
-      [f, this](size_t, httplib::DataSink& sink) {
+      [f, this, endpoint](size_t, httplib::DataSink& sink) {
         const bool more = f->Pump(sink);
         if (!more && !sink.is_writable()) {
           metrics_.upstream_errors.Add({{"reason", "client_gone"}}).Increment();
+        } else if (!more) {
+          // The pod's answer broke off after it began: the client's
+          // connection is cut (no status can be sent any more). Logged,
+          // so a client's "connection closed" can be traced to its pod.
+          metrics_.upstream_errors.Add({{"reason", "mid_stream"}}).Increment();
+          runtime::LogJson("warn", "pod's answer broke off mid-stream",
+                           {{"endpoint", endpoint},
+                            {"pod", f->address()},
+                            {"error", f->error()},
+                            {"after_ms", absl::ToInt64Milliseconds(
+                                             absl::Now() - f->started())}});
         }
         return more;
       },

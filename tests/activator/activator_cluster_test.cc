@@ -100,6 +100,23 @@ absl::Duration Quantile(std::vector<absl::Duration> v, double q) {
              : v[static_cast<size_t>(q * static_cast<double>(v.size() - 1))];
 }
 
+// The log lines of level warn or error (the last 40), each prefixed with
+// `who`: what a failed soak shows, as the cluster's log folder goes with
+// the fixture.
+std::string Problems(const std::string& log, const std::string& who) {
+  std::vector<std::string> lines;
+  for (absl::string_view line : absl::StrSplit(log, '\n')) {
+    if (absl::StrContains(line, "\"level\":\"warn") ||
+        absl::StrContains(line, "\"level\":\"error")) {
+      lines.push_back(absl::StrCat(who, ": ", line));
+    }
+  }
+  if (lines.size() > 40) {
+    lines.erase(lines.begin(), lines.end() - 40);
+  }
+  return absl::StrCat(absl::StrJoin(lines, "\n"), lines.empty() ? "" : "\n");
+}
+
 class ActivatorClusterTest : public testcluster::EndpointFixture {
  protected:
   // The controller with the fast windows and its gRPC demand service.
@@ -236,10 +253,15 @@ TEST_F(ActivatorClusterTest, IdlesToZeroThenABurstBringsItBack) {
   })) << "never scaled to zero";
   const std::vector<Outcome> again = Burst(port, 50);
   Report("burst after idling to zero", again);
+  int bad = 0;
   for (const Outcome& o : again) {
     EXPECT_EQ(o.status, 200) << o.detail;
     EXPECT_TRUE(o.body_ok) << o.detail;
+    bad += o.status == 200 && o.body_ok ? 0 : 1;
   }
+  EXPECT_EQ(bad, 0) << "warnings and errors the processes logged:\n"
+                    << Problems(activator->Log(), "activator")
+                    << Problems(controller->Log(), "controller");
   EXPECT_GT(Replicas("chat-l4"), 0);
 }
 
@@ -502,23 +524,6 @@ double Slope(const std::vector<double>& x, const std::vector<double>& y) {
   }
   const double d = n * sxx - sx * sx;
   return d > 0 ? (n * sxy - sx * sy) / d : 0;
-}
-
-// The log lines of level warn or error (the last 40), each prefixed with
-// `who`: what a failed soak shows, as the cluster's log folder goes with
-// the fixture.
-std::string Problems(const std::string& log, const std::string& who) {
-  std::vector<std::string> lines;
-  for (absl::string_view line : absl::StrSplit(log, '\n')) {
-    if (absl::StrContains(line, "\"level\":\"warn") ||
-        absl::StrContains(line, "\"level\":\"error")) {
-      lines.push_back(absl::StrCat(who, ": ", line));
-    }
-  }
-  if (lines.size() > 40) {
-    lines.erase(lines.begin(), lines.end() - 40);
-  }
-  return absl::StrCat(absl::StrJoin(lines, "\n"), lines.empty() ? "" : "\n");
 }
 
 // The soak: the bundled Azure trace's arrivals (time-compressed 2x, outputs

@@ -69,9 +69,10 @@ int main(int argc, char** argv) {
   if (*scale) {
     o.time_scale = **scale;
   }
-  // SIGTERM drains, as vLLM's server does: no new connections, the requests
-  // in flight finish, then exit (a pod's grace period). Blocked here, before
-  // any thread starts, and taken by one thread with sigwait.
+  // SIGTERM drains (ModelServer::Drain): the health path turns 503, the
+  // requests in flight finish, then exit (within the pod's grace period).
+  // Blocked here, before any thread starts, and taken by one thread with
+  // sigwait.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGTERM);
@@ -94,9 +95,9 @@ int main(int argc, char** argv) {
   std::thread stopper([&stop_signals, s = server->get()] {
     int sig = 0;
     sigwait(&stop_signals, &sig);
-    s->Stop();
+    s->Drain();
   });
-  (*server)->Serve();  // returns once Stop() has let the requests finish
+  (*server)->Serve();  // returns once Drain() has let the requests finish
   // Joined before the server goes (ThreadSanitizer found the detached
   // stopper still reading it in Stop() as main destroyed it); woken first
   // if Serve returned on its own.

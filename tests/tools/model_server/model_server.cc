@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "controller/activator/http_server.h"
 #include "controller/model/catalog.h"
 #include "controller/model/model_profile.h"
@@ -157,6 +158,24 @@ void ModelServer::Stop() {
   }
 }
 
+void ModelServer::Drain(absl::Duration quiet, absl::Duration most) {
+  draining_ = true;
+  const absl::Time deadline = absl::Now() + most;
+  absl::Time idle_since = absl::Now();
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (absl::Now() < deadline) {
+      if (running_ > 0 || waiting_ > 0) {
+        idle_since = absl::Now();
+      } else if (absl::Now() - idle_since >= quiet) {
+        break;
+      }
+      slot_free_.wait_for(lock, std::chrono::milliseconds(50));
+    }
+  }
+  Stop();
+}
+
 double ModelServer::TpotSeconds(int batch) const {
   return replica_->TpotSeconds(std::max(1, batch), workload_);
 }
@@ -197,9 +216,13 @@ int EstimateTokens(const std::string& text) {
 }  // namespace
 
 void ModelServer::Routes() {
-  server_->Get("/health", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content("", "text/plain");
-  });
+  server_->Get("/health",
+               [this](const httplib::Request&, httplib::Response& res) {
+                 if (draining_) {
+                   res.status = 503;  // draining: route elsewhere
+                 }
+                 res.set_content("", "text/plain");
+               });
   server_->Get(
       "/v1/models", [this](const httplib::Request&, httplib::Response& res) {
         const nlohmann::json j = {{"object", "list"},

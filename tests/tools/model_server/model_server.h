@@ -28,6 +28,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "controller/model/sizing.h"
 
 namespace httplib {
@@ -72,6 +73,12 @@ class ModelServer {
   // Serves until Stop(); call after Bind(), typically on its own thread.
   void Serve();
   void Stop();
+  // SIGTERM, as vLLM's server drains: the health path answers 503 (the
+  // activator stops routing here within a probe period), the requests in
+  // flight -- streams too, which httplib's stop() alone would cut off --
+  // finish, and once none has run for `quiet` (or after `most`) it stops.
+  void Drain(absl::Duration quiet = absl::Milliseconds(500),
+             absl::Duration most = absl::Seconds(30));
 
   int slots() const { return slots_; }
 
@@ -98,6 +105,7 @@ class ModelServer {
   std::condition_variable slot_free_;
   int running_ = 0;
   int waiting_ = 0;
+  std::atomic<bool> draining_{false};
   double kv_tokens_ = 0;
   std::atomic<int64_t> next_id_{0};
 };
