@@ -187,6 +187,25 @@ class EndpointFixture : public ::testing::Test {
                                     "/deployments/", deployment));
     return d.ok() ? (*d)["spec"].value("replicas", -1) : -1;
   }
+  // Pods of `deployment` that still exist, terminating ones included (by
+  // name: <deployment>-<hash>-<id>); -1 when the list fails. Zero only once
+  // the last one has drained and gone: "at zero" for a request that must
+  // wait for a new replica.
+  int PodsOf(const std::string& deployment) {
+    absl::StatusOr<json> l =
+        Request("GET", absl::StrCat("/api/v1/namespaces/", ns_, "/pods"));
+    if (!l.ok()) {
+      return -1;
+    }
+    int n = 0;
+    for (const json& p : (*l).value("items", json::array())) {
+      if (absl::StartsWith(p["metadata"].value("name", ""),
+                           absl::StrCat(deployment, "-"))) {
+        ++n;
+      }
+    }
+    return n;
+  }
   int ReadyReplicas(const std::string& deployment) {
     absl::StatusOr<json> d =
         Request("GET", absl::StrCat("/apis/apps/v1/namespaces/", ns_,
