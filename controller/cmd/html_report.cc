@@ -141,9 +141,7 @@ std::string MatchTable(const sim::MatchReport& m) {
       continue;
     }
     const sim::SweepPoint& c = p.sweep[*p.chosen];
-    const std::string setting =
-        c.value ? absl::StrFormat("%s %g%s", p.knob, *c.value, p.unit)
-                : std::string("(no knob)");
+    const std::string setting = sim::SettingLabel(p, c);
     absl::StrAppendFormat(&h,
                           "<tr><td>%s</td><td>%s</td><td>%.2f</td><td>%.2f</td>"
                           "<td>%.2f</td><td>%.2f</td></tr>",

@@ -233,13 +233,6 @@ std::string TtftSlo(const sim::SimConfig& c) {
   return t;
 }
 
-std::string Setting(const sim::MatchedPolicy& m, const sim::SweepPoint& p) {
-  if (!p.value) {
-    return "(no knob)";
-  }
-  return absl::StrFormat("%s %g%s", m.knob, *p.value, m.unit);
-}
-
 // The matched-SLO section: each policy's cheapest setting within target.
 void PrintMatch(const sim::MatchReport& m, std::ostream& out) {
   out << absl::StrFormat(
@@ -273,12 +266,13 @@ void PrintMatch(const sim::MatchReport& m, std::ostream& out) {
           "%-17s not reached: at best %.2f%% within SLO, %.2f%% cold, $%s%s\n",
           p.name, 100 * best->slo_attainment, 100 * best->cold_start_fraction,
           Money(best->cost_usd),
-          best->value ? absl::StrCat(" (", Setting(p, *best), ")") : "");
+          best->value ? absl::StrCat(" (", sim::SettingLabel(p, *best), ")")
+                      : "");
       continue;
     }
     const sim::SweepPoint& c = p.sweep[*p.chosen];
     out << absl::StrFormat("%-17s %-28s %10s %7.2f%% %7.2f%% %8.2fs", p.name,
-                           Setting(p, c), Money(c.cost_usd),
+                           sim::SettingLabel(p, c), Money(c.cost_usd),
                            100 * c.slo_attainment, 100 * c.cold_start_fraction,
                            c.ttft_p99_s);
     if (oracle != nullptr && oracle->cost_usd > 0 && p.name != "oracle") {

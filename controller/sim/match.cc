@@ -3,9 +3,17 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "controller/sim/baselines.h"
 
 namespace pilotlight::sim {
+
+std::string SettingLabel(const MatchedPolicy& m, const SweepPoint& p) {
+  if (!p.value) {
+    return "(no knob)";
+  }
+  return absl::StrFormat("%s %g%s", m.knob, *p.value, m.unit);
+}
 
 absl::StatusOr<MatchReport> MatchSlo(
     const Trace& trace, const SimConfig& config,

@@ -46,6 +46,9 @@ struct MatchReport {
   std::vector<MatchedPolicy> policies;
 };
 
+// "target utilisation 0.55", "keep-alive 20min", or "(no knob)".
+std::string SettingLabel(const MatchedPolicy& m, const SweepPoint& p);
+
 // `progress` (may be empty) as RunOptions::progress, over the whole sweep.
 absl::StatusOr<MatchReport> MatchSlo(
     const Trace& trace, const SimConfig& config,
