@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -362,6 +363,16 @@ void PrintTable(const sim::Trace& t, const sim::SimConfig& c,
     }
     out << "\n";
   }
+  out << absl::StrFormat(
+      "\nSLO misses by what the request found on arrival:\n"
+      "%-17s %11s %19s %20s %15s\n",
+      "POLICY", "none ready", "full, one starting", "full, none starting",
+      "served at once");
+  for (const sim::PolicyResult& p : r.policies) {
+    const std::array<int64_t, 4>& m = p.result.slo_misses;
+    out << absl::StrFormat("%-17s %11d %19d %20d %15d\n", p.name, m[0], m[1],
+                           m[2], m[3]);
+  }
   const double replayed =
       static_cast<double>(r.requests) * static_cast<double>(r.policies.size());
   out << absl::StrFormat(
@@ -394,6 +405,11 @@ nlohmann::json Json(const sim::Trace& t, const sim::RunReport& r) {
          {"ttft_attainment", Share(s.within_ttft_slo, s.requests)},
          {"tpot_attainment", Share(s.within_tpot_slo, s.requests)},
          {"slo_attainment", sim::SloAttainment(s)},
+         {"slo_misses",
+          {{"none_ready", s.slo_misses[0]},
+           {"full_one_starting", s.slo_misses[1]},
+           {"full_none_starting", s.slo_misses[2]},
+           {"served_at_once", s.slo_misses[3]}}},
          {"rejected_requests", s.rejected_requests},
          {"pokes", s.pokes},
          {"scale_events", s.scale_events}});

@@ -79,6 +79,9 @@ void SimResult::Merge(const SimResult& o) {
   peak_replicas = std::max(peak_replicas, o.peak_replicas);
   preemptions += o.preemptions;
   retried_requests += o.retried_requests;
+  for (size_t i = 0; i < slo_misses.size(); ++i) {
+    slo_misses[i] += o.slo_misses[i];
+  }
 }
 
 namespace {
@@ -370,6 +373,12 @@ class Engine {
         }
         queue_.push_back(&req);
         Dispatch();
+        if (!queue_.empty() && queue_.back() == &req) {
+          cause_[next_ - 1] =
+              static_cast<uint8_t>(ready_count_ == 0 ? MissCause::kNoneReady
+                                   : AnyStarting()   ? MissCause::kFullStarting
+                                                   : MissCause::kFullNoneAsked);
+        }
       }
     }
   }
@@ -423,6 +432,16 @@ class Engine {
     policy_.SkipQuiet(config_.epoch + absl::Seconds(first), config_.tick, n);
     result_.skipped_ticks += n;
     last_tick_ = next_tick - tick;
+  }
+
+  bool AnyStarting() const {
+    for (int id : live_ids_) {
+      if (replicas_[static_cast<size_t>(id)].state ==
+          Replica::State::kStarting) {
+        return true;
+      }
+    }
+    return false;
   }
 
   bool FreeSlot() const {
@@ -488,6 +507,9 @@ class Engine {
         result_.within_ttft_slo += ttft_ok ? 1 : 0;
         result_.within_tpot_slo += tpot_ok ? 1 : 0;
         result_.within_slo += ttft_ok && tpot_ok ? 1 : 0;
+        if (!ttft_ok || !tpot_ok) {
+          ++result_.slo_misses[cause_[index]];
+        }
       }
       completions_.push({now_ + service, best, req.output_tokens, &req});
     }
@@ -774,7 +796,11 @@ class Engine {
   std::vector<std::optional<absl::Time>> last_preemption_;
   std::vector<Preemption> preemptions_;
   size_t next_preemption_ = 0;
-  std::vector<bool> started_;       // per request: dispatched once already
+  std::vector<bool> started_;  // per request: dispatched once already
+  // Per request: what it found on arrival (MissCause; kServed when it
+  // started at once).
+  std::vector<uint8_t> cause_ = std::vector<uint8_t>(
+      trace_.requests.size(), static_cast<uint8_t>(MissCause::kServed));
   const ReplayProgress& progress_;  // may be empty
   const double ttft_slo_s_ = absl::ToDoubleSeconds(config_.spec.slo.ttft);
   const double tpot_slo_s_ = absl::ToDoubleSeconds(config_.spec.slo.tpot);

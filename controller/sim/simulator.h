@@ -125,6 +125,14 @@ struct TimelinePoint {
   double cost_usd = 0;      // cumulative, unrounded
 };
 
+// Why a request missed its SLO: what it found when it arrived.
+enum class MissCause {
+  kNoneReady,      // no replica ready (at zero, or all starting)
+  kFullStarting,   // every ready replica full, another one starting
+  kFullNoneAsked,  // every ready replica full, none starting
+  kServed,         // a free slot at once: its own prefill or batch was slow
+};
+
 struct SimResult {
   int64_t requests = 0;
   int64_t cold_start_requests = 0;
@@ -142,6 +150,8 @@ struct SimResult {
   int64_t ticks = 0;              // policy asked (ticks and pokes)
   int64_t skipped_ticks = 0;      // quiet ticks idle skipping stood in for
   int peak_replicas = 0;
+  // SLO misses by the state the request found on arrival (MissCause).
+  std::array<int64_t, 4> slo_misses{};  // indexed by MissCause
   std::vector<TimelinePoint> timeline;
 
   void Merge(const SimResult& o);

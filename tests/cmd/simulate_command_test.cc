@@ -1,5 +1,7 @@
 #include "controller/cmd/simulate_command.h"
 
+#include <cmath>
+#include <cstdint>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -58,9 +60,19 @@ TEST(SimulateCommandTest, JsonHasExactlyTheDocumentedKeys) {
                            "name", "cost_usd", "gpu_hours", "requests",
                            "cold_start_requests", "cold_start_fraction",
                            "ttft_p50_s", "ttft_p99_s", "ttft_attainment",
-                           "tpot_attainment", "slo_attainment",
+                           "tpot_attainment", "slo_attainment", "slo_misses",
                            "rejected_requests", "pokes", "scale_events"}));
     EXPECT_EQ(p["requests"], j["trace"]["requests"]) << p["name"];
+    // Every miss has one cause, and a rejected request none (it never got
+    // to wait).
+    int64_t misses = 0;
+    for (const auto& [cause, n] : p["slo_misses"].items()) {
+      misses += n.get<int64_t>();
+    }
+    EXPECT_EQ(misses + p["rejected_requests"].get<int64_t>(),
+              std::llround((1 - p["slo_attainment"].get<double>()) *
+                           p["requests"].get<double>()))
+        << p["name"];
   }
   EXPECT_EQ(j["policies"][0]["name"], "pilotlight");
   const nlohmann::json& m = j["matched_slo"];

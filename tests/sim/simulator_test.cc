@@ -1,5 +1,6 @@
 #include "controller/sim/simulator.h"
 
+#include <array>
 #include <cmath>
 #include <fstream>
 #include <functional>
@@ -176,6 +177,43 @@ TEST_F(SimulatorTest, ColdStartIsWaitingForAStartingReplica) {
   EXPECT_GE(r.cold_start_requests, slots);
   EXPECT_LT(r.cold_start_requests, 2 * slots);
   EXPECT_EQ(r.ttft.count(), 3 * slots);
+}
+
+// Each SLO miss is put down to what the request found on arrival: no
+// replica ready, every ready one full with another starting, every ready one
+// full and none asked for, or a free slot (its own prefill was too slow).
+TEST_F(SimulatorTest, SloMissesByWhatTheRequestFound) {
+  using Misses = std::array<int64_t, 4>;
+  const auto on_demand = [](const Observation& o, double) {
+    return o.queued + o.in_flight > 0 || o.variants[0].ready > 0 ? 1 : 0;
+  };
+  EXPECT_EQ(Run(OneRequest(101), 200, on_demand).slo_misses,
+            (Misses{1, 0, 0, 0}));
+
+  EndpointTrace burst;
+  burst.name = "e";
+  const int slots = models_[0].slots;
+  for (int i = 0; i < 2 * slots; ++i) {
+    burst.requests.push_back({200.5, 100, 2000, -1});  // long: none leaves
+  }
+  // A second replica asked at the tick before the burst: the overflow
+  // waits for it.
+  SimResult r = Run(burst, 400, [](const Observation&, double t) {
+    return t >= 200 ? 2 : 1;
+  });
+  EXPECT_EQ(r.slo_misses, (Misses{0, slots, 0, 0}));
+  EXPECT_EQ(r.within_slo, slots);
+  // None asked: the overflow waits for a slot of the full one.
+  r = Run(burst, 400, [](const Observation&, double) { return 1; });
+  EXPECT_EQ(r.slo_misses, (Misses{0, 0, slots, 0}));
+
+  // A free slot, and a prompt whose prefill alone is over the TTFT SLO.
+  EndpointTrace long_prompt;
+  long_prompt.name = "e";
+  long_prompt.requests.push_back({150, 100'000, 10, -1});
+  ASSERT_GT(models_[0].replica->TtftSeconds(100'000), 2.0);
+  r = Run(long_prompt, 200, [](const Observation&, double) { return 1; });
+  EXPECT_EQ(r.slo_misses, (Misses{0, 0, 0, 1}));
 }
 
 // The activator's hold is bounded: a burst at zero beyond it is rejected
