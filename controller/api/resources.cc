@@ -331,6 +331,10 @@ absl::StatusOr<AutoscalerResource> ParseInferenceAutoscaler(
     PL_ASSIGN_OR_RETURN(s.slo.cold_start_penalty_usd,
                         Number(slo, "coldStartPenaltyUSD", sp, {}));
   }
+  if (!Field(slo, {"maxKeepAliveCostPerDayUSD"}).is_null()) {
+    PL_ASSIGN_OR_RETURN(s.slo.max_keep_alive_cost_per_day_usd,
+                        Number(slo, "maxKeepAliveCostPerDayUSD", sp, {}));
+  }
   PL_ASSIGN_OR_RETURN(s.concurrency_per_replica,
                       Int(spec, "concurrencyPerReplica", "spec.",
                           kSpec.concurrency_per_replica));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numbers>
 #include <string>
 #include <utility>
 
@@ -222,6 +223,9 @@ void Decider::Ingest(const Snapshot& s) {
       // must not start an idle period). Staleness then holds replicas.
       continue;
     }
+    if (!first_sample_at_) {
+      first_sample_at_ = d.at;
+    }
     if (!last_sample_at_) {
       // The first sample: what came before it is unknown, so an idle
       // endpoint has been idle since now -- not since the epoch (a
@@ -389,9 +393,24 @@ Decider::TierPlan Decider::Plan(const Snapshot& s, int tier, int replicas,
 // The keep-alive for the current or next idle gap: the cost-optimal
 // min(histogram window, T*), the pre-warm when a gap is predicted, and the
 // SLO's cause to keep longer (docs/policy.md, rule 5).
+// Idle gaps per day: the decayed gap count over its own time constant,
+// corrected for a history shorter than that (a constant rate g sums to
+// g H / ln 2 (1 - 2^(-t/H)) after t).
+double Decider::GapsPerDay(absl::Time now) const {
+  if (!first_sample_at_ || gaps_ <= 0) {
+    return 0;
+  }
+  const double h = absl::ToDoubleSeconds(config_.cold_start_budget_half_life);
+  const double t =
+      std::max(1.0, absl::ToDoubleSeconds(now - *first_sample_at_));
+  const double seen = h / std::numbers::ln2 * (1 - std::exp2(-t / h));
+  return gaps_ / seen * 86400;
+}
+
 Decider::KeepAlivePlan Decider::PlanKeepAlive(const EndpointSpec& spec,
                                               const Tier& tier,
-                                              absl::Duration tier_lead) const {
+                                              absl::Duration tier_lead,
+                                              absl::Time now) const {
   const Variant& keep_variant = variants_[static_cast<size_t>(
       tier.on_demand >= 0 && (tier.spot < 0 || spec.mode == Mode::kRealtime)
           ? tier.on_demand
@@ -443,18 +462,67 @@ Decider::KeepAlivePlan Decider::PlanKeepAlive(const EndpointSpec& spec,
     if (over_budget) {
       slo_keep = std::max(slo_keep, win.warm_until);
     }
-    keep_alive = std::max(keep_alive, slo_keep);
   }
-
-  // Why the keep-alive exceeds T*, when it does.
-  std::string keep_cause;
-  if (keep_alive > break_even) {
-    keep_cause = over_budget
-                     ? "; cold starts over budget"
-                     : absl::StrFormat("; SLO needs %s", Secs(slo_keep));
-  }
-
+  const absl::Duration ski_keep = keep_alive;
   KeepAlivePlan plan;
+  keep_alive = std::max(keep_alive, slo_keep);
+
+  // The budget's price: the idle time the longer keep-alive spends per gap,
+  // times the gaps a day.
+  const double gaps_per_day = GapsPerDay(now);
+  const double idle_rate_per_day = gaps_per_day * idle_rate_per_s;
+  const auto extra_per_day = [&](absl::Duration k) {
+    return idle_rate_per_day *
+           absl::ToDoubleSeconds(idle_gaps_.MeanClipped(k) -
+                                 idle_gaps_.MeanClipped(ski_keep));
+  };
+  // Gaps that end cold: longer than the keep-alive, and not ending inside
+  // the pre-warmed window (when there is one).
+  const auto cold_fraction = [&](absl::Duration k) {
+    double p = idle_gaps_.FractionLonger(k);
+    if (prewarm_from < absl::InfiniteDuration()) {
+      const absl::Duration ready = std::max(k, prewarm_from + tier_lead);
+      p -= std::max(0.0, idle_gaps_.FractionLonger(ready) -
+                             idle_gaps_.FractionLonger(win.warm_until));
+    }
+    return requests_ > 0 ? std::clamp(gaps_ / requests_ * std::max(0.0, p) *
+                                          requests_per_cold_start_,
+                                      0.0, 1.0)
+                         : 0.0;
+  };
+  const double needs_per_day = extra_per_day(keep_alive);
+  const std::optional<double>& cap = spec.slo.max_keep_alive_cost_per_day_usd;
+  if (cap && keep_alive > ski_keep && needs_per_day > *cap) {
+    // The longest keep-alive (a bin edge) the bound pays for.
+    absl::Duration k = ski_keep;
+    for (absl::Duration e = (FloorDiv(ski_keep, IdleHistogram::kBin) + 1) *
+                            IdleHistogram::kBin;
+         e < keep_alive && extra_per_day(e) <= *cap; e += IdleHistogram::kBin) {
+      k = e;
+    }
+    keep_alive = k;
+    plan.budget_capped = true;
+  }
+  plan.budget_cost_per_day = extra_per_day(keep_alive);
+  plan.cold_fraction_at_break_even = cold_fraction(ski_keep);
+  plan.cold_fraction_expected = cold_fraction(keep_alive);
+
+  // Why the keep-alive exceeds T*, when it does, and what that costs.
+  std::string keep_cause;
+  if (plan.budget_capped) {
+    keep_cause = absl::StrFormat(
+        "; cold-start budget held to slo.maxKeepAliveCostPerDayUSD $%.2f/day "
+        "(it needs %s, $%.2f/day): ~%.1f%% of requests cold",
+        *cap, Secs(std::max(slo_keep, ski_keep)), needs_per_day,
+        100 * plan.cold_fraction_expected);
+  } else if (keep_alive > break_even) {
+    keep_cause = absl::StrFormat(
+        "; %s, ~$%.2f/day idle (%.1f%% cold at break-even)",
+        over_budget ? "cold starts over budget"
+                    : absl::StrCat("SLO needs ", Secs(slo_keep)),
+        plan.budget_cost_per_day, 100 * plan.cold_fraction_at_break_even);
+  }
+
   plan.keep_alive = keep_alive;
   plan.break_even = break_even;
   plan.cold_start_cost_usd = cold_start_cost_usd;
@@ -553,8 +621,9 @@ Decision Decider::Decide(const Snapshot& s, absl::Time now) {
 absl::Time Decider::QuietHorizon(const Step& st) const {
   if (!idle_ || panic_ || counting_burst_ || demand_partial_ ||
       last_concurrency_ != 0 || switching_from_ >= 0 || candidate_tier_ >= 0 ||
-      st.held || !last_sample_at_ ||
+      st.held || !last_sample_at_ || st.keep.budget_capped ||
       demand_.Max(st.now, demand_.window()).value_or(0) != 0) {
+    // (A keep-alive held to the spend bound moves as the gap rate decays.)
     return absl::InfinitePast();
   }
   // With every demand window at zero the forecast stays zero; what is left
@@ -798,7 +867,7 @@ void Decider::SizeLoadAndWarmPool(Step& st) {
 void Decider::PlanIdle(Step& st) {
   const Snapshot& s = *st.s;
   const Tier& tier = tiers_[static_cast<size_t>(tier_)];
-  st.keep = PlanKeepAlive(*s.spec, tier, st.tier_lead);
+  st.keep = PlanKeepAlive(*s.spec, tier, st.tier_lead, st.now);
   if (!idle_) {
     return;
   }
@@ -1051,6 +1120,10 @@ Decision Decider::SplitOverVariants(Step& st) {
   Economics& e = d.economics;
   e.idle_cost_per_hour = st.keep.idle_cost_per_hour;
   e.cold_start_cost_usd = st.keep.cold_start_cost_usd;
+  e.budget_cost_per_day = st.keep.budget_cost_per_day;
+  e.cold_fraction_at_break_even = st.keep.cold_fraction_at_break_even;
+  e.cold_fraction_expected = st.keep.cold_fraction_expected;
+  e.budget_capped = st.keep.budget_capped;
   e.warm_pool_cost_per_hour = d.warm_pool * on_demand_price;
   // One independent chance per lead: 3600 / lead chances an hour.
   const double leads_per_hour =

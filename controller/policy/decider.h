@@ -127,6 +127,11 @@ class Decider {
     absl::Duration prewarm_from = absl::InfiniteDuration();  // into the gap
     IdleHistogram::Windows windows;
     std::string cause;  // why keep_alive > break_even, when it is
+    // Economics::budget_cost_per_day and the rest.
+    double budget_cost_per_day = 0;
+    double cold_fraction_at_break_even = 0;
+    double cold_fraction_expected = 0;
+    bool budget_capped = false;
   };
 
   // The working values of one Decide call, passed stage to stage.
@@ -184,7 +189,8 @@ class Decider {
   int ReplicasFor(int tier, double demand) const;
   absl::Status Derive(const Snapshot& s);
   KeepAlivePlan PlanKeepAlive(const EndpointSpec& spec, const Tier& tier,
-                              absl::Duration tier_lead) const;
+                              absl::Duration tier_lead, absl::Time now) const;
+  double GapsPerDay(absl::Time now) const;
   void Ingest(const Snapshot& s);
   int Capacity(const Tier& t) const;
   absl::Duration Lead(const Snapshot& s, int tier) const;
@@ -213,6 +219,7 @@ class Decider {
   RiseTracker rises_;
   SeasonalProfile season_;
   IdleHistogram idle_gaps_;
+  std::optional<absl::Time> first_sample_at_;
   std::optional<absl::Time> last_sample_at_;
   std::optional<absl::Time> last_active_at_;
   bool idle_ = true;

@@ -72,6 +72,15 @@ struct Economics {
   double warm_pool_cost_per_hour = 0;
   double cold_starts_per_hour_without_warm = 0;
   double cold_starts_per_hour_with_warm = 0;
+  // The cold-start budget's price (rule 5): what the keep-alive it asks
+  // beyond the ski-rental one spends in idle time per day, at the endpoint's
+  // observed idle gaps and request rate (0 before it has seen a gap), and
+  // the cold-start fraction expected without and with it (a pre-warm
+  // window's spend is the histogram policy's, not counted here).
+  double budget_cost_per_day = 0;
+  double cold_fraction_at_break_even = 0;
+  double cold_fraction_expected = 0;
+  bool budget_capped = false;  // slo.maxKeepAliveCostPerDayUSD bounds it
   // The chosen tier's replicas on demand only, against its plan's split.
   double on_demand_only_cost_per_hour = 0;
   bool spot_unhealthy = false;    // preempted or unplaceable lately

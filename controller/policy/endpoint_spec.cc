@@ -1,5 +1,6 @@
 #include "controller/policy/endpoint_spec.h"
 
+#include <cmath>
 #include <set>
 #include <string>
 
@@ -46,6 +47,12 @@ absl::Status ValidateEndpointSpec(const EndpointSpec& spec,
     return Invalid("slo.coldStartPenaltyUSD",
                    absl::StrCat(*spec.slo.cold_start_penalty_usd),
                    "must be >= 0");
+  }
+  if (const std::optional<double>& cap =
+          spec.slo.max_keep_alive_cost_per_day_usd;
+      cap && !(*cap >= 0 && std::isfinite(*cap))) {
+    return Invalid("slo.maxKeepAliveCostPerDayUSD", absl::StrCat(*cap),
+                   "must be a number >= 0");
   }
   if (spec.concurrency_per_replica < 0) {
     return Invalid("concurrencyPerReplica",

@@ -39,6 +39,12 @@ struct EndpointSlo {
   // USD. Unset: valued at the GPU time of one cold start, so the ski-rental
   // break-even is twice the cold-start time (docs/policy.md).
   std::optional<double> cold_start_penalty_usd;
+  // The most the keep-alive may spend per day, in idle GPU time beyond the
+  // ski-rental keep-alive, to keep cold starts within the budget above: a
+  // sparse endpoint (a few requests a day) meets a 1 % budget only by
+  // staying warm most of the day. Unset: no bound (the spend shows in the
+  // status either way).
+  std::optional<double> max_keep_alive_cost_per_day_usd;
 };
 
 struct VariantSpec {

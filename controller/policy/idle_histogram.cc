@@ -78,6 +78,20 @@ absl::Duration IdleHistogram::KeepAliveCovering(double fraction) const {
   return kBin * kBins;
 }
 
+absl::Duration IdleHistogram::MeanClipped(absl::Duration k) const {
+  const int n = total_ + oob_;
+  if (n == 0 || k <= absl::ZeroDuration()) {
+    return absl::ZeroDuration();
+  }
+  double sum_s = oob_ * absl::ToDoubleSeconds(k);
+  for (int i = 0; i < kBins; ++i) {
+    const absl::Duration mid = kBin * i + kBin / 2;
+    sum_s +=
+        bins_[static_cast<size_t>(i)] * absl::ToDoubleSeconds(std::min(mid, k));
+  }
+  return absl::Seconds(sum_s / n);
+}
+
 IdleHistogram::Windows IdleHistogram::Compute() const {
   Windows w;
   const int n = total_ + oob_;

@@ -59,6 +59,10 @@ class IdleHistogram {
   // The shortest keep-alive (a bin edge) after which at most `fraction` of
   // the gaps are still going on; the range when even that is too many.
   absl::Duration KeepAliveCovering(double fraction) const;
+  // The mean of min(gap, k) over the recorded gaps (bins at their middle,
+  // out-of-range gaps as longer than k): the idle time a keep-alive k
+  // spends per gap. 0 with no samples.
+  absl::Duration MeanClipped(absl::Duration k) const;
   int samples() const { return total_ + oob_; }
 
   static absl::string_view BasisName(Basis b);

@@ -81,6 +81,21 @@ TEST(AutoscalerTest, DefaultsFillWhatTheServerWouldHave) {
   EXPECT_EQ(a->spec.variants[0].cold_start.node_provisioning,
             absl::Seconds(90));
   EXPECT_EQ(a->metrics.server, prom::MetricsServer::kVllm);
+  EXPECT_FALSE(a->spec.slo.max_keep_alive_cost_per_day_usd.has_value());
+}
+
+TEST(AutoscalerTest, KeepAliveSpendBoundIsRead) {
+  json ia = Autoscaler();
+  ia["spec"]["slo"] = {{"maxKeepAliveCostPerDayUSD", 12.5}};
+  absl::StatusOr<AutoscalerResource> a =
+      ParseInferenceAutoscaler(ia, Classes());
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->spec.slo.max_keep_alive_cost_per_day_usd, 12.5);
+  ia["spec"]["slo"]["maxKeepAliveCostPerDayUSD"] = "lots";
+  a = ParseInferenceAutoscaler(ia, Classes());
+  ASSERT_FALSE(a.ok());
+  EXPECT_THAT(std::string(a.status().message()),
+              HasSubstr("maxKeepAliveCostPerDayUSD"));
 }
 
 TEST(AutoscalerTest, WhatTheSchemaCannotSayIsRefusedWithTheField) {

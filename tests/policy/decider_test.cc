@@ -3,6 +3,7 @@
 #include "controller/policy/decider.h"
 
 #include <cmath>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -202,6 +203,80 @@ TEST(DeciderTest, KeepAliveBoundedByBreakEvenWithoutCause) {
   EXPECT_TRUE(exceeded) << "cold starts overran the 1 % budget, so the "
                            "keep-alive should have grown past T*";
   EXPECT_GT(w.cold_requests(), 0);
+}
+
+// A sparse endpoint (a request every one to three hours, and one gap in ten
+// of 30 s, so no pre-warm: the histogram's head is its first bin): nearly
+// every request meets a cold start at the ski-rental keep-alive (T* =
+// 2 min), so the 1 % budget keeps a replica warm across the gaps. The
+// status says what that costs a day -- by hand, the gaps a day x (their
+// mean - 2 min) x the idle price -- and slo.maxKeepAliveCostPerDayUSD holds
+// it to a bound, saying what the budget would need and how many requests
+// will be cold instead.
+struct SparseRun {
+  Decision last_idle;  // 50 minutes into the last long gap
+  double cold_requests = 0;
+  double gaps_per_day = 0;  // of the generated gaps
+  double mean_extra_s = 0;  // mean of gap - min(gap, T*)
+};
+SparseRun RunSparse(std::optional<double> cap) {
+  World w = OneA100();
+  w.spec().slo.max_keep_alive_cost_per_day_usd = cap;
+  SparseRun r;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> gap_min(60, 180);
+  absl::Time t = T0();
+  double extra_s = 0;
+  const int gaps = 40;
+  for (int gap = 0; gap < gaps; ++gap) {
+    for (int i = 0; i < 2; ++i, t += kTick) {
+      w.Step(t, {World::Sample(t, 1, i == 0 ? 1 : 0)});
+    }
+    const double g_s = gap % 10 == 5 ? 30 : 60 * gap_min(rng);
+    extra_s += g_s - std::min(g_s, 120.0);
+    const absl::Time next = t + absl::Seconds(g_s);
+    for (const absl::Time mid = t + absl::Minutes(50); t < next;
+         t += absl::Seconds(20)) {
+      const Decision& d = w.Step(t, {World::Sample(t, 0, 0)});
+      if (g_s > 3600 && t <= mid) {
+        r.last_idle = d;
+      }
+    }
+  }
+  r.cold_requests = w.cold_requests();
+  r.gaps_per_day = gaps / absl::ToDoubleSeconds(t - T0()) * 86400;
+  r.mean_extra_s = extra_s / gaps;
+  return r;
+}
+
+TEST(DeciderTest, SparseEndpointIsToldWhatItsColdStartBudgetCosts) {
+  const SparseRun free = RunSparse(std::nullopt);
+  const Decision& d = free.last_idle;
+  const Economics& e = d.economics;
+  ASSERT_EQ(d.break_even, absl::Seconds(120));
+  EXPECT_GT(d.keep_alive, absl::Minutes(150)) << d.message;
+  EXPECT_EQ(d.reason, ScaleReason::kKeepAlive) << d.message;
+  const double by_hand =
+      free.gaps_per_day * free.mean_extra_s / 3600 * e.idle_cost_per_hour;
+  EXPECT_NEAR(e.budget_cost_per_day, by_hand, 0.15 * by_hand);
+  EXPECT_FALSE(e.budget_capped);
+  EXPECT_GT(e.cold_fraction_at_break_even, 0.5);  // nearly every request
+  EXPECT_LT(e.cold_fraction_expected, 0.05);
+  EXPECT_THAT(d.message, HasSubstr("/day idle")) << d.message;
+
+  // Bounded at $5 a day: the keep-alive is what $5 buys, the replica goes
+  // in the gaps, and the status says so.
+  const SparseRun capped = RunSparse(5.0);
+  const Decision& c = capped.last_idle;
+  EXPECT_TRUE(c.economics.budget_capped);
+  EXPECT_LE(c.economics.budget_cost_per_day, 5.0);
+  EXPECT_GT(c.economics.budget_cost_per_day, 0.0);
+  EXPECT_LT(c.keep_alive, absl::Minutes(50));
+  EXPECT_EQ(c.reason, ScaleReason::kScaledToZero) << c.message;
+  EXPECT_THAT(c.message, HasSubstr("maxKeepAliveCostPerDayUSD $5.00/day"))
+      << c.message;
+  EXPECT_GT(c.economics.cold_fraction_expected, 0.5);
+  EXPECT_GT(capped.cold_requests, free.cold_requests + 20);
 }
 
 // Batch on spot: a preemption brings on-demand in until spot is back, then
