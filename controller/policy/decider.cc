@@ -390,9 +390,6 @@ Decider::TierPlan Decider::Plan(const Snapshot& s, int tier, int replicas,
   return p;
 }
 
-// The keep-alive for the current or next idle gap: the cost-optimal
-// min(histogram window, T*), the pre-warm when a gap is predicted, and the
-// SLO's cause to keep longer (docs/policy.md, rule 5).
 // Idle gaps per day: the decayed gap count over its own time constant,
 // corrected for a history shorter than that (a constant rate g sums to
 // g H / ln 2 (1 - 2^(-t/H)) after t).
@@ -407,6 +404,10 @@ double Decider::GapsPerDay(absl::Time now) const {
   return gaps_ / seen * 86400;
 }
 
+// The keep-alive for the current or next idle gap: the cost-optimal
+// min(histogram window, T*), the pre-warm when a gap is predicted, the
+// SLO's cause to keep longer, and what that costs a day, bounded by
+// slo.maxKeepAliveCostPerDayUSD (docs/policy.md, rule 5).
 Decider::KeepAlivePlan Decider::PlanKeepAlive(const EndpointSpec& spec,
                                               const Tier& tier,
                                               absl::Duration tier_lead,
