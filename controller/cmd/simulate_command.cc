@@ -58,6 +58,10 @@ const std::vector<FlagSpec>& SimulateFlags() {
        "(default 0.99; 0: skip the sweep)"},
       {"max-cold-start-fraction", false, "F",
        "SLO: requests that may meet a cold start (default 0.01)"},
+      {"max-keep-alive-cost-per-day", false, "USD",
+       "SLO: the most pilotlight's keep-alive may spend a day per endpoint "
+       "beyond the ski-rental one to meet the cold-start budget "
+       "(slo.maxKeepAliveCostPerDayUSD; default: no bound)"},
       {"concurrency-per-replica", false, "N",
        "override the sizing model's per-replica concurrency"},
       {"cold-start", false, "DURATION",
@@ -150,6 +154,8 @@ absl::Status BuildConfig(const ParsedFlags& f, const model::Catalog& catalog,
   PL_RETURN_IF_ERROR(Set(f.Duration("tpot"), s.slo.tpot));
   PL_RETURN_IF_ERROR(
       Set(f.Double("max-cold-start-fraction"), s.slo.max_cold_start_fraction));
+  PL_RETURN_IF_ERROR(Set(f.Double("max-keep-alive-cost-per-day"),
+                         s.slo.max_keep_alive_cost_per_day_usd));
   PL_RETURN_IF_ERROR(
       Set(f.Int("concurrency-per-replica"), s.concurrency_per_replica));
   const std::string mode = f.String("mode").value_or("Realtime");

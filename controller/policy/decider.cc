@@ -47,6 +47,7 @@ size_t Decider::StateBytes() const {
   bytes += dropped_at_.capacity() * sizeof(absl::Time);
   bytes += level_started_.capacity() * sizeof(absl::Time);
   bytes += tiers_.capacity() * sizeof(Tier);
+  bytes += budget_ ? sizeof(BudgetPrice) : 0;
   for (const Tier& t : tiers_) {
     bytes += t.gpu_class.capacity();
   }
@@ -223,7 +224,7 @@ void Decider::Ingest(const Snapshot& s) {
       // must not start an idle period). Staleness then holds replicas.
       continue;
     }
-    if (!first_sample_at_) {
+    if (first_sample_at_ == absl::InfinitePast()) {
       first_sample_at_ = d.at;
     }
     if (!last_sample_at_) {
@@ -247,6 +248,7 @@ void Decider::Ingest(const Snapshot& s) {
       rises_.Record(d.at, conc, lead);
       if (idle_ && last_active_at_) {
         idle_gaps_.Record(d.at - idle_since_);
+        ++gaps_recorded_;
         gaps_ += 1;
         // A busy period starts: count the requests of its first lead, the
         // ones a cold start here would have delayed.
@@ -259,6 +261,14 @@ void Decider::Ingest(const Snapshot& s) {
     } else if (!idle_) {
       idle_ = true;
       idle_since_ = d.at;
+      // The gap's keep-alive is priced at the rate seen when it starts, so
+      // it does not move while the gap lasts (QuietUntil's promise).
+      if (gaps_ > 0) {
+        if (!budget_) {
+          budget_ = std::make_unique<BudgetPrice>();
+        }
+        budget_->idle_gaps_per_day = GapsPerDay(d.at);
+      }
     }
     if (counting_burst_) {
       burst_requests_ += requests;
@@ -394,12 +404,11 @@ Decider::TierPlan Decider::Plan(const Snapshot& s, int tier, int replicas,
 // corrected for a history shorter than that (a constant rate g sums to
 // g H / ln 2 (1 - 2^(-t/H)) after t).
 double Decider::GapsPerDay(absl::Time now) const {
-  if (!first_sample_at_ || gaps_ <= 0) {
+  if (first_sample_at_ == absl::InfinitePast() || gaps_ <= 0) {
     return 0;
   }
   const double h = absl::ToDoubleSeconds(config_.cold_start_budget_half_life);
-  const double t =
-      std::max(1.0, absl::ToDoubleSeconds(now - *first_sample_at_));
+  const double t = std::max(1.0, absl::ToDoubleSeconds(now - first_sample_at_));
   const double seen = h / std::numbers::ln2 * (1 - std::exp2(-t / h));
   return gaps_ / seen * 86400;
 }
@@ -410,8 +419,7 @@ double Decider::GapsPerDay(absl::Time now) const {
 // slo.maxKeepAliveCostPerDayUSD (docs/policy.md, rule 5).
 Decider::KeepAlivePlan Decider::PlanKeepAlive(const EndpointSpec& spec,
                                               const Tier& tier,
-                                              absl::Duration tier_lead,
-                                              absl::Time now) const {
+                                              absl::Duration tier_lead) const {
   const Variant& keep_variant = variants_[static_cast<size_t>(
       tier.on_demand >= 0 && (tier.spot < 0 || spec.mode == Mode::kRealtime)
           ? tier.on_demand
@@ -470,43 +478,81 @@ Decider::KeepAlivePlan Decider::PlanKeepAlive(const EndpointSpec& spec,
 
   // The budget's price: the idle time the longer keep-alive spends per gap,
   // times the gaps a day.
-  const double gaps_per_day = GapsPerDay(now);
-  const double idle_rate_per_day = gaps_per_day * idle_rate_per_s;
-  const auto extra_per_day = [&](absl::Duration k) {
-    return idle_rate_per_day *
-           absl::ToDoubleSeconds(idle_gaps_.MeanClipped(k) -
-                                 idle_gaps_.MeanClipped(ski_keep));
-  };
-  // Gaps that end cold: longer than the keep-alive, and not ending inside
-  // the pre-warmed window (when there is one).
-  const auto cold_fraction = [&](absl::Duration k) {
-    double p = idle_gaps_.FractionLonger(k);
-    if (prewarm_from < absl::InfiniteDuration()) {
-      const absl::Duration ready = std::max(k, prewarm_from + tier_lead);
-      p -= std::max(0.0, idle_gaps_.FractionLonger(ready) -
-                             idle_gaps_.FractionLonger(win.warm_until));
+  // Nothing to price before the first idle gap: no spend beyond the
+  // ski-rental keep-alive is expected, and nothing to bound.
+  const std::optional<double>& cap = spec.slo.max_keep_alive_cost_per_day_usd;
+  static const BudgetPrice kNoGaps;
+  const bool priced = idle_gaps_.samples() > 0 && gaps_ > 0;
+  if (priced && !budget_) {
+    budget_ = std::make_unique<BudgetPrice>();
+  }
+  // At the gap rate seen when the last idle gap began: it does not move
+  // while a gap lasts (QuietUntil's promise), and the price is not worked
+  // out afresh at every busy tick.
+  const double gaps_per_day = priced ? budget_->idle_gaps_per_day : 0;
+  BudgetPrice no_gaps = kNoGaps;
+  no_gaps.keep = no_gaps.asked = keep_alive;
+  BudgetPrice& bp = priced ? *budget_ : no_gaps;
+  if (priced &&
+      (bp.version != gaps_recorded_ || bp.gaps_per_day != gaps_per_day ||
+       bp.ski_keep != ski_keep || bp.asked != keep_alive || bp.cap != cap)) {
+    bp = {.idle_gaps_per_day = bp.idle_gaps_per_day,
+          .version = gaps_recorded_,
+          .gaps_per_day = gaps_per_day,
+          .ski_keep = ski_keep,
+          .asked = keep_alive,
+          .cap = cap,
+          .keep = keep_alive};
+    const double idle_rate_per_day = gaps_per_day * idle_rate_per_s;
+    const absl::Duration ski_mean = idle_gaps_.MeanClipped(ski_keep);
+    const auto extra_per_day = [&](absl::Duration k) {
+      return k > ski_keep
+                 ? idle_rate_per_day * absl::ToDoubleSeconds(
+                                           idle_gaps_.MeanClipped(k) - ski_mean)
+                 : 0.0;
+    };
+    bp.needs_per_day = extra_per_day(keep_alive);
+    if (cap && bp.needs_per_day > *cap) {
+      // The longest keep-alive (a bin edge short of the one asked for) the
+      // bound pays for: the spend grows with the keep-alive, so bisect the
+      // edges (ski_keep itself costs nothing beyond itself).
+      int64_t lo = FloorDiv(ski_keep, IdleHistogram::kBin);  // edge lo fits
+      int64_t hi = FloorDiv(keep_alive - absl::Nanoseconds(1),
+                            IdleHistogram::kBin) +
+                   1;  // edge hi does not
+      while (hi - lo > 1) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        (extra_per_day(IdleHistogram::kBin * mid) <= *cap ? lo : hi) = mid;
+      }
+      bp.keep = std::max(ski_keep, IdleHistogram::kBin * lo);
     }
-    return requests_ > 0 ? std::clamp(gaps_ / requests_ * std::max(0.0, p) *
+    bp.cost_per_day = extra_per_day(bp.keep);
+    // Gaps that end cold: longer than the keep-alive, and not ending inside
+    // the pre-warmed window (when there is one).
+    const auto longer = [&](absl::Duration k) {
+      double p = idle_gaps_.FractionLonger(k);
+      if (prewarm_from < absl::InfiniteDuration()) {
+        const absl::Duration ready = std::max(k, prewarm_from + tier_lead);
+        p -= std::max(0.0, idle_gaps_.FractionLonger(ready) -
+                               idle_gaps_.FractionLonger(win.warm_until));
+      }
+      return std::max(0.0, p);
+    };
+    bp.longer_than_ski = longer(ski_keep);
+    bp.longer_than_keep = longer(bp.keep);
+  }
+  const auto cold_fraction = [&](double longer) {
+    return requests_ > 0 ? std::clamp(gaps_ / requests_ * longer *
                                           requests_per_cold_start_,
                                       0.0, 1.0)
                          : 0.0;
   };
-  const double needs_per_day = extra_per_day(keep_alive);
-  const std::optional<double>& cap = spec.slo.max_keep_alive_cost_per_day_usd;
-  if (cap && keep_alive > ski_keep && needs_per_day > *cap) {
-    // The longest keep-alive (a bin edge) the bound pays for.
-    absl::Duration k = ski_keep;
-    for (absl::Duration e = (FloorDiv(ski_keep, IdleHistogram::kBin) + 1) *
-                            IdleHistogram::kBin;
-         e < keep_alive && extra_per_day(e) <= *cap; e += IdleHistogram::kBin) {
-      k = e;
-    }
-    keep_alive = k;
-    plan.budget_capped = true;
-  }
-  plan.budget_cost_per_day = extra_per_day(keep_alive);
-  plan.cold_fraction_at_break_even = cold_fraction(ski_keep);
-  plan.cold_fraction_expected = cold_fraction(keep_alive);
+  const double needs_per_day = bp.needs_per_day;
+  keep_alive = bp.keep;
+  plan.budget_capped = bp.keep < bp.asked;
+  plan.budget_cost_per_day = bp.cost_per_day;
+  plan.cold_fraction_at_break_even = cold_fraction(bp.longer_than_ski);
+  plan.cold_fraction_expected = cold_fraction(bp.longer_than_keep);
 
   // Why the keep-alive exceeds T*, when it does, and what that costs.
   std::string keep_cause;
@@ -622,9 +668,8 @@ Decision Decider::Decide(const Snapshot& s, absl::Time now) {
 absl::Time Decider::QuietHorizon(const Step& st) const {
   if (!idle_ || panic_ || counting_burst_ || demand_partial_ ||
       last_concurrency_ != 0 || switching_from_ >= 0 || candidate_tier_ >= 0 ||
-      st.held || !last_sample_at_ || st.keep.budget_capped ||
+      st.held || !last_sample_at_ ||
       demand_.Max(st.now, demand_.window()).value_or(0) != 0) {
-    // (A keep-alive held to the spend bound moves as the gap rate decays.)
     return absl::InfinitePast();
   }
   // With every demand window at zero the forecast stays zero; what is left
@@ -868,7 +913,7 @@ void Decider::SizeLoadAndWarmPool(Step& st) {
 void Decider::PlanIdle(Step& st) {
   const Snapshot& s = *st.s;
   const Tier& tier = tiers_[static_cast<size_t>(tier_)];
-  st.keep = PlanKeepAlive(*s.spec, tier, st.tier_lead, st.now);
+  st.keep = PlanKeepAlive(*s.spec, tier, st.tier_lead);
   if (!idle_) {
     return;
   }

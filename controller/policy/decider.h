@@ -51,6 +51,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -189,7 +190,7 @@ class Decider {
   int ReplicasFor(int tier, double demand) const;
   absl::Status Derive(const Snapshot& s);
   KeepAlivePlan PlanKeepAlive(const EndpointSpec& spec, const Tier& tier,
-                              absl::Duration tier_lead, absl::Time now) const;
+                              absl::Duration tier_lead) const;
   double GapsPerDay(absl::Time now) const;
   void Ingest(const Snapshot& s);
   int Capacity(const Tier& t) const;
@@ -219,7 +220,25 @@ class Decider {
   RiseTracker rises_;
   SeasonalProfile season_;
   IdleHistogram idle_gaps_;
-  std::optional<absl::Time> first_sample_at_;
+  absl::Time first_sample_at_ = absl::InfinitePast();  // none yet
+  // The keep-alive's price and its bound (PlanKeepAlive asks every call; it
+  // changes only with the histogram, the gap rate, the keep-alive asked or
+  // the bound), on the heap once the endpoint has had an idle gap: a busy
+  // endpoint has nothing to price and does not carry it.
+  struct BudgetPrice {
+    double idle_gaps_per_day = 0;  // GapsPerDay when the idle gap began
+    uint32_t version = UINT32_MAX;
+    double gaps_per_day = -1;
+    absl::Duration ski_keep;
+    absl::Duration asked;
+    std::optional<double> cap;
+    absl::Duration keep;  // what the bound leaves of `asked`
+    double cost_per_day = 0;
+    double needs_per_day = 0;  // of `asked`
+    double longer_than_ski = 0;
+    double longer_than_keep = 0;  // P(gap not covered)
+  };
+  mutable std::unique_ptr<BudgetPrice> budget_;
   std::optional<absl::Time> last_sample_at_;
   std::optional<absl::Time> last_active_at_;
   bool idle_ = true;
@@ -266,6 +285,7 @@ class Decider {
   // Idle skipping (QuietUntil, SkipQuiet).
   absl::Time quiet_until_ = absl::InfinitePast();
   int last_raw_target_ = 0;
+  uint32_t gaps_recorded_ = 0;  // idle_gaps_ records (BudgetPrice's key)
 };
 
 }  // namespace pilotlight::policy

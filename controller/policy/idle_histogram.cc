@@ -83,11 +83,12 @@ absl::Duration IdleHistogram::MeanClipped(absl::Duration k) const {
   if (n == 0 || k <= absl::ZeroDuration()) {
     return absl::ZeroDuration();
   }
-  double sum_s = oob_ * absl::ToDoubleSeconds(k);
+  const double k_s = absl::ToDoubleSeconds(k);
+  const double bin_s = absl::ToDoubleSeconds(kBin);
+  double sum_s = oob_ * k_s;
   for (int i = 0; i < kBins; ++i) {
-    const absl::Duration mid = kBin * i + kBin / 2;
-    sum_s +=
-        bins_[static_cast<size_t>(i)] * absl::ToDoubleSeconds(std::min(mid, k));
+    const double mid_s = (i + 0.5) * bin_s;
+    sum_s += bins_[static_cast<size_t>(i)] * std::min(mid_s, k_s);
   }
   return absl::Seconds(sum_s / n);
 }

@@ -125,12 +125,16 @@ class IdleSkipTest : public ::testing::Test {
 
   // Every policy on `e`, stepping and skipping; returns the share of ticks
   // skipping skipped, over all policies.
-  double CompareAll(const EndpointTrace& e, const std::string& what) {
+  double CompareAll(const EndpointTrace& e, const std::string& what,
+                    const std::string& only = "") {
     std::vector<ServiceModel> models = *BuildServiceModels(config_, false);
     const double duration = e.requests.back().arrival_s;
     int64_t skipped = 0;
     int64_t stepped = 0;
     for (const std::string& name : PolicyNames()) {
+      if (!only.empty() && name != only) {
+        continue;
+      }
       SimResult r[2];
       for (bool skip : {false, true}) {
         SimConfig c = config_;
@@ -157,6 +161,19 @@ TEST_F(IdleSkipTest, SparseTracesSameAsStepping) {
         CompareAll(SparseTrace(seed, 6, 25), "seed " + std::to_string(seed));
     // The point of it: most of a sparse trace's ticks are not made.
     EXPECT_GT(skipped, 0.8) << "seed " << seed;
+  }
+}
+
+// A keep-alive held to a spend bound (slo.maxKeepAliveCostPerDayUSD) is
+// promised like any other: it is priced at the gap rate seen when the gap
+// starts.
+TEST_F(IdleSkipTest, KeepAliveSpendBoundSameAsStepping) {
+  for (double cap : {0.0, 3.0, 20.0}) {
+    config_.spec.slo.max_keep_alive_cost_per_day_usd = cap;
+    const double skipped =
+        CompareAll(SparseTrace(2, 6, 25),
+                   "cap $" + std::to_string(cap) + "/day", "pilotlight");
+    EXPECT_GT(skipped, 0.8) << cap;
   }
 }
 
