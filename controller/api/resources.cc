@@ -174,6 +174,16 @@ absl::StatusOr<GpuClassResource> ParseGpuClass(const json& object) {
                       Number(p, "engineInitSeconds", pp,
                              absl::ToDoubleSeconds(kCold.engine_init)));
   r.cold_start.engine_init = absl::Seconds(init_s);
+  if (!Field(spec, {"billingGranularitySeconds"}).is_null()) {
+    PL_ASSIGN_OR_RETURN(double billing_s,
+                        Number(spec, "billingGranularitySeconds", "spec.", {}));
+    if (!(billing_s >= 1 && billing_s <= 31 * 86400)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("spec.billingGranularitySeconds: ", billing_s,
+                       " is not between 1 s and 31 days"));
+    }
+    r.billing_granularity = absl::Seconds(billing_s);
+  }
   if (r.gpu.interconnect_gbps <= 0) {  // unset: GPUs talk over the host link
     r.gpu.interconnect_gbps = r.gpu.host_link_gbps;
   }
@@ -364,6 +374,7 @@ absl::StatusOr<AutoscalerResource> ParseInferenceAutoscaler(
     }
     v.capacity = c->second.capacity;
     v.cold_start = c->second.cold_start;
+    v.billing_granularity = c->second.billing_granularity;
     s.variants.push_back(std::move(v));
   }
 

@@ -12,10 +12,12 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "controller/model/catalog.h"
 #include "controller/model/cold_start.h"
 #include "controller/model/gpu_class.h"
@@ -32,6 +34,8 @@ struct GpuClassResource {
   policy::CapacityType capacity = policy::CapacityType::kOnDemand;
   model::ColdStartAssumptions cold_start;
   std::map<std::string, std::string> node_selector;
+  std::optional<absl::Duration>
+      billing_granularity;  // billingGranularitySeconds
 };
 
 // A GPUClass object (JSON as the API server returns it).

@@ -118,6 +118,7 @@ absl::Status Decider::Derive(const Snapshot& s) {
     v.price_per_replica_hour = m->price_per_replica_hour;
     v.lead_estimate = m->cold_start;
     v.node_provisioning = m->node_provisioning;
+    v.billing = vs.billing_granularity.value_or(config_.billing_granularity);
     variants_.push_back(v);
   }
   bool any_fits = false;
@@ -1043,8 +1044,17 @@ void Decider::StabiliseAndBound(Step& st) {
 // goes (the ones above have paid for time not yet used, but that is spent
 // whatever happens; keeping them would carry level k into a new period).
 // Off at per-second-like billing.
+absl::Duration Decider::Billing() const {
+  if (tier_ < 0) {
+    return config_.billing_granularity;
+  }
+  const Tier& t = tiers_[static_cast<size_t>(tier_)];
+  return variants_[static_cast<size_t>(t.on_demand >= 0 ? t.on_demand : t.spot)]
+      .billing;
+}
+
 int Decider::PaidFloor(Step& st, int target) const {
-  const absl::Duration g = config_.billing_granularity;
+  const absl::Duration g = Billing();
   const int top = static_cast<int>(level_started_.size());
   if (g < DeciderConfig::kBillingHoldMin || top <= target) {
     return target;
@@ -1071,7 +1081,7 @@ int Decider::PaidFloor(Step& st, int target) const {
 }
 
 void Decider::RecordLevels(int target, absl::Time now) {
-  if (config_.billing_granularity < DeciderConfig::kBillingHoldMin) {
+  if (Billing() < DeciderConfig::kBillingHoldMin) {
     return;
   }
   const auto n = static_cast<size_t>(std::max(0, target));
@@ -1257,8 +1267,8 @@ void Decider::Explain(const Step& st, Decision& d) const {
                            idle_ ? st.idle_note : sizing);
   if (st.paid_until) {
     d.message = absl::StrCat(d.message, "; billing: kept until its paid ",
-                             Secs(config_.billing_granularity),
-                             " period ends in ", Secs(*st.paid_until - st.now));
+                             Secs(Billing()), " period ends in ",
+                             Secs(*st.paid_until - st.now));
   } else if (st.held) {
     d.message = absl::StrCat(
         d.message, "; scale-down held ", Secs(st.hold),

@@ -100,6 +100,7 @@ class Decider {
     double price_per_replica_hour = 0;
     absl::Duration lead_estimate;      // the cold-start model's, node free
     absl::Duration node_provisioning;  // added while no node is free
+    absl::Duration billing;            // its class's, else the config's
   };
   struct Tier {
     std::string gpu_class;  // of its first variant
@@ -280,6 +281,9 @@ class Decider {
   std::vector<absl::Time> level_started_;
   // The target kept up for the periods already paid; sets st.held.
   int PaidFloor(Step& st, int target) const;
+  // The billing period of the tier serving (its on-demand variant's, else
+  // its spot variant's).
+  absl::Duration Billing() const;
   void RecordLevels(int target, absl::Time now);
 
   // Idle skipping (QuietUntil, SkipQuiet).

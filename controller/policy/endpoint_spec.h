@@ -54,6 +54,10 @@ struct VariantSpec {
   int gpus_per_replica = 1;  // the tensor-parallel degree
   // How a new replica of this variant starts before any is measured.
   model::ColdStartAssumptions cold_start;
+  // How its GPUs are billed (its GPUClass's billingGranularitySeconds):
+  // with periods of 5 min or more no replica is released inside one it has
+  // paid for. Unset: the controller's --billing-granularity.
+  std::optional<absl::Duration> billing_granularity;
 };
 
 struct EndpointSpec {

@@ -84,6 +84,24 @@ TEST(AutoscalerTest, DefaultsFillWhatTheServerWouldHave) {
   EXPECT_FALSE(a->spec.slo.max_keep_alive_cost_per_day_usd.has_value());
 }
 
+// A GPUClass's billing period reaches every variant on it; unset, the
+// controller's applies; nonsense is refused with the field.
+TEST(GpuClassTest, BillingGranularityReachesTheVariants) {
+  EXPECT_FALSE(ParseGpuClass(L4Spot())->billing_granularity.has_value());
+  json hourly = L4Spot();
+  hourly["spec"]["billingGranularitySeconds"] = 3600;
+  absl::StatusOr<GpuClassResource> c = ParseGpuClass(hourly);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->billing_granularity, absl::Hours(1));
+  absl::StatusOr<AutoscalerResource> a =
+      ParseInferenceAutoscaler(Autoscaler(), {{"l4-spot", *c}});
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->spec.variants[0].billing_granularity, absl::Hours(1));
+  hourly["spec"]["billingGranularitySeconds"] = 0;
+  EXPECT_THAT(std::string(ParseGpuClass(hourly).status().message()),
+              HasSubstr("spec.billingGranularitySeconds"));
+}
+
 TEST(AutoscalerTest, KeepAliveSpendBoundIsRead) {
   json ia = Autoscaler();
   ia["spec"]["slo"] = {{"maxKeepAliveCostPerDayUSD", 12.5}};

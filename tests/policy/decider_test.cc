@@ -722,50 +722,58 @@ namespace {
 // first until its hour ends (past its keep-alive); with per-second billing
 // both leave as soon as the rules allow.
 TEST(DeciderTest, HourlyBillingReleasesOnlyAtThePaidHoursEnd) {
-  for (const absl::Duration billing : {absl::Seconds(1), absl::Hours(1)}) {
-    SCOPED_TRACE(absl::FormatDuration(billing));
-    DeciderConfig config;
-    config.billing_granularity = billing;
-    World w(Llama8b({Variant("chat-a100", "a100-80gb")}), DefaultCatalog(),
-            config);
-    w.ReportColdStart(0, absl::Seconds(60), 5);
-    absl::Time t = Steady(w, T0(), absl::Seconds(10), 5);
-    const int cap = w.last().capacity_per_replica;
-    const absl::Time first_up = T0();
-    t = Steady(w, t, absl::Minutes(5), 1.5 * cap);
-    ASSERT_GE(w.TotalDesired(), 2);  // (the warm pool may add one)
-    t = Steady(w, t, absl::Minutes(5), 5);
-    std::optional<absl::Time> second_down;
-    std::optional<absl::Time> zero_at;
-    for (; t < T0() + absl::Hours(2); t += kTick) {
-      const Decision& d = w.Step(t, {World::Sample(t, 0)});
-      if (!second_down && w.TotalDesired() <= 1) {
-        second_down = t;
+  for (const bool from_class : {false, true})
+    for (const absl::Duration billing : {absl::Seconds(1), absl::Hours(1)}) {
+      // The controller's --billing-granularity, or the variant's GPUClass's
+      // billingGranularitySeconds over a controller billing per second.
+      SCOPED_TRACE(absl::StrCat(absl::FormatDuration(billing),
+                                from_class ? " from the GPUClass" : ""));
+      DeciderConfig config;
+      EndpointSpec spec = Llama8b({Variant("chat-a100", "a100-80gb")});
+      if (from_class) {
+        spec.variants[0].billing_granularity = billing;
+      } else {
+        config.billing_granularity = billing;
       }
-      if (!zero_at && w.TotalDesired() == 0) {
-        zero_at = t;
+      World w(spec, DefaultCatalog(), config);
+      w.ReportColdStart(0, absl::Seconds(60), 5);
+      absl::Time t = Steady(w, T0(), absl::Seconds(10), 5);
+      const int cap = w.last().capacity_per_replica;
+      const absl::Time first_up = T0();
+      t = Steady(w, t, absl::Minutes(5), 1.5 * cap);
+      ASSERT_GE(w.TotalDesired(), 2);  // (the warm pool may add one)
+      t = Steady(w, t, absl::Minutes(5), 5);
+      std::optional<absl::Time> second_down;
+      std::optional<absl::Time> zero_at;
+      for (; t < T0() + absl::Hours(2); t += kTick) {
+        const Decision& d = w.Step(t, {World::Sample(t, 0)});
+        if (!second_down && w.TotalDesired() <= 1) {
+          second_down = t;
+        }
+        if (!zero_at && w.TotalDesired() == 0) {
+          zero_at = t;
+        }
+        if (billing == absl::Hours(1) && w.TotalDesired() >= 2 &&
+            t > T0() + absl::Minutes(20)) {
+          // The extras, idle for 10+ minutes, kept by the billing rule alone.
+          EXPECT_THAT(d.message, HasSubstr("billing: kept until its paid"));
+        }
       }
-      if (billing == absl::Hours(1) && w.TotalDesired() >= 2 &&
-          t > T0() + absl::Minutes(20)) {
-        // The extras, idle for 10+ minutes, kept by the billing rule alone.
-        EXPECT_THAT(d.message, HasSubstr("billing: kept until its paid"));
+      ASSERT_TRUE(second_down.has_value());
+      if (billing == absl::Hours(1)) {
+        // The extras started within the first 6 minutes: each released in
+        // the minute before its hour ends. The first, when its keep-alive
+        // ends, goes only in the last minute of one of its hours.
+        EXPECT_GE(*second_down, first_up + absl::Minutes(59));
+        EXPECT_LT(*second_down, first_up + absl::Minutes(66));
+        if (zero_at) {
+          const absl::Duration into = (*zero_at - first_up) % absl::Hours(1);
+          EXPECT_GE(into, absl::Minutes(59)) << absl::FormatTime(*zero_at);
+        }
+      } else {
+        EXPECT_LT(*second_down, first_up + absl::Minutes(15));
       }
     }
-    ASSERT_TRUE(second_down.has_value());
-    if (billing == absl::Hours(1)) {
-      // The extras started within the first 6 minutes: each released in
-      // the minute before its hour ends. The first, when its keep-alive
-      // ends, goes only in the last minute of one of its hours.
-      EXPECT_GE(*second_down, first_up + absl::Minutes(59));
-      EXPECT_LT(*second_down, first_up + absl::Minutes(66));
-      if (zero_at) {
-        const absl::Duration into = (*zero_at - first_up) % absl::Hours(1);
-        EXPECT_GE(into, absl::Minutes(59)) << absl::FormatTime(*zero_at);
-      }
-    } else {
-      EXPECT_LT(*second_down, first_up + absl::Minutes(15));
-    }
-  }
 }
 
 }  // namespace
