@@ -478,11 +478,9 @@ Decider::KeepAlivePlan Decider::PlanKeepAlive(const EndpointSpec& spec,
   keep_alive = std::max(keep_alive, slo_keep);
 
   // The budget's price: the idle time the longer keep-alive spends per gap,
-  // times the gaps a day.
-  // Nothing to price before the first idle gap: no spend beyond the
-  // ski-rental keep-alive is expected, and nothing to bound.
+  // times the gaps a day. Nothing to price before the first idle gap: no
+  // spend beyond the ski-rental keep-alive is expected, nothing to bound.
   const std::optional<double>& cap = spec.slo.max_keep_alive_cost_per_day_usd;
-  static const BudgetPrice kNoGaps;
   const bool priced = idle_gaps_.samples() > 0 && gaps_ > 0;
   if (priced && !budget_) {
     budget_ = std::make_unique<BudgetPrice>();
@@ -491,18 +489,20 @@ Decider::KeepAlivePlan Decider::PlanKeepAlive(const EndpointSpec& spec,
   // while a gap lasts (QuietUntil's promise), and the price is not worked
   // out afresh at every busy tick.
   const double gaps_per_day = priced ? budget_->idle_gaps_per_day : 0;
-  BudgetPrice no_gaps = kNoGaps;
+  BudgetPrice no_gaps;
   no_gaps.keep = no_gaps.asked = keep_alive;
   BudgetPrice& bp = priced ? *budget_ : no_gaps;
   if (priced &&
       (bp.version != gaps_recorded_ || bp.gaps_per_day != gaps_per_day ||
-       bp.ski_keep != ski_keep || bp.asked != keep_alive || bp.cap != cap)) {
+       bp.ski_keep != ski_keep || bp.asked != keep_alive || bp.cap != cap ||
+       bp.lead != tier_lead)) {
     bp = {.idle_gaps_per_day = bp.idle_gaps_per_day,
           .version = gaps_recorded_,
           .gaps_per_day = gaps_per_day,
           .ski_keep = ski_keep,
           .asked = keep_alive,
           .cap = cap,
+          .lead = tier_lead,
           .keep = keep_alive};
     const double idle_rate_per_day = gaps_per_day * idle_rate_per_s;
     const absl::Duration ski_mean = idle_gaps_.MeanClipped(ski_keep);

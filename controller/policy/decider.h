@@ -233,6 +233,7 @@ class Decider {
     absl::Duration ski_keep;
     absl::Duration asked;
     std::optional<double> cap;
+    absl::Duration lead;  // the pre-warm's, for the cold fractions
     absl::Duration keep;  // what the bound leaves of `asked`
     double cost_per_day = 0;
     double needs_per_day = 0;  // of `asked`
