@@ -353,6 +353,7 @@ class Engine {
         Replica& r = replicas_[static_cast<size_t>(id)];
         if (r.state == Replica::State::kStarting) {
           r.state = Replica::State::kReady;
+          --starting_count_;
           r.ready_s = t;
           ++ready_count_;
           Learn(r.variant, t - r.requested_s);
@@ -374,10 +375,10 @@ class Engine {
         queue_.push_back(&req);
         Dispatch();
         if (!queue_.empty() && queue_.back() == &req) {
-          cause_[next_ - 1] =
-              static_cast<uint8_t>(ready_count_ == 0 ? MissCause::kNoneReady
-                                   : AnyStarting()   ? MissCause::kFullStarting
-                                                   : MissCause::kFullNoneAsked);
+          cause_[next_ - 1] = static_cast<uint8_t>(
+              ready_count_ == 0     ? MissCause::kNoneReady
+              : starting_count_ > 0 ? MissCause::kFullStarting
+                                    : MissCause::kFullNoneAsked);
         }
       }
     }
@@ -432,16 +433,6 @@ class Engine {
     policy_.SkipQuiet(config_.epoch + absl::Seconds(first), config_.tick, n);
     result_.skipped_ticks += n;
     last_tick_ = next_tick - tick;
-  }
-
-  bool AnyStarting() const {
-    for (int id : live_ids_) {
-      if (replicas_[static_cast<size_t>(id)].state ==
-          Replica::State::kStarting) {
-        return true;
-      }
-    }
-    return false;
   }
 
   bool FreeSlot() const {
@@ -551,6 +542,7 @@ class Engine {
     replicas_.push_back(r);
     const int id = static_cast<int>(replicas_.size()) - 1;
     live_ids_.push_back(id);
+    ++starting_count_;
     double cold = absl::ToDoubleSeconds(models_[v].cold_start);
     if (!config_.cold_start_samples.empty()) {
       std::uniform_int_distribution<size_t> pick(
@@ -613,6 +605,8 @@ class Engine {
     Replica& r = replicas_[static_cast<size_t>(id)];
     if (r.state == Replica::State::kReady) {
       --ready_count_;
+    } else if (r.state == Replica::State::kStarting) {
+      --starting_count_;
     }
     r.state = Replica::State::kGone;
     const ServiceModel& m = models_[static_cast<size_t>(r.variant)];
@@ -783,6 +777,7 @@ class Engine {
   std::vector<Replica> replicas_;
   std::vector<int> live_ids_;  // every replica not gone (any state)
   int ready_count_ = 0;
+  int starting_count_ = 0;  // replicas asked for and not yet ready (or gone)
   int in_flight_ = 0;
   int64_t arrivals_since_tick_ = 0;
   double tokens_since_tick_ = 0;
