@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <random>
 #include <string>
 #include <utility>
@@ -168,11 +169,24 @@ TEST_F(IdleSkipTest, SparseTracesSameAsStepping) {
 // promised like any other: it is priced at the gap rate seen when the gap
 // starts.
 TEST_F(IdleSkipTest, KeepAliveSpendBoundSameAsStepping) {
+  // The trace is one where the bound bites: at $0 a day pilotlight spends
+  // less than unbounded.
+  const EndpointTrace trace = SparseTrace(2, 6, 25);
+  const auto cost = [&](std::optional<double> cap) {
+    SimConfig c = config_;
+    c.spec.slo.max_keep_alive_cost_per_day_usd = cap;
+    std::vector<ServiceModel> models = *BuildServiceModels(c, false);
+    PolicyContext ctx{&c, &models, &trace, false, std::nullopt};
+    ScalingPolicyPtr p = *MakePolicy("pilotlight", ctx);
+    return SimulateEndpoint(trace, trace.requests.back().arrival_s, c, models,
+                            *p)
+        .cost_usd;
+  };
+  EXPECT_LT(cost(0.0), cost(std::nullopt));
   for (double cap : {0.0, 3.0, 20.0}) {
     config_.spec.slo.max_keep_alive_cost_per_day_usd = cap;
     const double skipped =
-        CompareAll(SparseTrace(2, 6, 25),
-                   "cap $" + std::to_string(cap) + "/day", "pilotlight");
+        CompareAll(trace, "cap $" + std::to_string(cap) + "/day", "pilotlight");
     EXPECT_GT(skipped, 0.8) << cap;
   }
 }
