@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <optional>
 #include <sstream>
 #include <thread>
 #include <utility>
@@ -38,22 +39,29 @@ using kube::KubeClient;
 
 constexpr char kGroupPath[] = "/apis/pilotlight.dev/v1alpha1";
 
-// Remembers whether a reconcile patched /scale (for the poke -> patch
-// latency); forwards to the real patcher.
+// Remembers when a reconcile's first /scale patch was accepted (for the
+// poke -> patch latency: the status write and Event that follow it in the
+// same reconcile are not part of it); forwards to the real patcher.
 class PatchWatcher final : public ReplicaPatcher {
  public:
-  explicit PatchWatcher(ReplicaPatcher& real) : real_(real) {}
+  PatchWatcher(ReplicaPatcher& real, const kube::Clock& clock)
+      : real_(real), clock_(clock) {}
   absl::Status Scale(const std::string& ns, const std::string& deployment,
                      int32_t replicas) override {
     absl::Status st = real_.Scale(ns, deployment, replicas);
-    patched_ |= st.ok();
+    if (st.ok() && !patched_at_) {
+      patched_at_ = clock_.Now();
+    }
     return st;
   }
-  bool TakePatched() { return std::exchange(patched_, false); }
+  std::optional<absl::Time> TakePatched() {
+    return std::exchange(patched_at_, std::nullopt);
+  }
 
  private:
   ReplicaPatcher& real_;
-  bool patched_ = false;
+  const kube::Clock& clock_;
+  std::optional<absl::Time> patched_at_;
 };
 
 // CPU time of the calling thread (a worker's reconciles, without the
@@ -424,19 +432,18 @@ void Controller::Impl::Worker() {
   KubeWriters kube_writers(client, o_.election.identity, clock_,
                            [this] { metrics_.api_errors.Increment(); });
   const Writers real = kube_writers.writers();
-  PatchWatcher patcher(real.patcher);
+  PatchWatcher patcher(real.patcher, clock_);
   Writers writers{patcher, real.status, real.events};
   while (std::optional<std::string> key = queue_.Get()) {
     const double cpu0 = ThreadCpuSeconds();
     const absl::Time t0 = absl::Now();
     const absl::Status st = reconciler_->Reconcile(*key, writers, Leading());
     metrics_.reconcile.Observe(absl::ToDoubleSeconds(absl::Now() - t0));
-    const bool patched = patcher.TakePatched();
+    const std::optional<absl::Time> patched = patcher.TakePatched();
     if (const std::optional<absl::Time> poked =
             activator_demand_->TakePoke(*key);
         poked && patched) {
-      metrics_.poke_to_patch.Observe(
-          absl::ToDoubleSeconds(clock_.Now() - *poked));
+      metrics_.poke_to_patch.Observe(absl::ToDoubleSeconds(*patched - *poked));
     }
     const double cpu = ThreadCpuSeconds() - cpu0;
     double cur = tick_cpu_acc_.load();

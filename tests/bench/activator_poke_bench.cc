@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -119,6 +120,14 @@ int main(int argc, char** argv) {
                      "/inferenceautoscalers"),
         ia.dump());
   }
+  // The baseline: a Deployment no InferenceAutoscaler manages, whose pods
+  // fit no node (they stay Pending), patched straight from here.
+  json baseline = Deployment("baseline");
+  baseline["spec"]["template"]["spec"]["nodeSelector"] = {
+      {"pilotlight.dev/no-such-pool", "true"}};
+  (void)(*client)->Request(
+      "POST", absl::StrCat("/apis/apps/v1/namespaces/", ns, "/deployments"),
+      baseline.dump());
   const std::string logs = tc::TestClusterDir().value_or("/tmp") + "/logs/";
   Process controller(
       PILOTLIGHT_BINARY,
@@ -127,6 +136,8 @@ int main(int argc, char** argv) {
        "--activator-grace", "0s", "--no-leader-election"},
       logs + ns + "-controller.log");
   const int grpc = controller.LogInt("controller started", "grpc_port");
+  const int controller_metrics =
+      controller.LogInt("controller started", "metrics_port");
   Process activator(
       PILOTLIGHT_BINARY,
       {"activator", "--kubeconfig", *kubeconfig, "--controller",
@@ -171,12 +182,20 @@ int main(int argc, char** argv) {
               reconciled ? "" : " (not all: timed out)");
 
   std::mutex mu;
+  std::condition_variable baseline_changed;
+  std::optional<std::pair<int, absl::Time>> baseline_seen;
   std::map<std::string, absl::Time> patched;
   pilotlight::runtime::RealClock clock;
   pilotlight::kube::InformerOptions io;
   io.path = absl::StrCat("/apis/apps/v1/namespaces/", ns, "/deployments");
   pilotlight::kube::Informer deployments(*config, io, clock);
   deployments.AddHandler([&](pilotlight::kube::EventType, const json& d) {
+    if (d["metadata"].value("name", "") == "baseline") {
+      const std::lock_guard<std::mutex> lock(mu);
+      baseline_seen.emplace(d["spec"].value("replicas", 0), absl::Now());
+      baseline_changed.notify_all();
+      return;
+    }
     if (d["spec"].value("replicas", 0) > 0) {
       const std::lock_guard<std::mutex> lock(mu);
       patched.emplace(d["metadata"].value("name", ""), absl::Now());
@@ -185,6 +204,33 @@ int main(int argc, char** argv) {
   deployments.Start();
   while (!deployments.Synced()) {
     absl::SleepFor(absl::Milliseconds(20));
+  }
+  // The same path without Pilotlight: a /scale PATCH sent from here ->
+  // the watch event, 0 -> 1 and back, in the same run.
+  std::vector<double> direct_ms;
+  std::vector<double> direct_rtt_ms;
+  for (int i = 0; i < 16; ++i) {
+    const int to = (i + 1) % 2;
+    const absl::Time t0 = absl::Now();
+    auto r = (*client)->Request("PATCH",
+                                absl::StrCat("/apis/apps/v1/namespaces/", ns,
+                                             "/deployments/baseline/scale"),
+                                json{{"spec", {{"replicas", to}}}}.dump(),
+                                "application/merge-patch+json");
+    const absl::Time t1 = absl::Now();
+    std::unique_lock<std::mutex> lock(mu);
+    const bool seen = baseline_changed.wait_for(
+        lock, std::chrono::seconds(10),
+        [&] { return baseline_seen && baseline_seen->first == to; });
+    if (!r.ok() || !seen) {
+      std::fprintf(stderr, "activator_poke_bench: baseline patch: %s\n",
+                   r.ok() ? "no watch event" : r.status().ToString().c_str());
+      continue;
+    }
+    direct_rtt_ms.push_back(absl::ToDoubleMilliseconds(t1 - t0));
+    direct_ms.push_back(absl::ToDoubleMilliseconds(baseline_seen->second - t0));
+    lock.unlock();
+    absl::SleepFor(absl::Milliseconds(100));
   }
   std::map<std::string, absl::Time> sent;
   std::vector<double> waits;
@@ -233,8 +279,27 @@ int main(int argc, char** argv) {
       "endpoints:\n  p50 %.2f ms  p99 %.2f ms  max %.2f ms\n",
       ms.size(), endpoints, Quantile(ms, 0.5), Quantile(ms, 0.99),
       Quantile(ms, 1.0));
+  std::printf(
+      "  the same /scale PATCH sent straight to the API server -> watch event, "
+      "%zu patches:\n  p50 %.2f ms  p99 %.2f ms  max %.2f ms (PATCH round "
+      "trip p50 %.2f ms  p99 %.2f ms)\n",
+      direct_ms.size(), Quantile(direct_ms, 0.5), Quantile(direct_ms, 0.99),
+      Quantile(direct_ms, 1.0), Quantile(direct_rtt_ms, 0.5),
+      Quantile(direct_rtt_ms, 0.99));
+  std::printf(
+      "  added by the activator and controller: p50 %+.2f ms  p99 %+.2f ms\n",
+      Quantile(ms, 0.5) - Quantile(direct_ms, 0.5),
+      Quantile(ms, 0.99) - Quantile(direct_ms, 0.99));
   std::printf("  poke -> controller ack: mean %.2f ms over %.0f pokes\n",
               acks > 0 ? ack_sum / acks * 1000 : 0.0, acks);
+  const double patches = Process::Metric(
+      controller_metrics, "pilotlight_poke_to_patch_seconds_count");
+  const double patch_sum = Process::Metric(
+      controller_metrics, "pilotlight_poke_to_patch_seconds_sum");
+  std::printf(
+      "  poke received -> patch accepted, in the controller: mean %.2f ms "
+      "over %.0f patches\n",
+      patches > 0 ? patch_sum / patches * 1000 : 0.0, patches);
   std::printf(
       "  the held requests' whole wait (hold + 2 s cold start + service): "
       "p50 %.2f s  max %.2f s (%zu answered)\n",
