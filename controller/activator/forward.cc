@@ -1,190 +1,455 @@
 #include "controller/activator/forward.h"
 
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <array>
+#include <cerrno>
+#include <cstring>
+#include <optional>
+#include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
-#include "controller/activator/http_server.h"
+#include "controller/base/host_port.h"
 
 namespace pilotlight::activator {
 namespace {
 
-bool HopByHop(const std::string& name) {
-  static constexpr std::array<const char*, 9> kHop = {
-      "connection",        "keep-alive", "proxy-connection",
-      "transfer-encoding", "te",         "trailer",
-      "upgrade",           "host",       "content-length"};
+bool NotForwarded(const std::string& name) {
+  static constexpr std::array<const char*, 14> kDropped = {
+      // Hop-by-hop, or set here.
+      "connection", "keep-alive", "proxy-connection", "transfer-encoding", "te",
+      "trailer", "upgrade", "host", "content-length",
+      // The server answered 100 Continue already; the body comes whole.
+      "expect",
+      // cpp-httplib's server puts these among the headers.
+      "remote_addr", "remote_port", "local_addr", "local_port"};
   const std::string lower = absl::AsciiStrToLower(name);
-  for (const char* h : kHop) {
-    if (lower == h) {
-      return true;
-    }
-  }
-  return false;
+  return std::any_of(kDropped.begin(), kDropped.end(),
+                     [&](const char* h) { return lower == h; });
 }
 
-int64_t Micros(absl::Duration d) { return absl::ToInt64Microseconds(d); }
+std::string Errno(absl::string_view what, int err) {
+  return absl::StrCat(what, ": ", std::strerror(err));
+}
+
+int PollMillis(absl::Time deadline) {
+  const absl::Duration left = deadline - absl::Now();
+  if (left <= absl::ZeroDuration()) {
+    return 0;
+  }
+  // Rounded up: a wait never ends just short of its deadline.
+  return static_cast<int>(std::min<int64_t>(
+      absl::ToInt64Milliseconds(left + absl::Microseconds(999)), 1 << 30));
+}
 
 }  // namespace
 
 Forward::Forward(const httplib::Request& req, const std::string& target,
                  const std::string& address, const ForwardTimeouts& timeouts)
-    : timeouts_(timeouts), address_(address), started_(absl::Now()) {
-  const absl::StatusOr<std::pair<std::string, int>> pod =
-      SplitHostPort(address, "pod");
-  client_ = pod.ok()
-                ? std::make_unique<httplib::Client>(pod->first, pod->second)
-                : std::make_unique<httplib::Client>(address, 80);
-  const int64_t connect = Micros(timeouts.connect);
-  client_->set_connection_timeout(connect / 1000000, connect % 1000000);
-  // A backstop: the response-start, idle and total limits are enforced
-  // here, with Cancel.
-  const int64_t read = Micros(std::max(timeouts.response_start, timeouts.idle) +
-                              absl::Seconds(1));
-  client_->set_read_timeout(read / 1000000, read % 1000000);
-  client_->set_write_timeout(60);
-  client_->set_keep_alive(false);
-  client_->set_tcp_nodelay(true);
-  client_->set_decompress(false);  // bytes pass as they are
-
-  httplib::Request up;
-  up.method = req.method;
-  up.path = target;
-  up.body = req.body;
+    : timeouts_(timeouts),
+      address_(address),
+      started_(absl::Now()),
+      head_(req.method == "HEAD") {
+  request_.reserve(512 + req.body.size());
+  absl::StrAppend(&request_, req.method, " ", target,
+                  " HTTP/1.1\r\nHost: ", address, "\r\n");
   for (const auto& [name, value] : req.headers) {
-    if (!HopByHop(name) && absl::AsciiStrToLower(name) != "remote_addr" &&
-        absl::AsciiStrToLower(name) != "remote_port" &&
-        absl::AsciiStrToLower(name) != "local_addr" &&
-        absl::AsciiStrToLower(name) != "local_port") {
-      up.headers.emplace(name, value);
+    if (!NotForwarded(name)) {
+      absl::StrAppend(&request_, name, ": ", value, "\r\n");
     }
   }
-  up.headers.emplace("X-Forwarded-For", req.remote_addr);
-  // On a shared pool: a burst does not pay a thread's creation per request.
-  static GrowingPool* const pool = new GrowingPool(0, 1 << 16);
-  pool->enqueue([this, up = std::move(up)]() mutable { Run(std::move(up)); });
+  absl::StrAppend(&request_, "X-Forwarded-For: ", req.remote_addr, "\r\n");
+  if (!req.body.empty() || (req.method != "GET" && !head_)) {
+    absl::StrAppend(&request_, "Content-Length: ", req.body.size(), "\r\n");
+  }
+  absl::StrAppend(&request_, "Connection: close\r\n\r\n", req.body);
 }
 
 Forward::~Forward() {
-  Cancel();
-  std::unique_lock<std::mutex> lock(mu_);
-  changed_.wait(lock, [this] { return finished_; });
-}
-
-void Forward::Run(httplib::Request up) {
-  up.response_handler = [this](const httplib::Response& r) {
-    const std::lock_guard<std::mutex> lock(mu_);
-    status_ = r.status;
-    headers_ = r.headers;
-    responded_ = true;
-    changed_.notify_all();
-    return !cancelled_;
-  };
-  up.content_receiver = [this](const char* data, size_t len, uint64_t,
-                               uint64_t) {
-    std::unique_lock<std::mutex> lock(mu_);
-    changed_.wait(
-        lock, [this] { return cancelled_ || buffered_ < kMaxBufferedBytes; });
-    if (cancelled_) {
-      return false;
-    }
-    chunks_.emplace_back(data, len);
-    buffered_ += len;
-    changed_.notify_all();
-    return true;
-  };
-  httplib::Response res;
-  httplib::Error error = httplib::Error::Success;
-  client_->send(up, res, error);
-  const std::lock_guard<std::mutex> lock(mu_);
-  error_ = error;
-  done_ = true;
-  finished_ = true;
-  changed_.notify_all();
-}
-
-Forward::Start Forward::WaitForResponse() {
-  std::unique_lock<std::mutex> lock(mu_);
-  const bool in = changed_.wait_until(
-      lock, absl::ToChronoTime(started_ + timeouts_.response_start),
-      [this] { return responded_ || done_; });
-  if (responded_) {
-    return Start::kResponded;
+  if (const int fd = fd_.exchange(-1); fd >= 0) {
+    ::close(fd);
   }
-  if (!in) {
-    why_ = absl::StrCat("no response within ",
-                        absl::FormatDuration(timeouts_.response_start));
-    lock.unlock();
-    Cancel();
-    return Start::kTimedOut;
-  }
-  return error_ == httplib::Error::Connection ||
-                 error_ == httplib::Error::ConnectionTimeout
-             ? Start::kConnectFailed
-             : Start::kFailed;
-}
-
-std::string Forward::error() const {
-  const std::lock_guard<std::mutex> lock(mu_);
-  if (!why_.empty()) {
-    return why_;
-  }
-  return httplib::to_string(error_);
-}
-
-bool Forward::Pump(httplib::DataSink& sink) {
-  std::unique_lock<std::mutex> lock(mu_);
-  const absl::Time idle_until = absl::Now() + timeouts_.idle;
-  const absl::Time deadline = std::min(idle_until, started_ + timeouts_.total);
-  const bool woke = changed_.wait_until(
-      lock, absl::ToChronoTime(deadline),
-      [this] { return !chunks_.empty() || done_ || cancelled_; });
-  if (!woke) {
-    why_ = absl::Now() >= started_ + timeouts_.total
-               ? absl::StrCat("response took over ",
-                              absl::FormatDuration(timeouts_.total))
-               : absl::StrCat("no bytes for ",
-                              absl::FormatDuration(timeouts_.idle));
-    lock.unlock();
-    Cancel();
-    return false;
-  }
-  std::deque<std::string> chunks;
-  chunks.swap(chunks_);
-  buffered_ = 0;
-  const bool done = done_ && !cancelled_;
-  const bool cancelled = cancelled_;
-  const bool ok = error_ == httplib::Error::Success;
-  changed_.notify_all();  // room for the upstream again
-  lock.unlock();
-  for (const std::string& c : chunks) {
-    if (!sink.write(c.data(), c.size())) {
-      Cancel();  // the client went away
-      return false;
-    }
-  }
-  if (done) {
-    if (ok) {
-      sink.done();
-    }
-    return ok;
-  }
-  return !cancelled;
 }
 
 void Forward::Cancel() {
-  {
-    const std::lock_guard<std::mutex> lock(mu_);
-    if (cancelled_ || done_) {
-      cancelled_ = true;
-      changed_.notify_all();
-      return;
-    }
-    cancelled_ = true;
-    changed_.notify_all();
+  cancelled_ = true;
+  if (const int fd = fd_.load(); fd >= 0) {
+    ::shutdown(fd, SHUT_RDWR);  // wakes a wait on it in another thread
   }
-  client_->stop();
+}
+
+bool Forward::Fail(std::string why) {
+  if (why_.empty()) {
+    why_ = std::move(why);
+  }
+  Cancel();
+  return false;
+}
+
+Forward::Io Forward::Wait(short events, absl::Time deadline) {
+  pollfd p{fd_.load(), events, 0};
+  while (!cancelled_) {
+    const int n = ::poll(&p, 1, PollMillis(deadline));
+    if (n > 0) {
+      return Io::kOk;  // ready, or an error the next call reports
+    }
+    if (n == 0) {
+      return Io::kTimedOut;
+    }
+    if (errno != EINTR) {
+      why_ = Errno("poll", errno);
+      return Io::kError;
+    }
+  }
+  return Io::kClosed;
+}
+
+Forward::Io Forward::Read(absl::Time deadline) {
+  for (;;) {
+    if (cancelled_) {
+      return Io::kClosed;
+    }
+    std::array<char, kReadBytes> b;
+    const ssize_t n = ::recv(fd_.load(), b.data(), b.size(), 0);
+    if (n > 0) {
+      buf_.append(b.data(), static_cast<size_t>(n));
+      return Io::kOk;
+    }
+    if (n == 0) {
+      return Io::kClosed;
+    }
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      if (const Io w = Wait(POLLIN, deadline); w != Io::kOk) {
+        return w;
+      }
+      continue;
+    }
+    if (errno != EINTR) {
+      why_ = Errno("read", errno);
+      return Io::kError;
+    }
+  }
+}
+
+bool Forward::Connect() {
+  const absl::StatusOr<std::pair<std::string, int>> pod =
+      SplitHostPort(address_, "pod");
+  if (!pod.ok()) {
+    why_ = std::string(pod.status().message());
+    return false;
+  }
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  if (const int rc =
+          ::getaddrinfo(pod->first.c_str(), std::to_string(pod->second).c_str(),
+                        &hints, &found);
+      rc != 0) {
+    why_ = absl::StrCat("resolving ", pod->first, ": ", ::gai_strerror(rc));
+    return false;
+  }
+  const int fd = ::socket(found->ai_family,
+                          found->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+                          found->ai_protocol);
+  if (fd < 0) {
+    why_ = Errno("socket", errno);
+    ::freeaddrinfo(found);
+    return false;
+  }
+  fd_ = fd;
+  const int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  const int rc = ::connect(fd, found->ai_addr, found->ai_addrlen);
+  const int err = errno;
+  ::freeaddrinfo(found);
+  if (rc == 0) {
+    return true;  // connected at once
+  }
+  if (err != EINPROGRESS) {
+    why_ = Errno("connect", err);
+    return false;
+  }
+  switch (Wait(POLLOUT, absl::Now() + timeouts_.connect)) {
+    case Io::kOk:
+      break;
+    case Io::kTimedOut:
+      why_ = absl::StrCat("connect: no answer within ",
+                          absl::FormatDuration(timeouts_.connect));
+      return false;
+    default:
+      return false;
+  }
+  int so_error = 0;
+  socklen_t len = sizeof(so_error);
+  ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &so_error, &len);
+  if (so_error != 0) {
+    why_ = Errno("connect", so_error);
+    return false;
+  }
+  return true;
+}
+
+Forward::Start Forward::WaitForResponse() {
+  if (!Connect()) {
+    return cancelled_ ? Start::kFailed : Start::kConnectFailed;
+  }
+  const absl::Time deadline = started_ + timeouts_.response_start;
+  auto timed_out = [&] {
+    why_ = absl::StrCat("no response within ",
+                        absl::FormatDuration(timeouts_.response_start));
+    Cancel();
+    return Start::kTimedOut;
+  };
+  // The request, whole.
+  for (size_t sent = 0; sent < request_.size();) {
+    const ssize_t n = ::send(fd_.load(), request_.data() + sent,
+                             request_.size() - sent, MSG_NOSIGNAL);
+    if (n > 0) {
+      sent += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      const Io w = Wait(POLLOUT, deadline);
+      if (w == Io::kTimedOut) {
+        return timed_out();
+      }
+      if (w != Io::kOk) {
+        return Start::kFailed;
+      }
+      continue;
+    }
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    why_ = Errno("write", errno);
+    return Start::kFailed;
+  }
+  std::string().swap(request_);
+  // The status line and headers; interim (1xx) responses are skipped.
+  for (;;) {
+    const size_t end = buf_.find("\r\n\r\n");
+    if (end != std::string::npos) {
+      if (!ParseHead(end)) {
+        Cancel();
+        return Start::kFailed;
+      }
+      if (status_ >= 200) {
+        return Start::kResponded;
+      }
+      continue;
+    }
+    if (buf_.size() > kMaxHeaderBytes) {
+      why_ = absl::StrCat("response headers over ", kMaxHeaderBytes, " bytes");
+      Cancel();
+      return Start::kFailed;
+    }
+    switch (Read(deadline)) {
+      case Io::kOk:
+        continue;
+      case Io::kTimedOut:
+        return timed_out();
+      case Io::kClosed:
+        if (why_.empty()) {
+          why_ = "connection closed before a response";
+        }
+        return Start::kFailed;
+      case Io::kError:
+        return Start::kFailed;
+    }
+  }
+}
+
+bool Forward::ParseHead(size_t end) {
+  const std::string head = buf_.substr(0, end);
+  buf_.erase(0, end + 4);
+  std::vector<absl::string_view> lines = absl::StrSplit(head, "\r\n");
+  // "HTTP/1.1 200 OK"
+  const absl::string_view line = lines[0];
+  if (!absl::StartsWith(line, "HTTP/1.") || line.size() < 12 ||
+      line[8] != ' ' || !absl::SimpleAtoi(line.substr(9, 3), &status_) ||
+      status_ < 100 || status_ > 999) {
+    why_ = absl::StrCat("not an HTTP/1.x status line: \"",
+                        absl::CEscape(line.substr(0, 64)), "\"");
+    return false;
+  }
+  if (status_ < 200) {
+    return true;  // 100 Continue, 103 Early Hints: the real one follows
+  }
+  headers_.clear();
+  bool chunked = false;
+  std::optional<uint64_t> length;
+  for (size_t i = 1; i < lines.size(); ++i) {
+    const size_t colon = lines[i].find(':');
+    if (colon == absl::string_view::npos || colon == 0) {
+      why_ = absl::StrCat("malformed response header: \"",
+                          absl::CEscape(lines[i].substr(0, 64)), "\"");
+      return false;
+    }
+    const std::string name(lines[i].substr(0, colon));
+    const std::string value(
+        absl::StripAsciiWhitespace(lines[i].substr(colon + 1)));
+    const std::string lower = absl::AsciiStrToLower(name);
+    if (lower == "transfer-encoding") {
+      chunked = absl::StrContains(absl::AsciiStrToLower(value), "chunked");
+    } else if (lower == "content-length") {
+      uint64_t n = 0;
+      if (!absl::SimpleAtoi(value, &n) || (length && *length != n)) {
+        why_ =
+            absl::StrCat("bad Content-Length: \"", absl::CEscape(value), "\"");
+        return false;
+      }
+      length = n;
+    }
+    headers_.emplace(name, value);
+  }
+  // RFC 9112 6.3: no body; chunked wins over a length; else the length;
+  // else until the connection closes.
+  if (head_ || status_ == 204 || status_ == 304) {
+    framing_ = Framing::kNone;
+  } else if (chunked) {
+    framing_ = Framing::kChunked;
+  } else if (length) {
+    framing_ = Framing::kLength;
+    remaining_ = *length;
+  } else {
+    framing_ = Framing::kUntilClose;
+  }
+  done_ = framing_ == Framing::kNone ||
+          (framing_ == Framing::kLength && remaining_ == 0);
+  return true;
+}
+
+bool Forward::Decode(std::string& out) {
+  switch (framing_) {
+    case Framing::kNone:
+      buf_.clear();
+      return true;
+    case Framing::kUntilClose:
+      out.swap(buf_);
+      buf_.clear();
+      return true;
+    case Framing::kLength: {
+      const size_t n =
+          static_cast<size_t>(std::min<uint64_t>(remaining_, buf_.size()));
+      out.assign(buf_, 0, n);
+      buf_.clear();  // bytes past the length are not the body
+      remaining_ -= n;
+      done_ = remaining_ == 0;
+      return true;
+    }
+    case Framing::kChunked:
+      break;
+  }
+  size_t at = 0;
+  while (!done_ && at < buf_.size()) {
+    if (chunk_ == ChunkState::kData) {
+      const size_t n =
+          static_cast<size_t>(std::min<uint64_t>(remaining_, buf_.size() - at));
+      out.append(buf_, at, n);
+      at += n;
+      remaining_ -= n;
+      if (remaining_ == 0) {
+        chunk_ = ChunkState::kDataEnd;
+      }
+      continue;
+    }
+    const size_t eol = buf_.find("\r\n", at);
+    if (eol == std::string::npos) {
+      if (buf_.size() - at > 4096) {
+        why_ = "malformed chunked body: a line over 4 KiB";
+        return false;
+      }
+      break;  // the rest of the line has not come yet
+    }
+    const absl::string_view line(buf_.data() + at, eol - at);
+    at = eol + 2;
+    switch (chunk_) {
+      case ChunkState::kSize: {
+        const absl::string_view hex = absl::StripAsciiWhitespace(
+            line.substr(0, line.find(';')));  // extensions ignored
+        uint64_t size = 0;
+        if (hex.empty() || hex.size() > 15 ||
+            !absl::SimpleHexAtoi(hex, &size)) {
+          why_ = absl::StrCat("malformed chunk size: \"",
+                              absl::CEscape(line.substr(0, 32)), "\"");
+          return false;
+        }
+        remaining_ = size;
+        chunk_ = size == 0 ? ChunkState::kTrailers : ChunkState::kData;
+        break;
+      }
+      case ChunkState::kDataEnd:
+        if (!line.empty()) {
+          why_ = "malformed chunked body: no CRLF after a chunk";
+          return false;
+        }
+        chunk_ = ChunkState::kSize;
+        break;
+      case ChunkState::kTrailers:
+        done_ = line.empty();  // trailers are dropped
+        break;
+      case ChunkState::kData:
+        break;
+    }
+  }
+  buf_.erase(0, at);
+  return true;
+}
+
+bool Forward::Pump(httplib::DataSink& sink) {
+  const absl::Time total = started_ + timeouts_.total;
+  for (;;) {
+    std::string out;
+    if (!Decode(out)) {
+      return Fail(why_);
+    }
+    if (!out.empty() && !sink.write(out.data(), out.size())) {
+      return Fail("the client went away");
+    }
+    if (done_) {
+      sink.done();
+      return true;
+    }
+    if (!out.empty()) {
+      return true;  // called again for more
+    }
+    const absl::Time now = absl::Now();
+    switch (Read(std::min(now + timeouts_.idle, total))) {
+      case Io::kOk:
+        continue;
+      case Io::kTimedOut:
+        return Fail(absl::Now() >= total
+                        ? absl::StrCat("response took over ",
+                                       absl::FormatDuration(timeouts_.total))
+                        : absl::StrCat("no bytes for ",
+                                       absl::FormatDuration(timeouts_.idle)));
+      case Io::kClosed:
+        if (framing_ == Framing::kUntilClose && !cancelled_) {
+          done_ = true;
+          continue;
+        }
+        return Fail(cancelled_ ? "cancelled"
+                               : "the pod closed the connection mid-body");
+      case Io::kError:
+        return Fail(why_);
+    }
+  }
 }
 
 }  // namespace pilotlight::activator

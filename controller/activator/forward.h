@@ -1,26 +1,32 @@
 // File: controller/activator/forward.h
 //
 // Forward: one request sent on to one pod, its answer streamed back as it
-// comes. cpp-httplib 0.11.4's client is blocking and has no POST with a
-// content receiver, so the upstream request runs on a thread of its own
-// (from a shared pool)
-// (Client::send with a response handler and a content receiver); the
-// HTTP worker waits for the status line and headers (WaitForResponse),
-// then a chunked content provider pulls the body through Pump as it
-// arrives -- the client's first byte goes out before the upstream is
-// done. Nothing is parsed (SSE events pass as bytes).
+// comes, on the thread of the client's connection. The upstream side is a
+// small HTTP/1.1 client over a non-blocking socket (one connection per
+// request, `Connection: close`): WaitForResponse connects, sends the
+// request and reads the status line and headers; a chunked content
+// provider then calls Pump, which reads what the pod sent next and writes
+// it to the client at once -- the client's first byte goes out before the
+// upstream is done. The body's framing (Content-Length, chunked, or until
+// close) is decoded; its bytes are not parsed (SSE events pass as they
+// are, compressed bodies stay compressed).
 //
-// Backpressure: at most `kMaxBufferedBytes` wait between the two sides; a
+// Why not cpp-httplib's client: 0.11.4's blocking client has no way to
+// stop after the headers and read the body later, so the upstream request
+// had to run on a second thread and hand every chunk over through a
+// condition variable -- two thread switches per streamed token, and a
+// thread per request in flight. Measured in activator_bench (docs/
+// benchmarks.md).
+//
+// Backpressure: at most one read (16 KiB) waits between the two sides; a
 // slow client slows the upstream read, never grows memory. Cancel (the
-// client went away, a timeout) stops the upstream connection at once.
+// client went away, a timeout) shuts the upstream connection at once; it
+// may be called from any thread.
 #pragma once
 
-#include <condition_variable>
-#include <deque>
-#include <memory>
-#include <mutex>
+#include <atomic>
+#include <cstdint>
 #include <string>
-#include <thread>
 
 #include "absl/time/time.h"
 #include "httplib.h"
@@ -45,48 +51,64 @@ class Forward {
     kTimedOut,       // no response within response_start
   };
 
-  // Sends `req` (its body and headers, hop-by-hop headers dropped) to
-  // `address` ("host:port") at `target` (path and query).
+  // Prepares `req` (its body and headers, hop-by-hop headers dropped) for
+  // `address` ("host:port") at `target` (path and query). Nothing is sent
+  // before WaitForResponse.
   Forward(const httplib::Request& req, const std::string& target,
           const std::string& address, const ForwardTimeouts& timeouts);
-  ~Forward();  // cancels and waits for the upstream request to end
+  ~Forward();  // closes the upstream connection
   Forward(const Forward&) = delete;
   Forward& operator=(const Forward&) = delete;
 
   Start WaitForResponse();
   int status() const { return status_; }
   const httplib::Headers& headers() const { return headers_; }
-  std::string error() const;
+  std::string error() const { return why_; }
   const std::string& address() const { return address_; }
   absl::Time started() const { return started_; }
 
-  // Writes what arrived to `sink`, waiting for more; false to end the
-  // response (upstream done: after sink.done(); broken, idle or over the
-  // total: without it, so the client sees a truncated response).
+  // Writes what the pod sent next to `sink`, waiting for it; false to end
+  // the response (upstream done: after sink.done(); broken, idle or over
+  // the total: without it, so the client sees a truncated response).
   bool Pump(httplib::DataSink& sink);
   void Cancel();
 
-  static constexpr size_t kMaxBufferedBytes = size_t{1} << 20;
+  static constexpr size_t kReadBytes = size_t{16} << 10;
+  static constexpr size_t kMaxHeaderBytes = size_t{64} << 10;
 
  private:
-  void Run(httplib::Request up);
+  enum class Framing { kNone, kLength, kChunked, kUntilClose };
+  enum class ChunkState { kSize, kData, kDataEnd, kTrailers };
+  enum class Io { kOk, kTimedOut, kClosed, kError };
+
+  // Connects within the connect timeout; false (why_ set) when it cannot.
+  bool Connect();
+  // Waits for the socket to be readable (POLLIN) or writable until
+  // `deadline`; kClosed when cancelled.
+  Io Wait(short events, absl::Time deadline);
+  // Appends what arrived to buf_ (kClosed at the end of the stream).
+  Io Read(absl::Time deadline);
+  bool ParseHead(size_t end);
+  // Takes body bytes out of buf_ (framing removed) into `out`; false on a
+  // malformed chunked body.
+  bool Decode(std::string& out);
+  bool Fail(std::string why);
 
   const ForwardTimeouts timeouts_;
   const std::string address_;
   const absl::Time started_;
-  std::unique_ptr<httplib::Client> client_;
-  mutable std::mutex mu_;
-  std::condition_variable changed_;
-  bool responded_ = false;
-  bool done_ = false;
-  bool cancelled_ = false;
-  httplib::Error error_ = httplib::Error::Success;
-  std::string why_;  // of a failure we caused (idle, total)
+  const bool head_;  // a HEAD request: no body comes back
+  std::string request_;
+  std::atomic<int> fd_{-1};
+  std::atomic<bool> cancelled_{false};
+  std::string why_;
   int status_ = 0;
   httplib::Headers headers_;
-  std::deque<std::string> chunks_;
-  size_t buffered_ = 0;
-  bool finished_ = false;  // Run returned
+  std::string buf_;  // read, not yet consumed
+  Framing framing_ = Framing::kNone;
+  uint64_t remaining_ = 0;  // of the body (kLength) or the chunk (kData)
+  ChunkState chunk_ = ChunkState::kSize;
+  bool done_ = false;
 };
 
 }  // namespace pilotlight::activator

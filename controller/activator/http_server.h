@@ -38,7 +38,7 @@ namespace pilotlight::activator {
 
 // Threads made as work comes when no idle one is left, up to `max` (beyond
 // that, work waits in order); `min` made at once. Threads stay once made.
-// The server's connection pool, and the activator's upstream requests'.
+// The server's connection pool.
 class GrowingPool final : public httplib::TaskQueue {
  public:
   GrowingPool(int min, int max);
