@@ -70,6 +70,8 @@ std::shared_ptr<ListenSocket> ConfigureHttpServer(
     socket->fd = fd;
   });
   server.set_keep_alive_timeout(options.keep_alive_seconds);
+  server.set_keep_alive_max_count(
+      static_cast<size_t>(options.keep_alive_max_requests));
   // Streamed tokens go out as written, not held by Nagle's algorithm for
   // the peer's delayed ACK (40 ms a chunk).
   server.set_tcp_nodelay(true);

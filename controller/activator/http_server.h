@@ -65,6 +65,10 @@ struct HttpServerOptions {
   int min_threads = 8;
   int max_threads = 4096;
   int keep_alive_seconds = 5;
+  // Requests on one kept-alive connection before the server closes it
+  // (cpp-httplib's own default is 5: a client streaming through the
+  // activator would reconnect every fifth request). nginx's default.
+  int keep_alive_max_requests = 1000;
 };
 
 // The listening socket, as the server's socket-options hook saw it.
