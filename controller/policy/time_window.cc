@@ -130,21 +130,34 @@ int64_t WindowedMax::IndexOf(absl::Time t) const {
   return BucketIndex(t, granularity_);
 }
 
+int32_t WindowedMax::Relative(int64_t index) const {
+  return static_cast<int32_t>(std::clamp<int64_t>(
+      index - base_, int64_t{kEmpty} + 1, std::numeric_limits<int32_t>::max()));
+}
+
 void WindowedMax::Record(absl::Time t, double value) {
-  const int64_t idx = IndexOf(t);
-  Bucket& b = buckets_[Slot(idx, buckets_.size())];
-  if (b.index > idx) {
+  const int64_t abs_idx = IndexOf(t);
+  if (!based_) {
+    base_ = abs_idx;
+    based_ = true;
+  }
+  const int32_t idx = Relative(abs_idx);
+  Bucket& b = buckets_[Slot(abs_idx, buckets_.size())];
+  if (b.index != kEmpty && b.index > idx) {
     return;
   }
   if (b.index != idx) {
-    b = Bucket{idx, value};
+    b = Bucket{idx, static_cast<float>(value)};
     return;
   }
-  b.max = std::max(b.max, value);
+  b.max = std::max(b.max, static_cast<float>(value));
 }
 
 std::optional<double> WindowedMax::Max(absl::Time now,
                                        absl::Duration window) const {
+  if (!based_) {
+    return std::nullopt;
+  }
   const int64_t last = IndexOf(now);
   const auto n = static_cast<int64_t>(buckets_.size());
   const int64_t first =
@@ -152,10 +165,13 @@ std::optional<double> WindowedMax::Max(absl::Time now,
       std::clamp<int64_t>(absl::Ceil(window, granularity_) / granularity_, 1,
                           n) +
       1;
+  const int32_t lo = Relative(first);
+  const int32_t hi = Relative(last);
   std::optional<double> best;
   for (const Bucket& b : buckets_) {
-    if (b.index >= first && b.index <= last && (!best || b.max > *best)) {
-      best = b.max;
+    if (b.index != kEmpty && b.index >= lo && b.index <= hi &&
+        (!best || static_cast<double>(b.max) > *best)) {
+      best = static_cast<double>(b.max);
     }
   }
   return best;

@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -77,7 +78,10 @@ class TimeBuckets {
 namespace pilotlight::policy {
 
 // WindowedMax: the largest value recorded in the last `window`, bucketed by
-// `granularity` (each bucket keeps its maximum). Fixed memory.
+// `granularity` (each bucket keeps its maximum). Fixed memory: 8 bytes a
+// bucket -- its number relative to the first one recorded, and the maximum
+// as a float (exact for the replica counts it holds; other values within
+// float precision).
 class WindowedMax {
  public:
   WindowedMax(absl::Duration window, absl::Duration granularity);
@@ -87,12 +91,17 @@ class WindowedMax {
   size_t HeapBytes() const { return buckets_.capacity() * sizeof(Bucket); }
 
  private:
+  static constexpr int32_t kEmpty = std::numeric_limits<int32_t>::min();
   struct Bucket {
-    int64_t index = -1;
-    double max = 0;
+    int32_t index = kEmpty;  // relative to base_
+    float max = 0;
   };
   int64_t IndexOf(absl::Time t) const;
+  // `index` relative to base_, clamped into int32 (kEmpty excluded).
+  int32_t Relative(int64_t index) const;
   absl::Duration granularity_;
+  int64_t base_ = 0;
+  bool based_ = false;
   std::vector<Bucket> buckets_;
 };
 

@@ -102,5 +102,23 @@ TEST(WindowedMaxTest, MaxOverWindow) {
   EXPECT_EQ(m.Max(At(200), absl::Seconds(60)), std::nullopt);
 }
 
+// Buckets are numbered from the first one recorded (8 bytes each): times
+// before it, a ring wrapped many times over and a year later still land
+// in their own buckets.
+TEST(WindowedMaxTest, RelativeBucketsBeforeAndLongAfterTheFirst) {
+  WindowedMax m(absl::Seconds(60), absl::Seconds(10));
+  m.Record(At(1000), 5);
+  m.Record(At(990), 7);  // before the first: its own bucket
+  EXPECT_EQ(m.Max(At(1000), absl::Seconds(20)), 7.0);
+  EXPECT_EQ(m.Max(At(1000), absl::Seconds(10)), 5.0);
+  const absl::Time later = At(1000) + absl::Hours(24 * 365);
+  m.Record(later, 2);
+  EXPECT_EQ(m.Max(later, absl::Seconds(60)), 2.0);  // the old ones expired
+  m.Record(later + absl::Seconds(10), 9);
+  EXPECT_EQ(m.Max(later + absl::Seconds(10), absl::Seconds(20)), 9.0);
+  EXPECT_EQ(m.Max(later + absl::Seconds(60), absl::Seconds(60)), 9.0);
+  EXPECT_EQ(m.Max(later + absl::Seconds(70), absl::Seconds(60)), std::nullopt);
+}
+
 }  // namespace
 }  // namespace pilotlight::policy
