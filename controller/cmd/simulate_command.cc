@@ -52,6 +52,10 @@ const std::vector<FlagSpec>& SimulateFlags() {
       {"ttft-per-1k-prompt", false, "DURATION",
        "prompt-length-aware TTFT SLO: allowance per 1000 prompt tokens "
        "added to --ttft (default 0: flat)"},
+      {"knob", false, "F",
+       "replay every policy run at this setting of its knob (pilotlight, "
+       "knative, keda: target utilisation; keepalive: keep-alive minutes) "
+       "instead of its default; the policies without one are refused"},
       {"match-slo", false, "F",
        "cost at matched SLO: each policy's cheapest knob setting with at "
        "least this share of requests within SLO and the cold-start budget "
@@ -524,6 +528,9 @@ int RunSimulate(const std::vector<std::string>& args, std::ostream& out,
   sim::RunOptions options;
   if (const std::optional<std::string> p = f->String("policies")) {
     options.policies = absl::StrSplit(*p, ',', absl::SkipEmpty());
+  }
+  if (absl::Status st = Set(f->Double("knob"), options.knob); !st.ok()) {
+    return usage_error(st);
   }
   const std::optional<std::string> report_path = f->String("report");
   config.timeline_points = report_path ? 600 : 0;

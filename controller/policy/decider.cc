@@ -179,6 +179,13 @@ double Decider::ServiceSeconds(const EndpointSpec& spec) const {
          spec.workload.output_tokens * t.replica->TpotSeconds(1, spec.workload);
 }
 
+double Decider::LoadedServiceSeconds(const EndpointSpec& spec) const {
+  const Tier& t = tiers_[static_cast<size_t>(std::max(tier_, 0))];
+  return t.ttft_s + spec.workload.output_tokens *
+                        t.replica->TpotSeconds(std::max(1, t.model_capacity),
+                                               spec.workload);
+}
+
 // --- Demand -----------------------------------------------------------------
 
 void Decider::Ingest(const Snapshot& s) {
@@ -214,6 +221,18 @@ void Decider::Ingest(const Snapshot& s) {
     // starts, so in-flight + queued wins when present.)
     if (!c && d.arrivals && dt > absl::ZeroDuration()) {
       c = *d.arrivals / absl::ToDoubleSeconds(dt) * service_s;
+    }
+    // Arrivals while no replica is ready, from the first one: the offered
+    // load at zero (ForecastDemand).
+    if (ready > 0) {
+      at_zero_since_ = absl::InfiniteFuture();
+    } else if (d.arrivals && dt > absl::ZeroDuration() &&
+               (at_zero_since_ != absl::InfiniteFuture() || *d.arrivals > 0)) {
+      if (at_zero_since_ == absl::InfiniteFuture()) {
+        at_zero_since_ = d.at - dt;
+        at_zero_arrivals_ = 0;
+      }
+      at_zero_arrivals_ += std::max(0.0, *d.arrivals);
     }
     if (!c) {
       continue;  // carries no demand information
@@ -786,6 +805,30 @@ void Decider::ForecastDemand(Step& st) {
       st.forecast = trend;
       st.forecast_note =
           absl::StrFormat("trend +%.2f/s, R2 %.2f", fit->slope, fit->r2);
+    }
+  }
+  // With no replica ready nothing is in flight and the held queue counts
+  // S / L, so an endpoint at a steady hundred requests a second started
+  // from zero grew by a few replicas a tick while its hold overflowed
+  // (docs/benchmarks.md). What the replicas asked for now meet when they
+  // are ready is the offered load: Little's law, the arrival rate times
+  // the service time at the batch they run (their capacity at the TPOT
+  // SLO). The rate is over the whole time at zero so far, at Poisson's
+  // one-sigma lower bound (n - sqrt n) / t, so a few requests at zero ask
+  // for no more than before. A floor on the forecast, not a demand sample:
+  // the held queue's ramp still feeds the trend.
+  if (st.ready_total == 0 && last_sample_at_ &&
+      *last_sample_at_ > at_zero_since_) {
+    const double n = at_zero_arrivals_;
+    const double seconds =
+        absl::ToDoubleSeconds(*last_sample_at_ - at_zero_since_);
+    const double offered =
+        (n - std::sqrt(n)) / seconds * LoadedServiceSeconds(*s.spec);
+    if (offered > st.forecast) {
+      st.forecast = offered;
+      st.forecast_note =
+          absl::StrFormat("offered load at zero %.1f (%.0f requests in %.0f s)",
+                          offered, n, seconds);
     }
   }
   if (const std::optional<double> ratio = season_.Ratio(now, lead);

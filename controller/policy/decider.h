@@ -202,7 +202,10 @@ class Decider {
   // (idle endpoints: the kept replica never moves between capacity types).
   TierPlan Plan(const Snapshot& s, int tier, int replicas, double demand,
                 bool spot_unhealthy, bool keep_ready = false) const;
+  // A request's service time at batch 1, and at the batch a replica runs
+  // at its capacity (the TPOT SLO's).
   double ServiceSeconds(const EndpointSpec& spec) const;
+  double LoadedServiceSeconds(const EndpointSpec& spec) const;
   Decision Hold(const Snapshot& s, ScaleReason reason, std::string message);
 
   DeciderConfig config_;
@@ -256,6 +259,11 @@ class Decider {
   bool counting_burst_ = false;
   absl::Time burst_start_;
   double burst_requests_ = 0;
+  // Since when no replica has been ready with requests arriving
+  // (InfiniteFuture: some is), and how many arrived: the offered load at
+  // zero, up to the last sample.
+  absl::Time at_zero_since_ = absl::InfiniteFuture();
+  double at_zero_arrivals_ = 0;
 
   // Modes.
   int last_target_ = -1;  // the total asked for last time, on that tier

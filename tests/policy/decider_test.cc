@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "controller/policy/variant_model.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/policy/world.h"
@@ -64,6 +65,58 @@ TEST(DeciderTest, ScalesFromZeroOnFirstArrival) {
   EXPECT_EQ(d.reason, ScaleReason::kScaleFromZero);
   EXPECT_EQ(d.variants[0].reason, ScaleReason::kScaleFromZero);
   EXPECT_THAT(d.message, HasSubstr("ScaleFromZero"));
+}
+
+// At zero nothing is in flight and the held queue weighs S / L, so a steady
+// stream started from zero used to be met by a few replicas a tick while
+// its hold overflowed (ServeGen: 25-40k requests refused). Now the offered
+// load -- the arrival rate's one-sigma lower bound times the service time
+// at the batch a replica runs -- sizes the first replicas; a trickle of
+// requests still asks for one.
+TEST(DeciderTest, AtZeroASteadyStreamAsksForItsOfferedLoad) {
+  const EndpointSpec spec = Llama8b({Variant("chat-a100", "a100-80gb")});
+  const model::Catalog catalog = DefaultCatalog();
+  const absl::StatusOr<VariantModel> m =
+      DeriveVariant(spec, 0, catalog, model::EngineTuning{});
+  ASSERT_TRUE(m.ok()) << m.status();
+  ASSERT_GT(m->capacity, 0);
+  const double loaded_s =
+      m->ttft_s + spec.workload.output_tokens *
+                      m->replica.TpotSeconds(m->capacity, spec.workload);
+  // A rate that needs 8 replicas at their capacity, steadily.
+  const double rate = 8.0 * m->capacity / loaded_s;
+  const double per_tick = rate * absl::ToDoubleSeconds(kTick);
+  ASSERT_GE(per_tick, 20) << "a stream, not a trickle";
+  struct Case {
+    std::string name;
+    double per_tick;
+    int min_replicas;  // asked for within 10 s (the cold start is 60 s)
+    int max_replicas;
+  };
+  const std::vector<Case> cases = {
+      // (n - sqrt n) / t after the first ticks: ~90 % of the rate.
+      {"stream", per_tick, 6, 8},
+      {"one request a tick", 1, 1, 1},
+      {"nothing", 0, 0, 0},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    World w = OneA100();
+    w.Step(T0(), {World::Sample(T0(), 0)});
+    double held = 0;
+    int asked = 0;
+    for (absl::Time t = T0() + kTick; t <= T0() + absl::Seconds(10);
+         t += kTick) {
+      held += c.per_tick;
+      w.Step(t, {Queued(t, held, c.per_tick)});
+      asked = std::max(asked, w.TotalDesired());
+    }
+    EXPECT_GE(asked, c.min_replicas) << w.last().message;
+    EXPECT_LE(asked, c.max_replicas) << w.last().message;
+    if (c.per_tick > 20) {
+      EXPECT_THAT(w.last().message, HasSubstr("offered load at zero"));
+    }
+  }
 }
 
 // A controller (re)started next to a running, idle endpoint knows nothing of
