@@ -153,28 +153,40 @@ int Targets::Refresh() {
   if (known_changed) {
     router_.SetEndpoints(known_);
   }
+  // Every endpoint's pods first, then the probes of those not yet trusted
+  // all at once (a pod that accepts and never answers costs one probe
+  // timeout per pass, not one per such pod), then the targets.
+  std::vector<Plan> plans;
+  std::vector<Candidate*> to_probe;
   for (const std::string& key : todo) {
-    if (RefreshEndpoint(key)) {
-      pending_.insert(key);
+    plans.push_back(Collect(key));
+  }
+  for (Plan& plan : plans) {
+    for (Candidate& c : plan.pods) {
+      if (!c.answered) {
+        to_probe.push_back(&c);
+      }
+    }
+  }
+  ProbeAll(to_probe);
+  for (const Plan& plan : plans) {
+    if (Apply(plan)) {
+      pending_.insert(plan.key);
     }
   }
   return static_cast<int>(pending_.size());
 }
 
-bool Targets::RefreshEndpoint(const std::string& key) {
+Targets::Plan Targets::Collect(const std::string& key) {
+  Plan plan;
+  plan.key = key;
   const kube::ObjectCache::ObjectPtr ia = autoscalers_.Get(key);
   if (ia == nullptr) {
-    answered_.erase(key);
-    router_.SetTargets(key, {}, 1);
-    const std::lock_guard<std::mutex> lock(mu_);
-    count_.erase(key);
-    return false;
+    plan.gone = true;
+    return plan;
   }
   const std::string ns = key.substr(0, key.find('/'));
-  std::map<std::string, std::string> answered;  // this pass's, by pod uid
   const std::map<std::string, std::string>& before = answered_[key];
-  std::vector<std::string> addresses;
-  bool pending = false;
   for (const json& v : ArrayField(*ia, {"spec", "variants"})) {
     const std::string dep =
         absl::StrCat(ns, "/", StringField(v, {"deployment"}));
@@ -184,27 +196,70 @@ bool Targets::RefreshEndpoint(const std::string& key) {
           runtime::PodTerminating(*pod)) {
         continue;
       }
-      const PodEndpoint pe = PodServer(*pod);
+      PodEndpoint pe = PodServer(*pod);
       if (pe.address.empty()) {
         continue;
       }
-      const std::string uid = StringField(*pod, {"metadata", "uid"});
-      auto it = before.find(uid);
-      if ((it != before.end() && it->second == pe.address) ||
-          probe_(pe.address, pe.health_path, o_.probe_timeout)) {
-        answered[uid] = pe.address;
-        addresses.push_back(pe.address);
-      } else {
-        pending = true;  // Ready, model not answering yet
-      }
+      Candidate c;
+      c.uid = StringField(*pod, {"metadata", "uid"});
+      auto it = before.find(c.uid);
+      c.answered = it != before.end() && it->second == pe.address;
+      c.address = std::move(pe.address);
+      c.health_path = std::move(pe.health_path);
+      plan.pods.push_back(std::move(c));
     }
   }
-  answered_[key] = std::move(answered);
   const int64_t cap = IntField(*ia, {"status", "concurrencyPerReplica"});
-  router_.SetTargets(key, addresses,
-                     cap > 0 ? static_cast<int>(cap) : o_.default_concurrency);
+  plan.concurrency = cap > 0 ? static_cast<int>(cap) : o_.default_concurrency;
+  return plan;
+}
+
+void Targets::ProbeAll(const std::vector<Candidate*>& todo) {
+  if (todo.size() == 1) {
+    Candidate& c = *todo[0];
+    c.answered = probe_(c.address, c.health_path, o_.probe_timeout);
+    return;
+  }
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < todo.size(); i = next++) {
+      Candidate& c = *todo[i];
+      c.answered = probe_(c.address, c.health_path, o_.probe_timeout);
+    }
+  };
+  std::vector<std::thread> threads;
+  const size_t n = std::min(todo.size(), kMaxParallelProbes);
+  for (size_t i = 0; i < n; ++i) {
+    threads.emplace_back(work);
+  }
+  for (std::thread& t : threads) {
+    t.join();
+  }
+}
+
+bool Targets::Apply(const Plan& plan) {
+  if (plan.gone) {
+    answered_.erase(plan.key);
+    router_.SetTargets(plan.key, {}, 1);
+    const std::lock_guard<std::mutex> lock(mu_);
+    count_.erase(plan.key);
+    return false;
+  }
+  std::map<std::string, std::string> answered;  // this pass's, by pod uid
+  std::vector<std::string> addresses;
+  bool pending = false;
+  for (const Candidate& c : plan.pods) {
+    if (c.answered) {
+      answered[c.uid] = c.address;
+      addresses.push_back(c.address);
+    } else {
+      pending = true;  // Ready, model not answering yet
+    }
+  }
+  answered_[plan.key] = std::move(answered);
+  router_.SetTargets(plan.key, addresses, plan.concurrency);
   const std::lock_guard<std::mutex> lock(mu_);
-  count_[key] = addresses.size();
+  count_[plan.key] = addresses.size();
   return pending;
 }
 

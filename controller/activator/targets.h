@@ -91,7 +91,26 @@ class Targets {
   size_t CountOf(const std::string& endpoint) const;
 
  private:
-  bool RefreshEndpoint(const std::string& key);
+  // A Ready pod of an endpoint, and whether its model answers (trusted
+  // from an earlier pass, or this pass's probe).
+  struct Candidate {
+    std::string uid;
+    std::string address;
+    std::string health_path;
+    bool answered = false;
+  };
+  struct Plan {
+    std::string key;
+    bool gone = false;  // the InferenceAutoscaler was deleted
+    std::vector<Candidate> pods;
+    int concurrency = 1;
+  };
+  Plan Collect(const std::string& key);
+  // Probes each candidate, up to kMaxParallelProbes at once.
+  void ProbeAll(const std::vector<Candidate*>& todo);
+  // Sets the endpoint's targets; true while one of its pods is pending.
+  bool Apply(const Plan& plan);
+  static constexpr size_t kMaxParallelProbes = 16;
 
   const TargetOptions o_;
   Router& router_;

@@ -3,9 +3,14 @@
 // the controller's status, and the controller replicas found by label.
 #include "controller/activator/targets.h"
 
+#include <atomic>
+#include <functional>
 #include <map>
+#include <mutex>
 #include <string>
 
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/fakes/fake_cluster.h"
@@ -17,6 +22,7 @@ using json = nlohmann::json;
 using kube::EventType;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
+using ::testing::UnorderedElementsAre;
 
 json Pod(const std::string& ns, const std::string& name, const std::string& ip,
          bool ready, json labels = json::object()) {
@@ -70,8 +76,12 @@ class TargetsTest : public ::testing::Test {
   fakes::MemoryCache pods_;
   runtime::ClusterIndex index_;
   Router router_{HoldLimits{}};
+  // Probes run in parallel: the fake's state is under a lock.
+  std::mutex mu_;
   std::map<std::string, bool> answers_;  // address -> answers its probe
   std::vector<std::string> probed_;
+  // When set, called inside each probe (outside the lock).
+  std::function<bool(const std::string&)> during_probe_;
   Targets targets_{TargetOptions{},
                    router_,
                    autoscalers_,
@@ -79,8 +89,13 @@ class TargetsTest : public ::testing::Test {
                    index_,
                    [this](const std::string& address, const std::string& path,
                           absl::Duration) {
+                     bool ok = true;
+                     if (during_probe_) {
+                       ok = during_probe_(address);
+                     }
+                     const std::lock_guard<std::mutex> lock(mu_);
                      probed_.push_back(address + path);
-                     return answers_[address];
+                     return ok && answers_[address];
                    }};
 };
 
@@ -92,8 +107,8 @@ TEST_F(TargetsTest, ReadyAndAnsweringPodsOnlyWithTheControllersCap) {
   EXPECT_EQ(targets_.Refresh(), 1);  // c is still pending
   EXPECT_EQ(targets_.CountOf("ml/chat"), 1U);
   // The port named http and the readiness probe's path.
-  EXPECT_THAT(probed_, ElementsAre("10.0.0.1:8080/v1/health",
-                                   "10.0.0.3:8080/v1/health"));
+  EXPECT_THAT(probed_, UnorderedElementsAre("10.0.0.1:8080/v1/health",
+                                            "10.0.0.3:8080/v1/health"));
   const EndpointLoad l = router_.DemandOf("ml/chat", absl::Now());
   EXPECT_FALSE(l.no_replica);
   // c answers: probed again on the next pass, without an event.
@@ -125,6 +140,30 @@ TEST_F(TargetsTest, ARefusedPodIsProbedAgainBeforeItIsTrusted) {
   targets_.Refresh();
   EXPECT_THAT(probed_, ElementsAre("10.0.0.1:8080/v1/health"));
   EXPECT_EQ(targets_.CountOf("ml/chat"), 0U);
+}
+
+// Pods that accept and never answer cost one probe timeout a pass, not one
+// each: the probes of a pass run at once. Each fake probe here answers only
+// once all three are in flight together (waiting up to 5 s), so probes run
+// one after another fail it.
+TEST_F(TargetsTest, ProbesOfAPassRunAtOnce) {
+  std::atomic<int> in_flight{0};
+  during_probe_ = [&](const std::string&) {
+    ++in_flight;
+    const absl::Time until = absl::Now() + absl::Seconds(5);
+    while (in_flight.load() < 3 && absl::Now() < until) {
+      absl::SleepFor(absl::Milliseconds(1));
+    }
+    return in_flight.load() >= 3;
+  };
+  for (const char* ip : {"10.0.0.1", "10.0.0.2", "10.0.0.3"}) {
+    answers_[absl::StrCat(ip, ":8080")] = true;
+  }
+  AddPod(Pod("ml", "a", "10.0.0.1", true));
+  AddPod(Pod("ml", "b", "10.0.0.2", true));
+  AddPod(Pod("ml", "c", "10.0.0.3", true));
+  EXPECT_EQ(targets_.Refresh(), 0);
+  EXPECT_EQ(targets_.CountOf("ml/chat"), 3U);
 }
 
 TEST_F(TargetsTest, ActivationTimeoutFollowsThePredictedColdStart) {
