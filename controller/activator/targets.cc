@@ -158,6 +158,7 @@ int Targets::Refresh() {
   // timeout per pass, not one per such pod), then the targets.
   std::vector<Plan> plans;
   std::vector<Candidate*> to_probe;
+  plans.reserve(todo.size());
   for (const std::string& key : todo) {
     plans.push_back(Collect(key));
   }
