@@ -938,17 +938,22 @@ void Decider::SizeLoadAndWarmPool(Step& st) {
     return;
   }
   // Rises are measured from the current level, so the spare capacity is
-  // counted from it too (the forecast's own rise is already in `load`).
-  const double spare = st.load * st.cap - st.base;
+  // counted from it too (the forecast's own rise is already in `load`) --
+  // at the replicas' whole capacity: the headroom a target utilisation
+  // under 1 leaves is spare too. (Counted at the target's capacity, the
+  // warm pool at utilisation 0.4 on ServeGen added $77 of replicas for no
+  // request more within SLO.)
+  const double full = Capacity(tier);
+  const double spare = st.load * full - st.base;
   const int cap_warm = std::max(1, st.load);
   while (st.warm < cap_warm && rises_.count() >= 8 &&
-         rises_.FractionAbove(spare + st.warm * st.cap) >
+         rises_.FractionAbove(spare + st.warm * full) >
              st.s->spec->slo.max_cold_start_fraction) {
     ++st.warm;
   }
   if (rises_.count() >= 8) {
     st.rise_risk_without_warm = rises_.FractionAbove(spare);
-    st.rise_risk_with_warm = rises_.FractionAbove(spare + st.warm * st.cap);
+    st.rise_risk_with_warm = rises_.FractionAbove(spare + st.warm * full);
   }
 }
 

@@ -616,6 +616,43 @@ TEST(DeciderTest, WarmPoolFromOwnRises) {
   EXPECT_GE(w.TotalDesired(), 2) << w.last().message;
 }
 
+// The warm pool covers rises the running replicas cannot absorb: with a
+// target utilisation under 1 the headroom it leaves is spare too, so rises
+// within the replicas' whole capacity add no warm replica.
+TEST(DeciderTest, WarmPoolCountsTheTargetUtilisationsHeadroom) {
+  struct Case {
+    std::string name;
+    double high;  // x capacity, after 0.3 x capacity
+    bool warm;
+  };
+  const std::vector<Case> cases = {
+      // 0.3 -> 0.6: within one replica's whole capacity (not within its
+      // 0.5 target).
+      {"within the headroom", 0.6, false},
+      {"beyond it", 1.6, true},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    DeciderConfig config;
+    config.target_utilization = 0.5;
+    World w(Llama8b({Variant("chat-a100", "a100-80gb")}), DefaultCatalog(),
+            config);
+    w.ReportColdStart(0, absl::Seconds(60), 5);
+    absl::Time t = Steady(w, T0(), absl::Minutes(1), 1);
+    const int cap = w.last().capacity_per_replica;
+    ASSERT_GT(cap, 0);
+    int warm = 0;
+    for (int cycle = 0; cycle < 20; ++cycle) {
+      t = Steady(w, t, absl::Minutes(3), 0.3 * cap);
+      if (w.last().reason == ScaleReason::kWarmPool) {
+        warm = std::max(warm, w.last().warm_pool);
+      }
+      t = Steady(w, t, absl::Minutes(1), c.high * cap);
+    }
+    EXPECT_EQ(warm > 0, c.warm) << w.last().message;
+  }
+}
+
 // After a day of history, the time-of-day profile scales ahead of the
 // daily 08:00 ramp one cold start before it arrives.
 TEST(DeciderTest, SeasonalScaleAheadOfTheDailyRamp) {
