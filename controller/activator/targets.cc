@@ -216,11 +216,6 @@ Targets::Plan Targets::Collect(const std::string& key) {
 }
 
 void Targets::ProbeAll(const std::vector<Candidate*>& todo) {
-  if (todo.size() == 1) {
-    Candidate& c = *todo[0];
-    c.answered = probe_(c.address, c.health_path, o_.probe_timeout);
-    return;
-  }
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t i = next++; i < todo.size(); i = next++) {
@@ -228,6 +223,10 @@ void Targets::ProbeAll(const std::vector<Candidate*>& todo) {
       c.answered = probe_(c.address, c.health_path, o_.probe_timeout);
     }
   };
+  if (todo.size() <= 1) {
+    work();  // no thread for one probe (or none)
+    return;
+  }
   std::vector<std::thread> threads;
   const size_t n = std::min(todo.size(), kMaxParallelProbes);
   for (size_t i = 0; i < n; ++i) {

@@ -173,17 +173,19 @@ absl::Duration Decider::Lead(const Snapshot& s, int tier) const {
   return lead;
 }
 
-double Decider::ServiceSeconds(const EndpointSpec& spec) const {
+double Decider::ServiceSecondsAt(const EndpointSpec& spec, int batch) const {
   const Tier& t = tiers_[static_cast<size_t>(std::max(tier_, 0))];
-  return t.ttft_s +
-         spec.workload.output_tokens * t.replica->TpotSeconds(1, spec.workload);
+  return t.ttft_s + spec.workload.output_tokens *
+                        t.replica->TpotSeconds(batch, spec.workload);
+}
+
+double Decider::ServiceSeconds(const EndpointSpec& spec) const {
+  return ServiceSecondsAt(spec, 1);
 }
 
 double Decider::LoadedServiceSeconds(const EndpointSpec& spec) const {
   const Tier& t = tiers_[static_cast<size_t>(std::max(tier_, 0))];
-  return t.ttft_s + spec.workload.output_tokens *
-                        t.replica->TpotSeconds(std::max(1, t.model_capacity),
-                                               spec.workload);
+  return ServiceSecondsAt(spec, std::max(1, t.model_capacity));
 }
 
 // --- Demand -----------------------------------------------------------------

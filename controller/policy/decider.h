@@ -202,8 +202,10 @@ class Decider {
   // (idle endpoints: the kept replica never moves between capacity types).
   TierPlan Plan(const Snapshot& s, int tier, int replicas, double demand,
                 bool spot_unhealthy, bool keep_ready = false) const;
-  // A request's service time at batch 1, and at the batch a replica runs
-  // at its capacity (the TPOT SLO's).
+  // A request's service time on the serving tier at `batch`: at 1
+  // (ServiceSeconds), and at the batch a replica runs at its capacity, the
+  // TPOT SLO's (LoadedServiceSeconds).
+  double ServiceSecondsAt(const EndpointSpec& spec, int batch) const;
   double ServiceSeconds(const EndpointSpec& spec) const;
   double LoadedServiceSeconds(const EndpointSpec& spec) const;
   Decision Hold(const Snapshot& s, ScaleReason reason, std::string message);
