@@ -129,6 +129,7 @@ absl::StatusOr<GpuClassResource> ParseGpuClass(const json& object) {
   r.gpu.bf16 = Bool(gpu, "bf16", true);
   PL_ASSIGN_OR_RETURN(r.gpu.fp8_tflops, Number(gpu, "fp8TFLOPS", g, 0.0));
   PL_ASSIGN_OR_RETURN(r.gpu.int8_tops, Number(gpu, "int8TOPS", g, 0.0));
+  PL_ASSIGN_OR_RETURN(r.gpu.fp4_tflops, Number(gpu, "fp4TFLOPS", g, 0.0));
   const json& ic = Field(spec, {"interconnect"});
   PL_ASSIGN_OR_RETURN(std::string kind,
                       String(ic, "kind", "spec.interconnect.", "PCIe"));
@@ -218,7 +219,7 @@ json GpuClassObject(const model::GpuClass& entry,
   if (!entry.cloud.empty()) {
     labels["pilotlight.dev/cloud"] = entry.cloud;  // the chart selects by it
   }
-  return {
+  json object = {
       {"apiVersion", "pilotlight.dev/v1alpha1"},
       {"kind", "GPUClass"},
       {"metadata",
@@ -244,6 +245,12 @@ json GpuClassObject(const model::GpuClass& entry,
                                  : entry.price_on_demand_per_gpu_hour},
         {"nodeSelector", selector}}},
   };
+  // Written only where the class has FP4 tensor cores, so that classes
+  // without them render as they did before the field existed.
+  if (entry.fp4_tflops > 0) {
+    object["spec"]["gpu"]["fp4TFLOPS"] = entry.fp4_tflops;
+  }
+  return object;
 }
 
 std::string DefaultGpuClassesYaml(const model::Catalog& catalog) {

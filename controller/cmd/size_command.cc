@@ -1,6 +1,7 @@
 #include "controller/cmd/size_command.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -17,6 +18,7 @@
 #include "controller/model/catalog.h"
 #include "controller/model/model_profile.h"
 #include "controller/model/sizing.h"
+#include "controller/model/validation.h"
 
 namespace pilotlight::cmd {
 namespace {
@@ -68,6 +70,16 @@ const std::vector<FlagSpec>& SizeFlags() {
       {"overhead-gib", false, "F", "runtime memory per GPU, GiB (default 2)"},
       {"max-batch", false, "N",
        "most sequences a replica batches (default 256)"},
+      {"model-config", false, "FILE",
+       "model shapes from a Hugging Face config.json (any public model)"},
+      {"validate", false, "FILE.csv",
+       "predict every row of a measurements CSV and compare (see "
+       "controller/model/data/measurements.csv; --catalog adds classes)"},
+      {"split", false, "fit|holdout",
+       "with --validate: only the rows of this split"},
+      {"fit", true, "",
+       "with --validate: fit the engine's efficiency terms to the rows "
+       "and print them, then the rows at the fitted values"},
       {"help", true, "", "show this help"},
   };
   return *specs;
@@ -75,9 +87,12 @@ const std::vector<FlagSpec>& SizeFlags() {
 
 std::string SizeUsage() {
   return absl::StrCat(
-      "usage: pilotlight size [--model NAME] [flags]\n\n"
+      "usage: pilotlight size [--model NAME | --model-config FILE] [flags]\n"
+      "       pilotlight size --validate FILE.csv [--catalog FILE] [--split "
+      "S]\n\n"
       "Sizes one replica of a model on every GPU class of the catalog and\n"
-      "recommends the cheapest that meets the SLO.\n\n"
+      "recommends the cheapest that meets the SLO; --validate holds the\n"
+      "model against measurements instead.\n\n"
       "Flags:\n",
       FlagsHelp(SizeFlags()), "\nModels: ", model::PresetNames(),
       "\nExit codes: 0 recommendation found, 2 usage error, 3 nothing meets "
@@ -115,10 +130,50 @@ absl::StatusOr<model::ModelProfile> CustomModel(const ParsedFlags& f) {
   return m;
 }
 
+std::string ReadWhole(std::ifstream& in) {
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// A profile from a Hugging Face config.json, named after the file's folder
+// (config.json) or its stem.
+absl::StatusOr<model::ModelProfile> ModelFromConfigFile(
+    const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    return absl::NotFoundError(
+        absl::StrCat(path, ": cannot open the model config"));
+  }
+  const std::filesystem::path p(path);
+  std::string name = p.stem().string();
+  if (name == "config" && p.has_parent_path() &&
+      !p.parent_path().filename().empty()) {
+    name = p.parent_path().filename().string();
+  }
+  return model::ProfileFromHfConfig(ReadWhole(in), name);
+}
+
+absl::Status ApplyTuningFlags(const ParsedFlags& f, model::EngineTuning& t) {
+  PL_RETURN_IF_ERROR(Set(f.Double("mbu"), t.memory_bandwidth_utilization));
+  PL_RETURN_IF_ERROR(Set(f.Double("mfu"), t.model_flops_utilization));
+  PL_RETURN_IF_ERROR(
+      Set(f.Double("gpu-memory-utilization"), t.gpu_memory_utilization));
+  PL_RETURN_IF_ERROR(Set(f.Double("overhead-gib"), t.runtime_overhead_gib));
+  PL_RETURN_IF_ERROR(Set(f.Int("max-batch"), t.max_batch));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<model::SizingRequest> BuildRequest(const ParsedFlags& f) {
   model::SizingRequest r;
   const std::string name = f.String("model").value_or("llama-3.1-8b");
-  if (name == "custom") {
+  if (std::optional<std::string> config = f.String("model-config")) {
+    if (f.Has("model")) {
+      return absl::InvalidArgumentError(
+          "--model and --model-config both name the model; give one");
+    }
+    PL_ASSIGN_OR_RETURN(r.model, ModelFromConfigFile(*config));
+  } else if (name == "custom") {
     PL_ASSIGN_OR_RETURN(r.model, CustomModel(f));
   } else {
     for (const char* custom_only :
@@ -156,13 +211,7 @@ absl::StatusOr<model::SizingRequest> BuildRequest(const ParsedFlags& f) {
   PL_RETURN_IF_ERROR(Set(f.Duration("ttft"), r.slo.ttft));
   PL_RETURN_IF_ERROR(Set(f.Duration("tpot"), r.slo.tpot));
 
-  model::EngineTuning& t = r.tuning;
-  PL_RETURN_IF_ERROR(Set(f.Double("mbu"), t.memory_bandwidth_utilization));
-  PL_RETURN_IF_ERROR(Set(f.Double("mfu"), t.model_flops_utilization));
-  PL_RETURN_IF_ERROR(
-      Set(f.Double("gpu-memory-utilization"), t.gpu_memory_utilization));
-  PL_RETURN_IF_ERROR(Set(f.Double("overhead-gib"), t.runtime_overhead_gib));
-  PL_RETURN_IF_ERROR(Set(f.Int("max-batch"), t.max_batch));
+  PL_RETURN_IF_ERROR(ApplyTuningFlags(f, r.tuning));
 
   if (std::optional<std::string> classes = f.String("class")) {
     for (absl::string_view c :
@@ -276,6 +325,96 @@ absl::StatusOr<model::Catalog> LoadCatalog(const ParsedFlags& f) {
   return model::Catalog::FromYaml(text.str(), *path);
 }
 
+namespace {
+
+// `size --validate FILE.csv`: the built-in catalog plus --catalog's classes,
+// models by preset name or config.json path (relative to the CSV).
+int RunValidate(const ParsedFlags& f, std::ostream& out, std::ostream& err) {
+  const std::string csv_path = *f.String("validate");
+  auto fail = [&](const absl::Status& s) {
+    err << "pilotlight size --validate: " << s.message() << "\n";
+    return kExitUsage;
+  };
+  std::ifstream in(csv_path);
+  if (!in) {
+    return fail(absl::NotFoundError(
+        absl::StrCat(csv_path, ": cannot open the measurements file")));
+  }
+  absl::StatusOr<std::vector<model::Measurement>> rows =
+      model::ParseMeasurements(ReadWhole(in), csv_path);
+  if (!rows.ok()) {
+    return fail(rows.status());
+  }
+  if (std::optional<std::string> split = f.String("split")) {
+    if (*split != "fit" && *split != "holdout") {
+      return fail(absl::InvalidArgumentError(
+          absl::StrCat("--split ", *split, ": expected fit or holdout")));
+    }
+    std::erase_if(
+        *rows, [&](const model::Measurement& m) { return m.split != *split; });
+    if (rows->empty()) {
+      return fail(absl::InvalidArgumentError(
+          absl::StrCat(csv_path, " has no rows of split ", *split)));
+    }
+  }
+  absl::StatusOr<model::Catalog> builtin = model::Catalog::Default();
+  if (!builtin.ok()) {
+    err << "pilotlight size: " << builtin.status().message() << "\n";
+    return kExitInternal;
+  }
+  std::vector<model::GpuClass> classes = builtin->classes();
+  if (f.Has("catalog")) {
+    absl::StatusOr<model::Catalog> extra = LoadCatalog(f);
+    if (!extra.ok()) {
+      return fail(extra.status());
+    }
+    for (const model::GpuClass& c : extra->classes()) {
+      std::erase_if(classes,
+                    [&](const model::GpuClass& b) { return b.name == c.name; });
+      classes.push_back(c);
+    }
+  }
+  absl::StatusOr<model::Catalog> catalog =
+      model::Catalog::FromClasses(std::move(classes));
+  if (!catalog.ok()) {
+    return fail(catalog.status());
+  }
+  const std::filesystem::path dir =
+      std::filesystem::path(csv_path).parent_path();
+  const model::ModelResolver resolve =
+      [&](const std::string& name) -> absl::StatusOr<model::ModelProfile> {
+    if (name.ends_with(".json")) {
+      return ModelFromConfigFile((dir / name).string());
+    }
+    return model::FindPreset(name);
+  };
+  model::EngineTuning tuning;
+  if (absl::Status s = ApplyTuningFlags(f, tuning); !s.ok()) {
+    return fail(s);
+  }
+  if (f.Bool("fit")) {
+    absl::StatusOr<model::FitResult> fit =
+        model::FitTuning(*rows, resolve, *catalog, tuning);
+    if (!fit.ok()) {
+      return fail(fit.status());
+    }
+    out << absl::StrFormat(
+        "fitted on %zu rows: RMS of ln(predicted/measured) %.4f -> %.4f\n%s\n",
+        rows->size(), fit->before, fit->after,
+        model::FormatTuning(fit->tuning));
+    tuning = fit->tuning;
+  }
+  absl::StatusOr<model::ValidationReport> report =
+      model::Validate(*rows, resolve, *catalog, tuning);
+  if (!report.ok()) {
+    return fail(report.status());
+  }
+  out << model::FormatValidation(*report);
+  return kExitOk;
+}
+
+}  // namespace
+
 int RunSize(const std::vector<std::string>& args, std::ostream& out,
             std::ostream& err) {
   absl::StatusOr<ParsedFlags> flags = ParseFlags(args, SizeFlags());
@@ -287,6 +426,9 @@ int RunSize(const std::vector<std::string>& args, std::ostream& out,
   if (flags->Bool("help")) {
     out << SizeUsage();
     return kExitOk;
+  }
+  if (flags->Has("validate")) {
+    return RunValidate(*flags, out, err);
   }
   absl::StatusOr<model::SizingRequest> request = BuildRequest(*flags);
   if (!request.ok()) {

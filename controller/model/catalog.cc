@@ -92,6 +92,8 @@ absl::StatusOr<GpuClass> ParseClass(const YAML::Node& n,
   PL_ASSIGN_OR_RETURN(c.fp8_tflops,
                       Optional<double>(gpu, "fp8TFLOPS", gw, 0.0));
   PL_ASSIGN_OR_RETURN(c.int8_tops, Optional<double>(gpu, "int8TOPS", gw, 0.0));
+  PL_ASSIGN_OR_RETURN(c.fp4_tflops,
+                      Optional<double>(gpu, "fp4TFLOPS", gw, 0.0));
 
   const YAML::Node ic = n["interconnect"];
   if (ic && ic.IsMap()) {
@@ -188,6 +190,7 @@ absl::Status ValidateGpuClass(const GpuClass& c, absl::string_view where) {
   const Check non_negative[] = {
       {"gpu.fp8TFLOPS", c.fp8_tflops, 0, 1e6},
       {"gpu.int8TOPS", c.int8_tops, 0, 1e6},
+      {"gpu.fp4TFLOPS", c.fp4_tflops, 0, 1e6},
       {"pricePerGPUHour.spot", c.price_spot_per_gpu_hour, 0, 1e4},
   };
   for (const Check& k : non_negative) {

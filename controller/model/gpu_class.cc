@@ -29,6 +29,8 @@ double GpuClass::ComputeTflops(Precision p) const {
       return fp8_tflops;
     case Precision::kInt8:
       return int8_tops;
+    case Precision::kFp4:
+      return fp4_tflops;
   }
   return 0.0;
 }

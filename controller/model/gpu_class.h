@@ -28,6 +28,7 @@ struct GpuClass {
   bool bf16 = true;           // bf16 runs at the fp16 rate when true
   double fp8_tflops = 0;      // dense; 0 = no FP8 tensor cores
   double int8_tops = 0;       // dense; 0 = no INT8 tensor cores
+  double fp4_tflops = 0;      // dense; 0 = no FP4 tensor cores
 
   InterconnectKind interconnect = InterconnectKind::kPcie;
   double interconnect_gbps = 0;  // GPU-to-GPU, per GPU, per direction
@@ -44,7 +45,7 @@ struct GpuClass {
   std::string source;  // where the figures come from
 
   // Whether weights of precision `p` can run here: bf16 needs bf16 support,
-  // fp8/int8 need the matching tensor cores; fp16 and int4 run anywhere.
+  // fp8/int8/fp4 need the matching tensor cores; fp16 and int4 run anywhere.
   bool SupportsWeights(Precision p) const;
 
   // Dense tensor throughput used for weights of precision `p`, in TFLOPS

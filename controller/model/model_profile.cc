@@ -7,6 +7,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "nlohmann/json.hpp"
 
 namespace pilotlight::model {
 namespace {
@@ -37,9 +38,9 @@ ModelProfile Dense(std::string name, double params, int layers, int hidden,
   return m;
 }
 
-const std::array<ModelProfile, 12>& PresetTable() {
-  static const std::array<ModelProfile, 12>* table = [] {
-    auto* t = new std::array<ModelProfile, 12>{
+const std::array<ModelProfile, 17>& PresetTable() {
+  static const std::array<ModelProfile, 17>* table = [] {
+    auto* t = new std::array<ModelProfile, 17>{
         Dense("llama-3.2-1b", 1.236e9, 16, 2048, 32, 8, 64, 128256, 131072,
               "meta-llama/Llama-3.2-1B config.json (memory)"),
         Dense("llama-3.2-3b", 3.213e9, 28, 3072, 24, 8, 128, 128256, 131072,
@@ -65,6 +66,18 @@ const std::array<ModelProfile, 12>& PresetTable() {
               "google/gemma-2-9b config.json (memory)"),
         Dense("gemma-2-27b", 27.227e9, 46, 4608, 32, 16, 128, 256000, 8192,
               "google/gemma-2-27b config.json (memory)"),
+        // Older shapes that published measurements use
+        // (controller/model/data/measurements.csv).
+        Dense("llama-2-7b", 6.738e9, 32, 4096, 32, 32, 128, 32000, 4096,
+              "meta-llama/Llama-2-7b-hf config.json (memory)"),
+        Dense("llama-2-13b", 13.016e9, 40, 5120, 40, 40, 128, 32000, 4096,
+              "meta-llama/Llama-2-13b-hf config.json (memory)"),
+        Dense("llama-2-70b", 68.977e9, 80, 8192, 64, 8, 128, 32000, 4096,
+              "meta-llama/Llama-2-70b-hf config.json (memory)"),
+        Dense("codellama-34b", 33.744e9, 48, 8192, 64, 8, 128, 32000, 16384,
+              "codellama/CodeLlama-34b-hf config.json (memory)"),
+        Dense("gpt-j-6b", 6.053e9, 28, 4096, 16, 16, 256, 50400, 2048,
+              "EleutherAI/gpt-j-6b config.json (memory)"),
     };
     ModelProfile& mixtral = (*t)[6];
     mixtral.active_params = 12.879e9;
@@ -95,14 +108,115 @@ absl::StatusOr<ModelProfile> FindPreset(absl::string_view name) {
   }
   return absl::NotFoundError(absl::StrCat("unknown model \"", name,
                                           "\" (known: ", PresetNames(),
-                                          ", or \"custom\" with explicit "
-                                          "--params/--layers/... )"));
+                                          "; or --model custom with "
+                                          "--params/--layers/..., or "
+                                          "--model-config config.json)"));
 }
 
 std::string PresetNames() {
   return absl::StrJoin(
       Presets(), ", ",
       [](std::string* out, const ModelProfile& m) { out->append(m.name); });
+}
+
+absl::StatusOr<ModelProfile> ProfileFromHfConfig(absl::string_view json_text,
+                                                 absl::string_view name) {
+  using nlohmann::json;
+  const json doc = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name,
+                     ": not a JSON object (expected a Hugging Face "
+                     "config.json)"));
+  }
+  // The first of `keys` that the config holds as a number; `fallback` when
+  // none does (< 0: required).
+  auto number = [&](std::initializer_list<const char*> keys,
+                    double fallback) -> absl::StatusOr<double> {
+    for (const char* k : keys) {
+      auto it = doc.find(k);
+      if (it != doc.end() && it->is_number()) {
+        return it->get<double>();
+      }
+    }
+    if (fallback < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          name, ": config.json has no number \"", *keys.begin(), "\""));
+    }
+    return fallback;
+  };
+  ModelProfile m;
+  m.name = std::string(name);
+  m.source = absl::StrCat(name, " (Hugging Face config.json)");
+  absl::StatusOr<double> layers = number({"num_hidden_layers", "n_layer"}, -1);
+  absl::StatusOr<double> hidden = number({"hidden_size", "n_embd"}, -1);
+  absl::StatusOr<double> heads = number({"num_attention_heads", "n_head"}, -1);
+  absl::StatusOr<double> vocab = number({"vocab_size"}, -1);
+  for (const absl::StatusOr<double>* v : {&layers, &hidden, &heads, &vocab}) {
+    if (!v->ok()) {
+      return v->status();
+    }
+  }
+  m.layers = static_cast<int>(*layers);
+  m.hidden_size = static_cast<int>(*hidden);
+  m.attention_heads = static_cast<int>(*heads);
+  m.vocab_size = static_cast<int>(*vocab);
+  const bool multi_query = doc.contains("multi_query") &&
+                           doc["multi_query"].is_boolean() &&
+                           doc["multi_query"].get<bool>();
+  m.kv_heads = static_cast<int>(
+      *number({"num_key_value_heads", "num_kv_heads"},
+              multi_query ? 1.0 : static_cast<double>(m.attention_heads)));
+  // Heads split the hidden size evenly: an integer head dimension.
+  const int split_head_dim =
+      m.attention_heads > 0 ? m.hidden_size / m.attention_heads : 0;
+  m.head_dim = static_cast<int>(*number({"head_dim"}, split_head_dim));
+  m.max_context_tokens = static_cast<int>(
+      *number({"max_position_embeddings", "n_positions"}, 4096));
+  const double intermediate =
+      *number({"intermediate_size", "n_inner", "ffn_dim"}, 4.0 * m.hidden_size);
+  m.experts = static_cast<int>(
+      *number({"num_local_experts", "num_experts", "n_routed_experts"}, 0));
+  m.experts_per_token =
+      m.experts > 0 ? static_cast<int>(*number({"num_experts_per_tok"}, 2)) : 0;
+  const double expert_intermediate =
+      *number({"moe_intermediate_size"}, intermediate);
+
+  std::string act = "silu";
+  for (const char* k : {"hidden_act", "activation_function"}) {
+    if (doc.contains(k) && doc[k].is_string()) {
+      act = absl::AsciiStrToLower(doc[k].get<std::string>());
+      break;
+    }
+  }
+  const bool gated = act.find("silu") != std::string::npos ||
+                     act.find("swiglu") != std::string::npos ||
+                     act.find("swish") != std::string::npos ||
+                     act.find("geglu") != std::string::npos ||
+                     act.find("gelu_pytorch_tanh") != std::string::npos;
+  const double matrices = gated ? 3.0 : 2.0;
+  const double h = m.hidden_size;
+  const double q_dim = static_cast<double>(m.attention_heads) * m.head_dim;
+  const double kv_dim = static_cast<double>(m.kv_heads) * m.head_dim;
+  const double attention = h * q_dim + 2.0 * h * kv_dim + q_dim * h;
+  const bool tied = doc.contains("tie_word_embeddings") &&
+                    doc["tie_word_embeddings"].is_boolean() &&
+                    doc["tie_word_embeddings"].get<bool>();
+  const double embeddings = (tied ? 1.0 : 2.0) * m.vocab_size * h;
+  if (m.experts > 0) {
+    const double expert = matrices * h * expert_intermediate;
+    m.params = embeddings + m.layers * (attention + m.experts * expert);
+    m.active_params =
+        embeddings + m.layers * (attention + m.experts_per_token * expert);
+  } else {
+    m.params =
+        embeddings + m.layers * (attention + matrices * h * intermediate);
+    m.active_params = m.params;
+  }
+  if (absl::Status s = ValidateProfile(m); !s.ok()) {
+    return s;
+  }
+  return m;
 }
 
 absl::Status ValidateProfile(const ModelProfile& m) {

@@ -43,6 +43,20 @@ absl::StatusOr<ModelProfile> FindPreset(absl::string_view name);
 // "llama-3.2-1b, llama-3.2-3b, ..."
 std::string PresetNames();
 
+// A profile from a Hugging Face config.json, so that any public model can be
+// sized: num_hidden_layers (n_layer), hidden_size (n_embd),
+// num_attention_heads (n_head), num_key_value_heads (default: the attention
+// heads; multi_query: 1), head_dim (default hidden / heads), vocab_size,
+// max_position_embeddings (n_positions), intermediate_size (n_inner, default
+// 4 x hidden), and for MoE num_local_experts / num_experts /
+// n_routed_experts with num_experts_per_tok (moe_intermediate_size).
+// Parameters are counted from the shapes: embeddings (twice unless
+// tie_word_embeddings), attention q/k/v/o, and the MLP -- gated (3 matrices)
+// for SiLU-family activations, else 2 -- per expert for MoE; norms and biases
+// are left out (< 0.1 %). `name` names the profile.
+absl::StatusOr<ModelProfile> ProfileFromHfConfig(absl::string_view json_text,
+                                                 absl::string_view name);
+
 // Checks a profile's numbers (all used by the formulas); the error names the
 // field, the value and the allowed range.
 absl::Status ValidateProfile(const ModelProfile& m);

@@ -1,5 +1,6 @@
 #include "controller/model/precision.h"
 
+#include <algorithm>
 #include <string>
 
 #include "absl/status/status.h"
@@ -17,9 +18,25 @@ double BytesPerElement(Precision p) {
     case Precision::kInt8:
       return 1.0;
     case Precision::kInt4:
+    case Precision::kFp4:
       return 0.5;
   }
   return 2.0;
+}
+
+double WeightBytesPerParam(Precision p, int int4_group_size) {
+  switch (p) {
+    case Precision::kInt4:
+      return 0.5 + 4.0 / std::max(int4_group_size, 1);
+    case Precision::kFp4:
+      return 0.5 + 1.0 / 16.0;
+    case Precision::kBf16:
+    case Precision::kFp16:
+    case Precision::kFp8:
+    case Precision::kInt8:
+      return BytesPerElement(p);
+  }
+  return BytesPerElement(p);
 }
 
 absl::string_view PrecisionName(Precision p) {
@@ -34,6 +51,8 @@ absl::string_view PrecisionName(Precision p) {
       return "int8";
     case Precision::kInt4:
       return "int4";
+    case Precision::kFp4:
+      return "fp4";
   }
   return "bf16";
 }
@@ -51,8 +70,9 @@ absl::StatusOr<Precision> ParsePrecision(absl::string_view name) {
       return p;
     }
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown precision \"", name, "\" (known: bf16, fp16, fp8, int8, int4)"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown precision \"", name,
+                   "\" (known: bf16, fp16, fp8, int8, int4, fp4)"));
 }
 
 }  // namespace pilotlight::model

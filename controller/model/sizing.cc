@@ -42,9 +42,51 @@ absl::string_view VerdictName(Verdict v) {
   return "unsupported";
 }
 
-double WeightBytes(const ModelProfile& m, Precision p) {
-  return m.params * BytesPerElement(p);
+double WeightBytes(const ModelProfile& m, Precision p, int int4_group_size) {
+  const double bytes = WeightBytesPerParam(p, int4_group_size);
+  if (bytes >= 2.0) {
+    return m.params * bytes;
+  }
+  // Quantised checkpoints (AWQ, GPTQ, FP8 and NVFP4 from ModelOpt or
+  // llm-compressor) keep the output projection at 16 bits: vocab x hidden.
+  const double head =
+      std::min(m.params, static_cast<double>(m.vocab_size) * m.hidden_size);
+  return (m.params - head) * bytes + head * 2.0;
 }
+
+namespace {
+
+double WeightReadEfficiency(Precision p, const EngineTuning& t) {
+  switch (p) {
+    case Precision::kBf16:
+    case Precision::kFp16:
+      return 1.0;
+    case Precision::kFp8:
+    case Precision::kInt8:
+      return t.weight_read_efficiency_8bit;
+    case Precision::kInt4:
+    case Precision::kFp4:
+      return t.weight_read_efficiency_4bit;
+  }
+  return 1.0;
+}
+
+double PrefillMfu(Precision p, const EngineTuning& t) {
+  switch (p) {
+    case Precision::kBf16:
+    case Precision::kFp16:
+    case Precision::kInt4:  // weight-only: the math runs at 16 bits
+      return t.model_flops_utilization;
+    case Precision::kFp8:
+    case Precision::kInt8:
+      return t.model_flops_utilization_8bit;
+    case Precision::kFp4:
+      return t.model_flops_utilization_fp4;
+  }
+  return t.model_flops_utilization;
+}
+
+}  // namespace
 
 double KvBytesPerToken(const ModelProfile& m, Precision kv) {
   return 2.0 * m.layers * m.kv_heads * m.head_dim * BytesPerElement(kv);
@@ -59,7 +101,7 @@ ReplicaModel::ReplicaModel(const ModelProfile& model, const GpuClass& gpu,
       layers_(model.layers),
       max_batch_(tuning.max_batch),
       heads_split_evenly_(model.attention_heads % tp == 0),
-      weight_bytes_(WeightBytes(model, weights)),
+      weight_bytes_(WeightBytes(model, weights, tuning.int4_group_size)),
       shared_weight_bytes_(weight_bytes_),
       expert_bytes_(0),
       experts_(model.experts),
@@ -74,21 +116,25 @@ ReplicaModel::ReplicaModel(const ModelProfile& model, const GpuClass& gpu,
                             tuning.runtime_overhead_gib * kGiB),
       bandwidth_bytes_per_s_(gpu.bandwidth_gbps * 1e9 *
                              tuning.memory_bandwidth_utilization),
+      weight_read_efficiency_(WeightReadEfficiency(weights, tuning)),
       flops_per_s_(gpu.ComputeTflops(weights) * 1e12 * tp *
-                   tuning.model_flops_utilization),
+                   PrefillMfu(weights, tuning)),
       link_bytes_per_s_(gpu.interconnect_gbps * 1e9),
       allreduce_latency_s_(
+          std::log2(static_cast<double>(tp)) *
           absl::ToDoubleSeconds(gpu.interconnect == InterconnectKind::kPcie
                                     ? tuning.allreduce_latency_pcie
-                                    : tuning.allreduce_latency_nvlink)) {
+                                    : tuning.allreduce_latency_nvlink)),
+      overlap_exponent_(tuning.roofline_overlap_exponent),
+      step_overhead_s_(absl::ToDoubleSeconds(tuning.step_overhead)),
+      request_overhead_s_(absl::ToDoubleSeconds(tuning.request_overhead)) {
   if (model.is_moe()) {
     // total = shared + E x expert, active = shared + k x expert.
-    const double bytes = BytesPerElement(weights);
+    const double bytes = WeightBytesPerParam(weights, tuning.int4_group_size);
     const double expert_params = (model.params - model.active_params) /
                                  (model.experts - model.experts_per_token);
     expert_bytes_ = expert_params * bytes;
-    shared_weight_bytes_ =
-        (model.active_params - model.experts_per_token * expert_params) * bytes;
+    shared_weight_bytes_ = weight_bytes_ - model.experts * expert_bytes_;
   }
   // KV heads are split across TP ranks; with more ranks than heads each rank
   // keeps a replica of one head (vLLM's behaviour).
@@ -142,9 +188,11 @@ double ReplicaModel::StepSeconds(double decode_batch, double mean_kv_tokens,
                                  double prefill_tokens,
                                  double prompt_tokens) const {
   const double tokens = decode_batch + prefill_tokens;
-  const double bytes = WeightBytesRead(tokens) / tp_ +
-                       decode_batch * mean_kv_tokens * kv_bytes_per_token_gpu_;
-  const double memory_s = bytes / bandwidth_bytes_per_s_;
+  const double memory_s =
+      WeightBytesRead(tokens) / tp_ /
+          (bandwidth_bytes_per_s_ * weight_read_efficiency_) +
+      decode_batch * mean_kv_tokens * kv_bytes_per_token_gpu_ /
+          bandwidth_bytes_per_s_;
   // Linear layers: 2 FLOPs per active parameter per token. Attention: a
   // decode token attends to its mean_kv_tokens keys (QK^T and AV: 4 x
   // layers x q_dim FLOPs per key); a prefilled token attends on average to
@@ -153,14 +201,27 @@ double ReplicaModel::StepSeconds(double decode_batch, double mean_kv_tokens,
                        2.0 * attn_flop_coeff_ * mean_kv_tokens * decode_batch +
                        attn_flop_coeff_ * prompt_tokens * prefill_tokens;
   const double compute_s = flops / flops_per_s_;
+  // Memory and compute overlap in part: the k-norm of the two.
+  const double k = overlap_exponent_;
+  const double busy_s =
+      std::pow(std::pow(memory_s, k) + std::pow(compute_s, k), 1.0 / k);
   // Two all-reduces per layer (after attention and after the MLP).
-  return std::max(memory_s, compute_s) +
-         2.0 * layers_ * AllReduceSeconds(tokens);
+  return busy_s + step_overhead_s_ + 2.0 * layers_ * AllReduceSeconds(tokens);
 }
 
 double ReplicaModel::TtftSeconds(int prompt_tokens) const {
   // The whole prompt in one step, with nothing decoding beside it.
-  return StepSeconds(0, 0, prompt_tokens, prompt_tokens);
+  return StepSeconds(0, 0, prompt_tokens, prompt_tokens) + request_overhead_s_;
+}
+
+double ReplicaModel::StaticBatchSeconds(int batch, int prompt_tokens,
+                                        int output_tokens) const {
+  // One prefill of every prompt (its first token included), then
+  // output_tokens - 1 decode steps of the whole batch at the mean KV length.
+  const double prefill = StepSeconds(
+      0, 0, static_cast<double>(batch) * prompt_tokens, prompt_tokens);
+  const double mean_kv = prompt_tokens + output_tokens / 2.0;
+  return prefill + (output_tokens - 1) * StepSeconds(batch, mean_kv, 0, 0);
 }
 
 double ReplicaModel::TpotSeconds(int batch, const Workload& w) const {
@@ -240,7 +301,11 @@ absl::Status ValidateSizingRequest(const SizingRequest& r) {
   };
   const Fraction fractions[] = {
       {"tuning.memory_bandwidth_utilization", t.memory_bandwidth_utilization},
+      {"tuning.weight_read_efficiency_8bit", t.weight_read_efficiency_8bit},
+      {"tuning.weight_read_efficiency_4bit", t.weight_read_efficiency_4bit},
       {"tuning.model_flops_utilization", t.model_flops_utilization},
+      {"tuning.model_flops_utilization_8bit", t.model_flops_utilization_8bit},
+      {"tuning.model_flops_utilization_fp4", t.model_flops_utilization_fp4},
       {"tuning.gpu_memory_utilization", t.gpu_memory_utilization},
   };
   for (const Fraction& f : fractions) {
@@ -255,6 +320,23 @@ absl::Status ValidateSizingRequest(const SizingRequest& r) {
   }
   if (t.max_batch < 1 || t.max_batch > 1'000'000) {
     return OutOfRange("tuning.max_batch", t.max_batch, "1..1000000");
+  }
+  if (!std::isfinite(t.roofline_overlap_exponent) ||
+      t.roofline_overlap_exponent < 1 || t.roofline_overlap_exponent > 64) {
+    return OutOfRange("tuning.roofline_overlap_exponent",
+                      t.roofline_overlap_exponent, "1..64");
+  }
+  if (t.int4_group_size < 1 || t.int4_group_size > 1'000'000) {
+    return OutOfRange("tuning.int4_group_size", t.int4_group_size,
+                      "1..1000000");
+  }
+  if (t.step_overhead < absl::ZeroDuration() ||
+      t.step_overhead > absl::Seconds(1) ||
+      t.request_overhead < absl::ZeroDuration() ||
+      t.request_overhead > absl::Seconds(10)) {
+    return absl::InvalidArgumentError(
+        "tuning.step_overhead must be 0..1s and tuning.request_overhead "
+        "0..10s");
   }
   if (t.allreduce_latency_nvlink < absl::ZeroDuration() ||
       t.allreduce_latency_pcie < absl::ZeroDuration()) {
@@ -443,7 +525,7 @@ absl::StatusOr<SizingReport> Size(const SizingRequest& r,
   SizingReport rep;
   rep.model_name = r.model.name;
   rep.params = r.model.params;
-  rep.weights_bytes = WeightBytes(r.model, r.weights);
+  rep.weights_bytes = WeightBytes(r.model, r.weights, r.tuning.int4_group_size);
   rep.kv_bytes_per_token = KvBytesPerToken(r.model, r.kv);
   rep.options.reserve(classes.size() * std::size(kTensorParallelDegrees));
   for (const GpuClass* c : classes) {

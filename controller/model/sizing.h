@@ -6,22 +6,24 @@
 // code: no I/O, no clock. docs/sizing.md explains every formula.
 //
 // The formulas (all per replica of `tp` GPUs on one node):
-//   weights     W = params x bytes(weights)
+//   weights     W = params x bytes(weights)  (4-bit: scales included;
+//               quantised: the output projection stays 16-bit)
 //   KV / token  K = 2 x layers x kv_heads x head_dim x bytes(kv)
-//   usable      U = memory x gpu_memory_utilization - runtime overhead (per
-//   GPU) fit         W/tp + K_gpu x context <= U          (one full-context
-//   sequence) KV capacity C = (U - W/tp) / K_gpu tokens;  sequences = C /
-//   context step(b, p) = max(bytes_read / (BW x MBU), FLOPs / (tp x FLOPS x
-//   MFU))
-//                + 2 x layers x all-reduce(b + p tokens)       (tp > 1)
+//   usable      U = memory x gpu_memory_utilization - runtime overhead
+//   fit         W/tp + K_gpu x context <= U   (one full-context sequence)
+//   KV capacity C = (U - W/tp) / K_gpu tokens;  sequences = C / context
+//   step(b, p)  = (m^k + c^k)^(1/k) + step overhead
+//                 + 2 x layers x all-reduce(b + p tokens)       (tp > 1)
 //       b decode sequences and p prompt tokens prefilled in the same step
-//       (continuous batching with chunked prefill: a roofline per step);
-//       bytes_read per GPU = weights read (MoE: experts touched)/tp
-//                            + b x mean_kv_tokens x K_gpu
-//       FLOPs = 2 x active x (b + p) + attention terms
+//       (continuous batching with chunked prefill); memory time
+//       m = weights read / tp / (BW x MBU x eff(format))
+//           + b x mean_kv_tokens x K_gpu / (BW x MBU)
+//       (MoE: only the experts the step's tokens touch are read); compute
+//       time c = (2 x active x (b + p) + attention) / (tp x FLOPS x MFU)
+//   all-reduce(n) = latency x log2(tp) + 2 (tp-1)/tp x n x hidden x 2 / link
 //   TPOT(b)  = step(b, p = (b - 1) / output x prompt): while a sequence
 //              decodes, the others finish and their successors are prefilled
-//   TTFT     = max(prefill FLOPs / (tp FLOPS MFU), W/tp / (BW MBU)) + comm
+//   TTFT     = step(0, prompt) + request overhead
 //   max concurrency = the largest b <= min(max_batch, sequences) with
 //                     TPOT(b) <= SLO
 //   tokens/s = b_max / TPOT(b_max);  $/1M = price/h / (tokens/s x 3600) x 1e6
@@ -59,23 +61,53 @@ struct Slo {
   absl::Duration tpot = absl::Milliseconds(80);
 };
 
-// Efficiency factors of the serving engine (vLLM-like defaults). Each is a
-// measured-looking number, not a law: override them from your own runs.
+// Efficiency factors of the serving engine (vLLM-like defaults), one per
+// physical mechanism. Each default is fitted to the "fit" rows of
+// controller/model/data/measurements.csv (published measurements, each row
+// citing its source) and judged on its "holdout" rows; docs/sizing.md gives
+// the figures. Override them from your own runs (`pilotlight size
+// --validate` checks the model on your numbers).
 struct EngineTuning {
-  // Achieved / peak memory bandwidth in decode. 0.75 matches the published
-  // batch-1 runs in tests/model/testdata (A100 78 %, H100 75 %).
-  double memory_bandwidth_utilization = 0.75;
-  // Achieved / peak tensor FLOPS in prefill.
-  double model_flops_utilization = 0.5;
+  // Achieved / peak memory bandwidth reading 16-bit weights and the KV cache
+  // in decode.
+  double memory_bandwidth_utilization = 0.868;
+  // Weight-read efficiency of quantised formats, relative to 16-bit: decode
+  // GEMV kernels unpack and scale the weights as they read them, and reach a
+  // smaller share of peak bandwidth (gpt-fast on A100: int8 weight-only
+  // 1,069 GB/s and int4 863 GB/s against 1,397 GB/s for bf16).
+  double weight_read_efficiency_8bit = 0.803;  // fp8, int8
+  double weight_read_efficiency_4bit = 0.928;  // int4, fp4
+  // int4 weights: elements per 16-bit scale and zero point (AWQ/GPTQ 128).
+  int int4_group_size = 128;
+  // Achieved / peak tensor FLOPS in prefill, by the precision the math runs
+  // at: 16-bit (bf16, fp16, and int4 weight-only, which unpacks to 16 bits),
+  // 8-bit (fp8, int8) and fp4.
+  double model_flops_utilization = 0.724;
+  double model_flops_utilization_8bit = 0.513;
+  double model_flops_utilization_fp4 = 0.35;
+  // How one step's memory time m and compute time c combine:
+  // (m^k + c^k)^(1/k). k = 1 adds them (no overlap), a large k takes the
+  // larger (perfect overlap, the plain roofline). Kernels overlap the two
+  // only in part, most visibly where they are close (short prefills,
+  // mid-size batches).
+  double roofline_overlap_exponent = 1.10;
+  // Fixed cost of every engine step, whatever its size: the scheduler,
+  // sampling, kernel launches and the host's share of the step.
+  absl::Duration step_overhead = absl::Microseconds(1481);
+  // Fixed cost of one request through an HTTP server (tokenising, queueing
+  // into the engine, detokenising, the HTTP exchange), added to its time to
+  // first token. 0 for offline engines.
+  absl::Duration request_overhead = absl::Milliseconds(10);
   // Fraction of device memory the engine may use (vLLM's default 0.9).
   double gpu_memory_utilization = 0.90;
   // Per GPU, inside that fraction: CUDA context, activations, CUDA graphs.
   double runtime_overhead_gib = 2.0;
   // Most sequences one replica batches (vLLM's max_num_seqs default).
   int max_batch = 256;
-  // Fixed cost of one all-reduce, by interconnect (NCCL small-message
-  // latency, order of magnitude).
-  absl::Duration allreduce_latency_nvlink = absl::Microseconds(8);
+  // Latency of one all-reduce per doubling of the tensor-parallel degree
+  // (NCCL's tree and NVLS algorithms take log2(tp) hops for the small
+  // messages of decode), by interconnect; the bytes term is separate.
+  absl::Duration allreduce_latency_nvlink = absl::Nanoseconds(3500);
   absl::Duration allreduce_latency_pcie = absl::Microseconds(25);
 };
 
@@ -108,8 +140,14 @@ class ReplicaModel {
   // prompt tokens (of prompts `prompt_tokens` long) prefilled alongside.
   double StepSeconds(double decode_batch, double mean_kv_tokens,
                      double prefill_tokens, double prompt_tokens) const;
-  // Unloaded time to first token for a prompt of `prompt_tokens`.
+  // Unloaded time to first token for a prompt of `prompt_tokens`: one
+  // prefill step, plus the request's fixed cost through the server.
   double TtftSeconds(int prompt_tokens) const;
+  // Time to run `batch` prompts of `prompt_tokens` and decode
+  // `output_tokens` each, all in one static batch (prefill together, then
+  // decode together): the offline benchmarks' shape.
+  double StaticBatchSeconds(int batch, int prompt_tokens,
+                            int output_tokens) const;
   // Steady-state time per output token at `batch` concurrent sequences of
   // the workload's shape, including the prefills of the requests that
   // replace the other sequences as they finish.
@@ -136,10 +174,14 @@ class ReplicaModel {
   double attn_flop_coeff_;  // attention FLOPs per (prompt token)^2
   double kv_bytes_per_token_gpu_;
   double usable_bytes_per_gpu_;
-  double bandwidth_bytes_per_s_;  // per GPU, x MBU
-  double flops_per_s_;            // per replica (tp GPUs), x MFU
-  double link_bytes_per_s_;       // per GPU per direction
-  double allreduce_latency_s_;
+  double bandwidth_bytes_per_s_;   // per GPU, x MBU (KV cache, 16-bit reads)
+  double weight_read_efficiency_;  // of the weight format, relative to 16-bit
+  double flops_per_s_;             // per replica (tp GPUs), x MFU
+  double link_bytes_per_s_;        // per GPU per direction
+  double allreduce_latency_s_;     // whole all-reduce at this tp
+  double overlap_exponent_;
+  double step_overhead_s_;
+  double request_overhead_s_;
 };
 
 struct SizingRequest {
@@ -191,8 +233,12 @@ struct SizingReport {
   std::string summary;                // the recommendation line
 };
 
-// Weight bytes of the whole model at precision `p`.
-double WeightBytes(const ModelProfile& m, Precision p);
+// Weight bytes of the whole model at precision `p` (4-bit: scales included,
+// int4 with one scale and zero point per `int4_group_size` weights). A
+// quantised model keeps its output projection (vocab x hidden) at 16 bits,
+// as AWQ, GPTQ and FP8/NVFP4 checkpoints do.
+double WeightBytes(const ModelProfile& m, Precision p,
+                   int int4_group_size = 128);
 // KV-cache bytes per token of the whole model: 2 x layers x kv_heads x
 // head_dim x bytes(kv).
 double KvBytesPerToken(const ModelProfile& m, Precision kv);

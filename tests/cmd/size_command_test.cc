@@ -1,6 +1,7 @@
 #include "controller/cmd/size_command.h"
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -129,6 +130,81 @@ TEST(SizeCommandTest, CatalogFile) {
   const CliRun missing = Size({"--catalog", "/nonexistent/catalog.yaml"});
   EXPECT_EQ(missing.code, kExitUsage);
   EXPECT_THAT(missing.err, HasSubstr("cannot open"));
+  std::remove(path.c_str());
+}
+
+// --validate predicts a user's own measurements CSV (a model by preset name
+// or by a config.json beside the CSV) and prints rows and summary; a bad
+// row is a usage error naming its line.
+TEST(SizeCommandTest, ValidateOwnMeasurements) {
+  const std::string dir = ::testing::TempDir();
+  {
+    std::ofstream f(dir + "/tiny.json");
+    f << R"({"num_hidden_layers": 32, "hidden_size": 4096,
+            "num_attention_heads": 32, "num_key_value_heads": 8,
+            "intermediate_size": 14336, "vocab_size": 128256,
+            "max_position_embeddings": 131072, "hidden_act": "silu"})";
+  }
+  const std::string csv = dir + "/mine.csv";
+  {
+    std::ofstream f(csv);
+    f << "# my runs\n"
+         "id,split,kind,model,gpu,tp,weights,kv,batch,prompt,output,path,"
+         "measured,source\n"
+         "a,holdout,decode_tps,llama-3.1-8b,h100-80gb-sxm,1,bf16,bf16,1,"
+         "256,256,server,150,\"[me] a run, with a comma\"\n"
+         "b,holdout,ttft_ms,tiny.json,h100-80gb-sxm,1,bf16,bf16,1,2048,1,"
+         "offline,60,[me] prefill\n";
+  }
+  const CliRun r = Size({"--validate", csv});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("decode_tps"));
+  EXPECT_THAT(r.out, HasSubstr("tiny.json"));
+  EXPECT_THAT(r.out, HasSubstr("decode-b1  holdout     1"));
+  EXPECT_THAT(r.out, HasSubstr("ttft       holdout     1"));
+
+  const CliRun fit = Size({"--validate", csv, "--fit"});
+  ASSERT_EQ(fit.code, kExitOk) << fit.err;
+  EXPECT_THAT(fit.out, HasSubstr("fitted on 2 rows"));
+  EXPECT_THAT(fit.out, HasSubstr("memory_bandwidth_utilization = "));
+
+  const CliRun none = Size({"--validate", csv, "--split", "fit"});
+  EXPECT_EQ(none.code, kExitUsage);
+  EXPECT_THAT(none.err, HasSubstr("no rows of split fit"));
+  {
+    std::ofstream f(csv);
+    f << "id,split,kind,model,gpu,tp,weights,kv,batch,prompt,output,"
+         "measured\n"
+         "a,holdout,decode_tps,llama-3.1-8b,h100-80gb-sxm,1,bf16,bf16,1,"
+         "256,256,fast\n";
+  }
+  const CliRun bad = Size({"--validate", csv});
+  EXPECT_EQ(bad.code, kExitUsage);
+  EXPECT_THAT(bad.err, HasSubstr("mine.csv:2: measured = \"fast\""));
+  std::remove(csv.c_str());
+  std::remove((dir + "/tiny.json").c_str());
+}
+
+// --model-config sizes any public model from its config.json.
+TEST(SizeCommandTest, ModelConfigFile) {
+  const std::string dir = ::testing::TempDir() + "/my-model";
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/config.json";
+  {
+    std::ofstream f(path);
+    f << R"({"num_hidden_layers": 32, "hidden_size": 4096,
+            "num_attention_heads": 32, "num_key_value_heads": 8,
+            "intermediate_size": 14336, "vocab_size": 128256,
+            "max_position_embeddings": 131072})";
+  }
+  const CliRun r = Size({"--model-config", path, "--json"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_NEAR(j["model"]["params"].get<double>(), 8.03e9, 0.01e9);
+  EXPECT_EQ(j["model"]["name"], "my-model");  // the folder names it
+  const CliRun both = Size({"--model-config", path, "--model", "mistral-7b"});
+  EXPECT_EQ(both.code, kExitUsage);
+  EXPECT_THAT(both.err, HasSubstr("give one"));
   std::remove(path.c_str());
 }
 

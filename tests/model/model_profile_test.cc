@@ -22,7 +22,7 @@ TEST(ModelProfileTest, PresetsAreValid) {
     EXPECT_TRUE(ValidateProfile(*m).ok()) << name << ValidateProfile(*m);
     EXPECT_FALSE(m->source.empty()) << name;
   }
-  EXPECT_EQ(Presets().size(), 12u);
+  EXPECT_EQ(Presets().size(), 17u);
 }
 
 // KV bytes per token computed by hand (2 x layers x kv_heads x head_dim x
@@ -38,11 +38,15 @@ TEST(ModelProfileTest, KvAndWeightsByHand) {
   const Row rows[] = {
       // 2 x 32 layers x 8 heads x 128 x 2 B = 131072 B = 128 KiB.
       {"llama-3.1-8b", Precision::kBf16, Precision::kBf16, 16.06e9, 131072},
-      // fp8 halves both.
-      {"llama-3.1-8b", Precision::kFp8, Precision::kFp8, 8.03e9, 65536},
+      // fp8 halves the KV, and every weight but the output projection
+      // (128256 x 4096, kept at 16 bits): (8.03e9 - 525.3e6) x 1 +
+      // 525.3e6 x 2.
+      {"llama-3.1-8b", Precision::kFp8, Precision::kFp8, 8.5553e9, 65536},
       // 2 x 80 x 8 x 128 x 2 = 327680 B = 320 KiB.
       {"llama-3.1-70b", Precision::kBf16, Precision::kBf16, 141.108e9, 327680},
-      {"llama-3.1-70b", Precision::kInt4, Precision::kBf16, 35.277e9, 327680},
+      // int4 with a 16-bit scale and zero per 128 weights: 0.53125 B each,
+      // the 128256 x 8192 output projection at 2 B.
+      {"llama-3.1-70b", Precision::kInt4, Precision::kBf16, 39.025e9, 327680},
       // Gemma-2-9B: 2 x 42 x 8 x 256 x 2 = 344064 B.
       {"gemma-2-9b", Precision::kBf16, Precision::kBf16, 18.484e9, 344064},
       // Qwen2.5-7B: 2 x 28 x 4 x 128 x 2 = 57344 B.
@@ -53,6 +57,53 @@ TEST(ModelProfileTest, KvAndWeightsByHand) {
     EXPECT_NEAR(WeightBytes(m, r.weights), r.weights_bytes, 1e6) << r.model;
     EXPECT_DOUBLE_EQ(KvBytesPerToken(m, r.kv), r.kv_bytes_per_token) << r.model;
   }
+}
+
+// A Hugging Face config.json gives any model's shapes; parameters are counted
+// from them: Llama-3.1-8B's config gives its 8.03e9, Mixtral's its 46.7e9
+// total and 12.9e9 active, GPT-J's (2-matrix GELU MLP, one head dim of
+// 256, no GQA) its 6.05e9.
+TEST(ModelProfileTest, FromHuggingFaceConfig) {
+  absl::StatusOr<ModelProfile> llama = ProfileFromHfConfig(
+      R"({"num_hidden_layers": 32, "hidden_size": 4096,
+          "num_attention_heads": 32, "num_key_value_heads": 8,
+          "intermediate_size": 14336, "vocab_size": 128256,
+          "max_position_embeddings": 131072, "hidden_act": "silu",
+          "tie_word_embeddings": false})",
+      "llama");
+  ASSERT_TRUE(llama.ok()) << llama.status();
+  EXPECT_NEAR(llama->params, 8.03e9, 0.01e9);
+  EXPECT_EQ(llama->head_dim, 128);
+  EXPECT_EQ(llama->kv_heads, 8);
+  EXPECT_DOUBLE_EQ(KvBytesPerToken(*llama, Precision::kBf16), 131072);
+
+  absl::StatusOr<ModelProfile> mixtral = ProfileFromHfConfig(
+      R"({"num_hidden_layers": 32, "hidden_size": 4096,
+          "num_attention_heads": 32, "num_key_value_heads": 8,
+          "intermediate_size": 14336, "vocab_size": 32000,
+          "num_local_experts": 8, "num_experts_per_tok": 2,
+          "max_position_embeddings": 32768})",
+      "mixtral");
+  ASSERT_TRUE(mixtral.ok()) << mixtral.status();
+  EXPECT_NEAR(mixtral->params, 46.7e9, 0.1e9);
+  EXPECT_NEAR(mixtral->active_params, 12.9e9, 0.1e9);
+  EXPECT_TRUE(mixtral->is_moe());
+
+  absl::StatusOr<ModelProfile> gptj = ProfileFromHfConfig(
+      R"({"n_layer": 28, "n_embd": 4096, "n_head": 16, "n_positions": 2048,
+          "vocab_size": 50400, "activation_function": "gelu_new",
+          "rotary_dim": 64})",
+      "gpt-j");
+  ASSERT_TRUE(gptj.ok()) << gptj.status();
+  EXPECT_NEAR(gptj->params, 6.05e9, 0.05e9);
+  EXPECT_EQ(gptj->kv_heads, 16);
+  EXPECT_EQ(gptj->head_dim, 256);
+
+  EXPECT_FALSE(ProfileFromHfConfig("[1, 2]", "x").ok());
+  absl::StatusOr<ModelProfile> missing =
+      ProfileFromHfConfig(R"({"hidden_size": 4096})", "x");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_THAT(missing.status().message(), HasSubstr("num_hidden_layers"));
 }
 
 // Mixtral is MoE: 46.7B total, 12.9B active, top-2 of 8.

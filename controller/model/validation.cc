@@ -1,0 +1,450 @@
+#include "controller/model/validation.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+
+namespace pilotlight::model {
+namespace {
+
+// One CSV record: fields separated by commas, a field in double quotes may
+// hold commas, and "" inside quotes is one quote.
+absl::StatusOr<std::vector<std::string>> SplitRecord(absl::string_view line) {
+  std::vector<std::string> fields;
+  std::string cur;
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        cur.push_back('"');
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        cur.push_back(c);
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      fields.push_back(std::string(absl::StripAsciiWhitespace(cur)));
+      cur.clear();
+    } else {
+      cur.push_back(c);
+    }
+  }
+  if (quoted) {
+    return absl::InvalidArgumentError("unterminated quoted field");
+  }
+  fields.push_back(std::string(absl::StripAsciiWhitespace(cur)));
+  return fields;
+}
+
+constexpr const char* kKinds[] = {
+    "decode_tps",         "itl_ms",         "ttft_ms",
+    "batch_decode_tps",   "throughput_tps", "static_tps",
+    "static_tps_per_gpu", "e2e_ms"};
+
+bool KnownKind(absl::string_view k) {
+  return std::any_of(std::begin(kKinds), std::end(kKinds),
+                     [&](const char* known) { return k == known; });
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<Measurement>> ParseMeasurements(
+    absl::string_view csv, absl::string_view origin) {
+  std::vector<Measurement> rows;
+  std::map<std::string, size_t> column;
+  int line_no = 0;
+  for (absl::string_view raw : absl::StrSplit(csv, '\n')) {
+    ++line_no;
+    const absl::string_view line = absl::StripAsciiWhitespace(raw);
+    if (line.empty() || line.front() == '#') {
+      continue;
+    }
+    const std::string where = absl::StrCat(origin, ":", line_no);
+    absl::StatusOr<std::vector<std::string>> fields = SplitRecord(line);
+    if (!fields.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": ", fields.status().message()));
+    }
+    if (column.empty()) {
+      for (size_t i = 0; i < fields->size(); ++i) {
+        column[absl::AsciiStrToLower((*fields)[i])] = i;
+      }
+      for (const char* required :
+           {"id", "split", "kind", "model", "gpu", "tp", "weights", "kv",
+            "batch", "prompt", "output", "measured"}) {
+        if (!column.contains(required)) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              where, ": the header has no column \"", required, "\""));
+        }
+      }
+      continue;
+    }
+    auto get = [&](const char* name) -> std::string {
+      auto it = column.find(name);
+      if (it == column.end() || it->second >= fields->size()) {
+        return "";
+      }
+      return (*fields)[it->second];
+    };
+    auto integer = [&](const char* name, int min, int max,
+                       int fallback) -> absl::StatusOr<int> {
+      const std::string text = get(name);
+      if (text.empty() && fallback >= 0) {
+        return fallback;
+      }
+      int v = 0;
+      if (!absl::SimpleAtoi(text, &v) || v < min || v > max) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, ": ", name, " = \"", text,
+                         "\" is not an integer in ", min, "..", max));
+      }
+      return v;
+    };
+    Measurement m;
+    m.line = line_no;
+    m.id = get("id");
+    m.split = get("split");
+    m.kind = get("kind");
+    m.model = get("model");
+    m.gpu = get("gpu");
+    m.source = get("source");
+    if (m.split != "fit" && m.split != "holdout") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, ": split = \"", m.split, "\" (expected fit or holdout)"));
+    }
+    if (!KnownKind(m.kind)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": kind = \"", m.kind,
+                       "\" (known: decode_tps, itl_ms, ttft_ms, "
+                       "batch_decode_tps, throughput_tps, static_tps, "
+                       "static_tps_per_gpu, e2e_ms)"));
+    }
+    if (m.model.empty() || m.gpu.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": model and gpu must not be empty"));
+    }
+    absl::StatusOr<int> tp = integer("tp", 1, 64, -1);
+    absl::StatusOr<int> batch = integer("batch", 1, 1'000'000, -1);
+    absl::StatusOr<int> prompt = integer("prompt", 1, 10'000'000, -1);
+    absl::StatusOr<int> output = integer("output", 1, 10'000'000, -1);
+    absl::StatusOr<int> group = integer("group", 1, 1'000'000, 0);
+    for (const absl::StatusOr<int>* v :
+         {&tp, &batch, &prompt, &output, &group}) {
+      if (!v->ok()) {
+        return v->status();
+      }
+    }
+    m.tp = *tp;
+    m.batch = *batch;
+    m.prompt = *prompt;
+    m.output = *output;
+    m.group = *group;
+    absl::StatusOr<Precision> w = ParsePrecision(get("weights"));
+    absl::StatusOr<Precision> kv = ParsePrecision(get("kv"));
+    if (!w.ok() || !kv.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, ": ", (!w.ok() ? w.status() : kv.status()).message()));
+    }
+    if (*kv == Precision::kInt8 || *kv == Precision::kInt4 ||
+        *kv == Precision::kFp4) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, ": kv = ", get("kv"), " is not a KV-cache format"));
+    }
+    m.weights = *w;
+    m.kv = *kv;
+    const std::string path = get("path");
+    if (path != "server" && path != "offline" && !path.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, ": path = \"", path, "\" (expected server or offline)"));
+    }
+    m.server = path == "server";
+    if (!absl::SimpleAtod(get("measured"), &m.measured) ||
+        !std::isfinite(m.measured) || m.measured <= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": measured = \"", get("measured"),
+                       "\" is not a positive number"));
+    }
+    rows.push_back(std::move(m));
+  }
+  if (rows.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(origin,
+                     ": no measurement rows (a header row, then one "
+                     "row per measurement)"));
+  }
+  return rows;
+}
+
+std::string GoalGroup(const Measurement& m) {
+  if (m.kind == "ttft_ms") {
+    return "ttft";
+  }
+  if (m.kind == "e2e_ms") {
+    return "e2e";
+  }
+  if ((m.kind == "decode_tps" || m.kind == "itl_ms") && m.batch == 1) {
+    return "decode-b1";
+  }
+  return "batch";
+}
+
+absl::StatusOr<ValidationReport> Validate(const std::vector<Measurement>& rows,
+                                          const ModelResolver& resolve,
+                                          const Catalog& catalog,
+                                          const EngineTuning& tuning) {
+  ValidationReport report;
+  for (const Measurement& m : rows) {
+    const std::string where =
+        absl::StrCat("row ", m.id, " (line ", m.line, ")");
+    absl::StatusOr<ModelProfile> profile = resolve(m.model);
+    if (!profile.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": ", profile.status().message()));
+    }
+    absl::StatusOr<const GpuClass*> gpu = catalog.Get(m.gpu);
+    if (!gpu.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": ", gpu.status().message()));
+    }
+    if (!(*gpu)->SupportsWeights(m.weights)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": ", (*gpu)->gpu_model, " cannot run ",
+                       PrecisionName(m.weights), " weights"));
+    }
+    if (profile->attention_heads % m.tp != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": ", profile->attention_heads,
+                       " attention heads do not split over TP ", m.tp));
+    }
+    EngineTuning t = tuning;
+    if (m.group > 0) {
+      t.int4_group_size = m.group;
+    }
+    if (!m.server) {
+      t.request_overhead = absl::ZeroDuration();
+    }
+    const ReplicaModel replica(*profile, **gpu, m.tp, m.weights, m.kv, t);
+    const int context = m.prompt + m.output;
+    if (replica.ShortfallBytesPerGpu(context) > 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": ", profile->name, " does not fit on ", m.tp,
+                       " x ", m.gpu, " at ", PrecisionName(m.weights)));
+    }
+    Workload w;
+    w.prompt_tokens = m.prompt;
+    w.output_tokens = m.output;
+    w.context_tokens = context;
+    w.concurrency = m.batch;
+    const double mean_kv = m.prompt + m.output / 2.0;
+    const double decode_step = replica.DecodeStepSeconds(m.batch, mean_kv);
+    double predicted = 0;
+    if (m.kind == "decode_tps") {
+      predicted = 1.0 / decode_step;
+    } else if (m.kind == "itl_ms") {
+      predicted = 1e3 * decode_step;
+    } else if (m.kind == "batch_decode_tps") {
+      predicted = m.batch / decode_step;
+    } else if (m.kind == "ttft_ms") {
+      predicted = 1e3 * replica.TtftSeconds(m.prompt);
+    } else if (m.kind == "throughput_tps" || m.kind == "e2e_ms") {
+      // A closed loop: each client waits for its first token, then decodes
+      // the rest of its output at the loaded TPOT.
+      const double per_request =
+          replica.TtftSeconds(m.prompt) +
+          (m.output - 1) * replica.TpotSeconds(m.batch, w);
+      predicted = m.kind == "e2e_ms"
+                      ? 1e3 * per_request
+                      : m.batch * static_cast<double>(m.output) / per_request;
+    } else {  // static_tps, static_tps_per_gpu
+      const double seconds =
+          replica.StaticBatchSeconds(m.batch, m.prompt, m.output);
+      predicted = m.batch * static_cast<double>(m.output) / seconds;
+      if (m.kind == "static_tps_per_gpu") {
+        predicted /= m.tp;
+      }
+    }
+    report.rows.push_back(
+        {.m = m, .predicted = predicted, .error = predicted / m.measured - 1});
+  }
+
+  std::map<std::pair<std::string, std::string>, GroupSummary> by;
+  for (const ValidationRow& r : report.rows) {
+    for (const std::string& group : {GoalGroup(r.m), std::string("all")}) {
+      GroupSummary& g = by[{r.m.split, group}];
+      g.group = group;
+      g.split = r.m.split;
+      ++g.rows;
+      g.within_20 += std::abs(r.error) <= 0.20 ? 1 : 0;
+      g.within_25 += std::abs(r.error) <= 0.25 ? 1 : 0;
+      g.mean_abs_error += std::abs(r.error);
+    }
+  }
+  for (auto& [key, g] : by) {
+    g.mean_abs_error /= g.rows;
+    report.groups.push_back(g);
+  }
+  return report;
+}
+
+namespace {
+
+// Root mean square of ln(predicted / measured): least squares in log space,
+// so that 2x over and 2x under weigh the same, and two rows that disagree
+// pull a term to their geometric middle rather than to either one.
+double RmsLogError(const ValidationReport& r) {
+  double sum = 0;
+  for (const ValidationRow& row : r.rows) {
+    const double e = std::log(row.predicted / row.m.measured);
+    sum += e * e;
+  }
+  return r.rows.empty() ? 0
+                        : std::sqrt(sum / static_cast<double>(r.rows.size()));
+}
+
+}  // namespace
+
+absl::StatusOr<FitResult> FitTuning(const std::vector<Measurement>& rows,
+                                    const ModelResolver& resolve,
+                                    const Catalog& catalog,
+                                    const EngineTuning& start) {
+  auto score = [&](const EngineTuning& t) -> absl::StatusOr<double> {
+    absl::StatusOr<ValidationReport> r = Validate(rows, resolve, catalog, t);
+    if (!r.ok()) {
+      return r.status();
+    }
+    return RmsLogError(*r);
+  };
+  // Each term: its range, and how to read and write it (durations in us).
+  struct Knob {
+    double lo;
+    double hi;
+    std::function<double(const EngineTuning&)> get;
+    std::function<void(EngineTuning&, double)> set;
+  };
+  const Knob knobs[] = {
+      {0.5, 1.0,
+       [](const EngineTuning& t) { return t.memory_bandwidth_utilization; },
+       [](EngineTuning& t, double v) { t.memory_bandwidth_utilization = v; }},
+      {0.3, 1.0,
+       [](const EngineTuning& t) { return t.weight_read_efficiency_8bit; },
+       [](EngineTuning& t, double v) { t.weight_read_efficiency_8bit = v; }},
+      {0.3, 1.0,
+       [](const EngineTuning& t) { return t.weight_read_efficiency_4bit; },
+       [](EngineTuning& t, double v) { t.weight_read_efficiency_4bit = v; }},
+      {0.15, 1.0,
+       [](const EngineTuning& t) { return t.model_flops_utilization; },
+       [](EngineTuning& t, double v) { t.model_flops_utilization = v; }},
+      {0.15, 1.0,
+       [](const EngineTuning& t) { return t.model_flops_utilization_8bit; },
+       [](EngineTuning& t, double v) { t.model_flops_utilization_8bit = v; }},
+      {1.0, 8.0,
+       [](const EngineTuning& t) { return t.roofline_overlap_exponent; },
+       [](EngineTuning& t, double v) { t.roofline_overlap_exponent = v; }},
+      {0, 3000,
+       [](const EngineTuning& t) {
+         return absl::ToDoubleMicroseconds(t.step_overhead);
+       },
+       [](EngineTuning& t, double v) {
+         t.step_overhead = absl::Microseconds(v);
+       }},
+      {0, 40,
+       [](const EngineTuning& t) {
+         return absl::ToDoubleMicroseconds(t.allreduce_latency_nvlink);
+       },
+       [](EngineTuning& t, double v) {
+         t.allreduce_latency_nvlink = absl::Microseconds(v);
+       }},
+  };
+  FitResult result;
+  result.tuning = start;
+  absl::StatusOr<double> best = score(start);
+  if (!best.ok()) {
+    return best.status();
+  }
+  result.before = *best;
+  constexpr int kSteps = 40;
+  for (int pass = 0; pass < 6; ++pass) {
+    for (const Knob& k : knobs) {
+      // A coarse grid over the whole range, then a finer one around the best.
+      double lo = k.lo;
+      double hi = k.hi;
+      for (int zoom = 0; zoom < 2; ++zoom) {
+        double best_value = k.get(result.tuning);
+        for (int i = 0; i <= kSteps; ++i) {
+          EngineTuning t = result.tuning;
+          const double v = lo + (hi - lo) * i / kSteps;
+          k.set(t, v);
+          absl::StatusOr<double> s = score(t);
+          if (s.ok() && *s < *best - 1e-12) {
+            *best = *s;
+            best_value = v;
+          }
+        }
+        k.set(result.tuning, best_value);
+        const double span = (hi - lo) / kSteps;
+        lo = std::max(k.lo, best_value - span);
+        hi = std::min(k.hi, best_value + span);
+      }
+    }
+  }
+  result.after = *best;
+  return result;
+}
+
+std::string FormatTuning(const EngineTuning& t) {
+  return absl::StrFormat(
+      "memory_bandwidth_utilization = %.3f\n"
+      "weight_read_efficiency_8bit = %.3f\n"
+      "weight_read_efficiency_4bit = %.3f\n"
+      "model_flops_utilization = %.3f\n"
+      "model_flops_utilization_8bit = %.3f\n"
+      "roofline_overlap_exponent = %.2f\n"
+      "step_overhead = %.0f us\n"
+      "allreduce_latency_nvlink = %.1f us (per doubling of tp)\n",
+      t.memory_bandwidth_utilization, t.weight_read_efficiency_8bit,
+      t.weight_read_efficiency_4bit, t.model_flops_utilization,
+      t.model_flops_utilization_8bit, t.roofline_overlap_exponent,
+      absl::ToDoubleMicroseconds(t.step_overhead),
+      absl::ToDoubleMicroseconds(t.allreduce_latency_nvlink));
+}
+
+std::string FormatValidation(const ValidationReport& report) {
+  std::string out = absl::StrFormat(
+      "%-10s %-7s %-18s %-14s %-16s %2s %-5s %5s %6s %5s %10s %10s %7s\n", "ID",
+      "SPLIT", "KIND", "MODEL", "GPU", "TP", "W", "BATCH", "PROMPT", "OUT",
+      "MEASURED", "PREDICTED", "ERROR");
+  for (const ValidationRow& r : report.rows) {
+    absl::StrAppendFormat(
+        &out,
+        "%-10s %-7s %-18s %-14s %-16s %2d %-5s %5d %6d %5d %10.4g "
+        "%10.4g %+6.1f%%\n",
+        r.m.id, r.m.split, r.m.kind, r.m.model, r.m.gpu, r.m.tp,
+        PrecisionName(r.m.weights), r.m.batch, r.m.prompt, r.m.output,
+        r.m.measured, r.predicted, 100 * r.error);
+  }
+  out += "\nGROUP      SPLIT    ROWS  WITHIN-20%  WITHIN-25%  MEAN-ABS-ERROR\n";
+  for (const GroupSummary& g : report.groups) {
+    absl::StrAppendFormat(
+        &out, "%-10s %-7s %5d  %4d (%3.0f%%)  %4d (%3.0f%%)  %6.1f%%\n",
+        g.group, g.split, g.rows, g.within_20, 100.0 * g.within_20 / g.rows,
+        g.within_25, 100.0 * g.within_25 / g.rows, 100 * g.mean_abs_error);
+  }
+  return out;
+}
+
+}  // namespace pilotlight::model
