@@ -15,6 +15,7 @@
 #include "controller/api/size_report.h"
 #include "controller/base/status_macros.h"
 #include "controller/cmd/flags.h"
+#include "controller/model/calibration.h"
 #include "controller/model/catalog.h"
 #include "controller/model/model_profile.h"
 #include "controller/model/sizing.h"
@@ -70,6 +71,9 @@ const std::vector<FlagSpec>& SizeFlags() {
       {"overhead-gib", false, "F", "runtime memory per GPU, GiB (default 2)"},
       {"max-batch", false, "N",
        "most sequences a replica batches (default 256)"},
+      {"calibration", false, "FILE",
+       "apply saved calibration factors (kind: SizingCalibration) to the "
+       "classes they name"},
       {"model-config", false, "FILE",
        "model shapes from a Hugging Face config.json (any public model)"},
       {"validate", false, "FILE.csv",
@@ -212,6 +216,20 @@ absl::StatusOr<model::SizingRequest> BuildRequest(const ParsedFlags& f) {
   PL_RETURN_IF_ERROR(Set(f.Duration("tpot"), r.slo.tpot));
 
   PL_RETURN_IF_ERROR(ApplyTuningFlags(f, r.tuning));
+  if (std::optional<std::string> path = f.String("calibration")) {
+    std::ifstream in(*path);
+    if (!in) {
+      return absl::NotFoundError(
+          absl::StrCat("--calibration ", *path, ": cannot open the file"));
+    }
+    PL_ASSIGN_OR_RETURN(std::vector<model::SavedCalibration> saved,
+                        model::ParseCalibration(ReadWhole(in), *path));
+    for (model::SavedCalibration& c : saved) {
+      if (c.model == r.model.name) {
+        r.calibrations.push_back(std::move(c));
+      }
+    }
+  }
 
   if (std::optional<std::string> classes = f.String("class")) {
     for (absl::string_view c :
@@ -288,22 +306,30 @@ void PrintTable(const model::SizingRequest& r, const model::SizingReport& rep,
   } else {
     rows = BestPerClass(rep);
   }
+  bool any_calibrated = false;
   for (const model::SizingOption* o : rows) {
+    any_calibrated = any_calibrated || o->calibrated;
+    const std::string cls =
+        o->calibrated ? absl::StrCat(o->gpu_class, "*") : o->gpu_class;
     const std::string verdict =
         o->reason.empty()
             ? std::string(model::VerdictName(o->verdict))
             : absl::StrCat(model::VerdictName(o->verdict), ": ", o->reason);
     if (o->fits) {
       out << absl::StrFormat(
-          "%-15s %2d %-4s %8d %9.0f %7.3f %7.3f %8.2f %9.2f  %s\n",
-          o->gpu_class, o->tensor_parallel, "yes", o->max_concurrency,
-          o->decode_tokens_per_s, o->ttft_s, o->tpot_s, o->price_per_hour,
-          o->usd_per_million_tokens, verdict);
+          "%-15s %2d %-4s %8d %9.0f %7.3f %7.3f %8.2f %9.2f  %s\n", cls,
+          o->tensor_parallel, "yes", o->max_concurrency, o->decode_tokens_per_s,
+          o->ttft_s, o->tpot_s, o->price_per_hour, o->usd_per_million_tokens,
+          verdict);
     } else {
       out << absl::StrFormat("%-15s %2d %-4s %8s %9s %7s %7s %8.2f %9s  %s\n",
-                             o->gpu_class, o->tensor_parallel, "no", "-", "-",
-                             "-", "-", o->price_per_hour, "-", verdict);
+                             cls, o->tensor_parallel, "no", "-", "-", "-", "-",
+                             o->price_per_hour, "-", verdict);
     }
+  }
+  if (any_calibrated) {
+    out << "* calibrated: the class's decode and prefill times are scaled by "
+           "the --calibration file's factors\n";
   }
   out << "\n" << rep.summary << "\n";
 }

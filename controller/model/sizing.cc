@@ -127,7 +127,9 @@ ReplicaModel::ReplicaModel(const ModelProfile& model, const GpuClass& gpu,
                                     : tuning.allreduce_latency_nvlink)),
       overlap_exponent_(tuning.roofline_overlap_exponent),
       step_overhead_s_(absl::ToDoubleSeconds(tuning.step_overhead)),
-      request_overhead_s_(absl::ToDoubleSeconds(tuning.request_overhead)) {
+      request_overhead_s_(absl::ToDoubleSeconds(tuning.request_overhead)),
+      decode_time_scale_(tuning.decode_time_scale),
+      prefill_time_scale_(tuning.prefill_time_scale) {
   if (model.is_moe()) {
     // total = shared + E x expert, active = shared + k x expert.
     const double bytes = WeightBytesPerParam(weights, tuning.int4_group_size);
@@ -206,7 +208,11 @@ double ReplicaModel::StepSeconds(double decode_batch, double mean_kv_tokens,
   const double busy_s =
       std::pow(std::pow(memory_s, k) + std::pow(compute_s, k), 1.0 / k);
   // Two all-reduces per layer (after attention and after the MLP).
-  return busy_s + step_overhead_s_ + 2.0 * layers_ * AllReduceSeconds(tokens);
+  const double step =
+      busy_s + step_overhead_s_ + 2.0 * layers_ * AllReduceSeconds(tokens);
+  // Calibration: a step that decodes is a decode step; a prefill alone is a
+  // prefill.
+  return step * (decode_batch > 0 ? decode_time_scale_ : prefill_time_scale_);
 }
 
 double ReplicaModel::TtftSeconds(int prompt_tokens) const {
@@ -326,6 +332,11 @@ absl::Status ValidateSizingRequest(const SizingRequest& r) {
     return OutOfRange("tuning.roofline_overlap_exponent",
                       t.roofline_overlap_exponent, "1..64");
   }
+  for (const double scale : {t.decode_time_scale, t.prefill_time_scale}) {
+    if (!std::isfinite(scale) || scale <= 0 || scale > 100) {
+      return OutOfRange("tuning calibration scale", scale, "> 0 and <= 100");
+    }
+  }
   if (t.int4_group_size < 1 || t.int4_group_size > 1'000'000) {
     return OutOfRange("tuning.int4_group_size", t.int4_group_size,
                       "1..1000000");
@@ -370,7 +381,15 @@ SizingOption Evaluate(const SizingRequest& r, const GpuClass& gpu, int tp) {
     return o;
   }
 
-  const ReplicaModel replica(r.model, gpu, tp, r.weights, r.kv, r.tuning);
+  EngineTuning tuning = r.tuning;
+  for (const SavedCalibration& c : r.calibrations) {
+    if (c.gpu_class == gpu.name && c.model == r.model.name) {
+      tuning.decode_time_scale = c.decode_scale;
+      tuning.prefill_time_scale = c.prefill_scale;
+      o.calibrated = true;
+    }
+  }
+  const ReplicaModel replica(r.model, gpu, tp, r.weights, r.kv, tuning);
   const Workload& w = r.workload;
   const double shortfall = replica.ShortfallBytesPerGpu(w.context_tokens);
   if (shortfall > 0) {

@@ -109,6 +109,18 @@ struct EngineTuning {
   // messages of decode), by interconnect; the bytes term is separate.
   absl::Duration allreduce_latency_nvlink = absl::Nanoseconds(3500);
   absl::Duration allreduce_latency_pcie = absl::Microseconds(25);
+  // Calibration (calibration.h): observed / predicted time of a decode step
+  // and of a prefill on this class, from the running servers. 1: none.
+  double decode_time_scale = 1.0;
+  double prefill_time_scale = 1.0;
+};
+
+// Calibration factors for one (model, GPU class), saved or learned.
+struct SavedCalibration {
+  std::string model;
+  std::string gpu_class;
+  double decode_scale = 1.0;
+  double prefill_scale = 1.0;
 };
 
 // What one replica (tp GPUs of one class) can do for one model. Built once,
@@ -182,6 +194,8 @@ class ReplicaModel {
   double overlap_exponent_;
   double step_overhead_s_;
   double request_overhead_s_;
+  double decode_time_scale_;
+  double prefill_time_scale_;
 };
 
 struct SizingRequest {
@@ -193,6 +207,8 @@ struct SizingRequest {
   EngineTuning tuning;
   // Restrict to these classes (empty: every class in the catalog).
   std::vector<std::string> gpu_classes;
+  // Applied to the classes they name, where their model is this model's.
+  std::vector<SavedCalibration> calibrations;
 };
 
 enum class Verdict {
@@ -218,6 +234,7 @@ struct SizingOption {
   double price_per_hour = 0;          // on-demand, whole replica
   double usd_per_million_tokens = 0;  // at max_concurrency; 0 if none
   bool meets_slo = false;
+  bool calibrated = false;   // a calibration for this class was applied
   double shortfall_gib = 0;  // per GPU, when it does not fit
   Verdict verdict = Verdict::kUnsupported;
   std::string reason;  // one line with the numbers

@@ -16,6 +16,7 @@ namespace pilotlight::cmd {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 struct CliRun {
   int code;
@@ -205,6 +206,40 @@ TEST(SizeCommandTest, ModelConfigFile) {
   const CliRun both = Size({"--model-config", path, "--model", "mistral-7b"});
   EXPECT_EQ(both.code, kExitUsage);
   EXPECT_THAT(both.err, HasSubstr("give one"));
+  std::remove(path.c_str());
+}
+
+// --calibration scales the classes it names for this model: a slower L4
+// serves fewer tokens/s and is marked; a broken file is a usage error.
+TEST(SizeCommandTest, CalibrationFile) {
+  const std::string path = ::testing::TempDir() + "/calibration.yaml";
+  {
+    std::ofstream f(path);
+    f << "kind: SizingCalibration\ncalibrations:\n"
+         "- {model: llama-3.1-8b, gpuClass: l4, decodeScale: 1.6}\n"
+         "- {model: mistral-7b, gpuClass: l40s, decodeScale: 3}\n";
+  }
+  const CliRun plain = Size({"--class", "l4", "--json"});
+  const CliRun slow = Size({"--class", "l4", "--json", "--calibration", path});
+  ASSERT_NE(plain.out, "") << plain.err;
+  ASSERT_NE(slow.out, "") << slow.err;
+  // One sequence at TP 1: a pure decode step, scaled by exactly 1.6.
+  const nlohmann::json a = nlohmann::json::parse(plain.out)["options"][0];
+  const nlohmann::json b = nlohmann::json::parse(slow.out)["options"][0];
+  ASSERT_EQ(a["tensor_parallel"], 1);
+  ASSERT_EQ(b["tensor_parallel"], 1);
+  EXPECT_NEAR(b["tpot_s"].get<double>(), 1.6 * a["tpot_s"].get<double>(), 1e-9);
+  EXPECT_LE(b["max_concurrency"].get<int>(), a["max_concurrency"].get<int>());
+  const CliRun table = Size({"--class", "l4,l40s", "--calibration", path});
+  EXPECT_THAT(table.out, HasSubstr("l4*"));
+  EXPECT_THAT(table.out, Not(HasSubstr("l40s*")));  // mistral's, not ours
+  {
+    std::ofstream f(path);
+    f << "calibrations:\n- {model: llama-3.1-8b}\n";
+  }
+  const CliRun bad = Size({"--calibration", path});
+  EXPECT_EQ(bad.code, kExitUsage);
+  EXPECT_THAT(bad.err, HasSubstr("needs \"model\" and \"gpuClass\""));
   std::remove(path.c_str());
 }
 
