@@ -125,7 +125,7 @@ ReplicaModel::ReplicaModel(const ModelProfile& model, const GpuClass& gpu,
           absl::ToDoubleSeconds(gpu.interconnect == InterconnectKind::kPcie
                                     ? tuning.allreduce_latency_pcie
                                     : tuning.allreduce_latency_nvlink)),
-      overlap_exponent_(tuning.roofline_overlap_exponent),
+      overlap_(tuning.roofline_overlap),
       step_overhead_s_(absl::ToDoubleSeconds(tuning.step_overhead)),
       request_overhead_s_(absl::ToDoubleSeconds(tuning.request_overhead)),
       decode_time_scale_(tuning.decode_time_scale),
@@ -203,10 +203,10 @@ double ReplicaModel::StepSeconds(double decode_batch, double mean_kv_tokens,
                        2.0 * attn_flop_coeff_ * mean_kv_tokens * decode_batch +
                        attn_flop_coeff_ * prompt_tokens * prefill_tokens;
   const double compute_s = flops / flops_per_s_;
-  // Memory and compute overlap in part: the k-norm of the two.
-  const double k = overlap_exponent_;
-  const double busy_s =
-      std::pow(std::pow(memory_s, k) + std::pow(compute_s, k), 1.0 / k);
+  // Memory and compute overlap in part: the longer, plus what of the
+  // shorter does not hide under it.
+  const double busy_s = std::max(memory_s, compute_s) +
+                        (1.0 - overlap_) * std::min(memory_s, compute_s);
   // Two all-reduces per layer (after attention and after the MLP).
   const double step =
       busy_s + step_overhead_s_ + 2.0 * layers_ * AllReduceSeconds(tokens);
@@ -327,10 +327,9 @@ absl::Status ValidateSizingRequest(const SizingRequest& r) {
   if (t.max_batch < 1 || t.max_batch > 1'000'000) {
     return OutOfRange("tuning.max_batch", t.max_batch, "1..1000000");
   }
-  if (!std::isfinite(t.roofline_overlap_exponent) ||
-      t.roofline_overlap_exponent < 1 || t.roofline_overlap_exponent > 64) {
-    return OutOfRange("tuning.roofline_overlap_exponent",
-                      t.roofline_overlap_exponent, "1..64");
+  if (!std::isfinite(t.roofline_overlap) || t.roofline_overlap < 0 ||
+      t.roofline_overlap > 1) {
+    return OutOfRange("tuning.roofline_overlap", t.roofline_overlap, "0..1");
   }
   for (const double scale : {t.decode_time_scale, t.prefill_time_scale}) {
     if (!std::isfinite(scale) || scale <= 0 || scale > 100) {

@@ -12,7 +12,7 @@
 //   usable      U = memory x gpu_memory_utilization - runtime overhead
 //   fit         W/tp + K_gpu x context <= U   (one full-context sequence)
 //   KV capacity C = (U - W/tp) / K_gpu tokens;  sequences = C / context
-//   step(b, p)  = (m^k + c^k)^(1/k) + step overhead
+//   step(b, p)  = max(m, c) + (1 - overlap) x min(m, c) + step overhead
 //                 + 2 x layers x all-reduce(b + p tokens)       (tp > 1)
 //       b decode sequences and p prompt tokens prefilled in the same step
 //       (continuous batching with chunked prefill); memory time
@@ -70,30 +70,31 @@ struct Slo {
 struct EngineTuning {
   // Achieved / peak memory bandwidth reading 16-bit weights and the KV cache
   // in decode.
-  double memory_bandwidth_utilization = 0.868;
+  double memory_bandwidth_utilization = 0.887;
   // Weight-read efficiency of quantised formats, relative to 16-bit: decode
   // GEMV kernels unpack and scale the weights as they read them, and reach a
   // smaller share of peak bandwidth (gpt-fast on A100: int8 weight-only
   // 1,069 GB/s and int4 863 GB/s against 1,397 GB/s for bf16).
-  double weight_read_efficiency_8bit = 0.803;  // fp8, int8
-  double weight_read_efficiency_4bit = 0.928;  // int4, fp4
+  double weight_read_efficiency_8bit = 0.828;  // fp8, int8
+  double weight_read_efficiency_4bit = 0.954;  // int4, fp4
   // int4 weights: elements per 16-bit scale and zero point (AWQ/GPTQ 128).
   int int4_group_size = 128;
   // Achieved / peak tensor FLOPS in prefill, by the precision the math runs
   // at: 16-bit (bf16, fp16, and int4 weight-only, which unpacks to 16 bits),
   // 8-bit (fp8, int8) and fp4.
-  double model_flops_utilization = 0.724;
-  double model_flops_utilization_8bit = 0.513;
+  double model_flops_utilization = 0.752;
+  double model_flops_utilization_8bit = 0.529;
   double model_flops_utilization_fp4 = 0.35;
-  // How one step's memory time m and compute time c combine:
-  // (m^k + c^k)^(1/k). k = 1 adds them (no overlap), a large k takes the
-  // larger (perfect overlap, the plain roofline). Kernels overlap the two
-  // only in part, most visibly where they are close (short prefills,
-  // mid-size batches).
-  double roofline_overlap_exponent = 1.10;
+  // How one step's memory time m and compute time c combine: the longer of
+  // the two plus what of the shorter does not hide under it,
+  // max(m, c) + (1 - overlap) x min(m, c). 0 adds them (no overlap), 1 is
+  // the plain roofline (perfect overlap). Kernels overlap the two only in
+  // part, most visibly where they are close (short prefills, mid-size
+  // batches).
+  double roofline_overlap = 0.062;
   // Fixed cost of every engine step, whatever its size: the scheduler,
   // sampling, kernel launches and the host's share of the step.
-  absl::Duration step_overhead = absl::Microseconds(1481);
+  absl::Duration step_overhead = absl::Microseconds(1609);
   // Fixed cost of one request through an HTTP server (tokenising, queueing
   // into the engine, detokenising, the HTTP exchange), added to its time to
   // first token. 0 for offline engines.
@@ -107,7 +108,7 @@ struct EngineTuning {
   // Latency of one all-reduce per doubling of the tensor-parallel degree
   // (NCCL's tree and NVLS algorithms take log2(tp) hops for the small
   // messages of decode), by interconnect; the bytes term is separate.
-  absl::Duration allreduce_latency_nvlink = absl::Nanoseconds(3500);
+  absl::Duration allreduce_latency_nvlink = absl::Nanoseconds(2900);
   absl::Duration allreduce_latency_pcie = absl::Microseconds(25);
   // Calibration (calibration.h): observed / predicted time of a decode step
   // and of a prefill on this class, from the running servers. 1: none.
@@ -191,7 +192,7 @@ class ReplicaModel {
   double flops_per_s_;             // per replica (tp GPUs), x MFU
   double link_bytes_per_s_;        // per GPU per direction
   double allreduce_latency_s_;     // whole all-reduce at this tp
-  double overlap_exponent_;
+  double overlap_;  // share of the shorter of memory and compute hidden
   double step_overhead_s_;
   double request_overhead_s_;
   double decode_time_scale_;

@@ -352,9 +352,8 @@ absl::StatusOr<FitResult> FitTuning(const std::vector<Measurement>& rows,
       {0.15, 1.0,
        [](const EngineTuning& t) { return t.model_flops_utilization_8bit; },
        [](EngineTuning& t, double v) { t.model_flops_utilization_8bit = v; }},
-      {1.0, 8.0,
-       [](const EngineTuning& t) { return t.roofline_overlap_exponent; },
-       [](EngineTuning& t, double v) { t.roofline_overlap_exponent = v; }},
+      {0.0, 1.0, [](const EngineTuning& t) { return t.roofline_overlap; },
+       [](EngineTuning& t, double v) { t.roofline_overlap = v; }},
       {0, 3000,
        [](const EngineTuning& t) {
          return absl::ToDoubleMicroseconds(t.step_overhead);
@@ -413,12 +412,12 @@ std::string FormatTuning(const EngineTuning& t) {
       "weight_read_efficiency_4bit = %.3f\n"
       "model_flops_utilization = %.3f\n"
       "model_flops_utilization_8bit = %.3f\n"
-      "roofline_overlap_exponent = %.2f\n"
+      "roofline_overlap = %.3f\n"
       "step_overhead = %.0f us\n"
       "allreduce_latency_nvlink = %.1f us (per doubling of tp)\n",
       t.memory_bandwidth_utilization, t.weight_read_efficiency_8bit,
       t.weight_read_efficiency_4bit, t.model_flops_utilization,
-      t.model_flops_utilization_8bit, t.roofline_overlap_exponent,
+      t.model_flops_utilization_8bit, t.roofline_overlap,
       absl::ToDoubleMicroseconds(t.step_overhead),
       absl::ToDoubleMicroseconds(t.allreduce_latency_nvlink));
 }
