@@ -49,8 +49,9 @@ size_t Decider::StateBytes() const {
   bytes += tiers_.capacity() * sizeof(Tier);
   bytes += budget_ ? sizeof(BudgetPrice) : 0;
   for (const Tier& t : tiers_) {
-    bytes += t.gpu_class.capacity();
+    bytes += t.gpu_class.capacity() + t.calibrator.last_rejection().capacity();
   }
+  bytes += calibrated_model_.capacity();
   return bytes;
 }
 
@@ -61,6 +62,15 @@ absl::Status Decider::Derive(const Snapshot& s) {
   generation_ = spec.generation;
   spec_seen_ = s.spec;
   catalog_seen_ = s.catalog;
+  // What the servers taught about a class outlives a spec change that keeps
+  // the model (a new min replicas, say); a new model starts over.
+  std::vector<std::pair<std::string, model::Calibrator>> learned;
+  if (spec.model.name == calibrated_model_) {
+    for (Tier& t : tiers_) {
+      learned.emplace_back(t.gpu_class, std::move(t.calibrator));
+    }
+  }
+  calibrated_model_ = spec.model.name;
   variants_.clear();
   tiers_.clear();
   tier_ = -1;
@@ -95,6 +105,12 @@ absl::Status Decider::Derive(const Snapshot& s) {
     }
     if (tier < 0) {
       Tier t;
+      t.calibrator = model::Calibrator(config_.calibration);
+      for (auto& [cls, c] : learned) {
+        if (cls == vs.gpu_class) {
+          t.calibrator = std::move(c);
+        }
+      }
       t.gpu_class = vs.gpu_class;
       t.gpu_model = gpu_model;
       t.replica.emplace(m->replica);
@@ -138,8 +154,22 @@ int Decider::Capacity(const Tier& t) const {
   if (!t.replica || t.model_capacity <= 0) {
     return 0;
   }
-  if (std::abs(t.correction - 1.0) < 0.02 ||
-      spec_seen_->concurrency_per_replica > 0) {
+  if (spec_seen_->concurrency_per_replica > 0) {
+    return t.model_capacity;
+  }
+  const model::Factor& decode = t.calibrator.decode();
+  if (decode.state == model::CalibrationState::kCalibrated) {
+    if (std::abs(decode.scale - 1.0) < 0.02) {
+      return t.model_capacity;
+    }
+    // Steps `scale` times the model's meet TPOT(b) x scale <= SLO. Floored
+    // at 1, as below.
+    return std::max(
+        1, t.replica->MaxConcurrency(
+               spec_seen_->workload,
+               absl::ToDoubleSeconds(spec_seen_->slo.tpot) / decode.scale));
+  }
+  if (std::abs(t.correction - 1.0) < 0.02) {
     return t.model_capacity;
   }
   // A replica `c` times faster than modelled meets TPOT(b)/c <= SLO, i.e.
@@ -330,6 +360,26 @@ void Decider::Ingest(const Snapshot& s) {
           t.correction = (1 - config_.correction_alpha) * t.correction +
                          config_.correction_alpha * ratio;
         }
+      }
+    }
+    // Calibration from the engines' latency histograms, for the tier
+    // serving: mean inter-token latency at the mean batch per ready replica
+    // (and TTFT when nothing queued). A nonsense sample is refused and
+    // recorded by the calibrator; it moves nothing.
+    if (tier_ >= 0 && d.latency && d.in_flight && ready > 0) {
+      Tier& t = tiers_[static_cast<size_t>(tier_)];
+      if (t.replica) {
+        model::LatencySample l;
+        l.at = d.at;
+        l.itl_s = d.latency->itl_s;
+        l.itl_count = d.latency->itl_tokens;
+        l.batch = *d.in_flight / ready;
+        l.ttft_s = d.latency->ttft_s;
+        l.ttft_count =
+            d.latency->prompt_tokens > 0 ? d.latency->ttft_requests : 0;
+        l.prompt_tokens = d.latency->prompt_tokens;
+        l.waiting = d.queued.value_or(0) / ready;
+        (void)t.calibrator.Add(l, *t.replica, spec.workload);
       }
     }
     last_concurrency_ = conc;
@@ -1212,6 +1262,9 @@ Decision Decider::SplitOverVariants(Step& st) {
   d.demand_concurrency = st.stable;
   d.forecast_concurrency = st.forecast;
   d.capacity_per_replica = Capacity(tier);
+  d.model_capacity_per_replica = tier.model_capacity;
+  d.decode_calibration = tier.calibrator.decode().scale;
+  d.calibration = tier.calibrator.Describe();
   d.panic = panic_;
   d.cold_start_lead = st.tier_lead;
   d.keep_alive = st.keep.keep_alive;

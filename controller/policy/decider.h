@@ -58,6 +58,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "controller/model/calibration.h"
 #include "controller/model/sizing.h"
 #include "controller/policy/decider_config.h"
 #include "controller/policy/decision.h"
@@ -112,6 +113,8 @@ class Decider {
     double ttft_s = 0;
     double correction = 1.0;  // measured / predicted decode speed
     bool fallback = false;    // on-demand replacing missing spot
+    // Observed / predicted step times from the engines' histograms.
+    model::Calibrator calibrator;
   };
   struct TierPlan {
     int replicas = 0;
@@ -274,6 +277,7 @@ class Decider {
   absl::Time panic_until_;
   bool demand_partial_ = false;  // the latest sample was a lower bound
   int tier_ = -1;
+  std::string calibrated_model_;  // whose calibrators tiers_ hold
   int switching_from_ = -1;
   int candidate_tier_ = -1;
   absl::Time candidate_since_;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "absl/time/time.h"
+#include "controller/model/calibration.h"
 #include "controller/model/sizing.h"
 
 namespace pilotlight::policy {
@@ -62,6 +63,10 @@ struct DeciderConfig {
   double correction_alpha = 0.2;
   double correction_min = 0.5;
   double correction_max = 2.0;
+  // Calibration from the engines' own latency histograms (DemandSample::
+  // latency): where the active tier's decode factor is calibrated, it sets
+  // the capacity and the tokens/s correction above stands aside.
+  model::CalibrationOptions calibration;
 
   // Billing granularity of the GPUs (hourly-billed instances): above
   // kBillingHoldMin, a replica is never released inside a period it has

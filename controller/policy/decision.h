@@ -101,6 +101,12 @@ struct Decision {
   double demand_concurrency = 0;  // stable-window demand, in flight + queued
   double forecast_concurrency = 0;
   int32_t capacity_per_replica = 0;  // concurrent sequences at the TPOT SLO
+  // The sizing model's capacity before any correction, the calibrated
+  // decode factor in use (observed / predicted step time; 1 when none) and
+  // how the calibration stands, in one line.
+  int32_t model_capacity_per_replica = 0;
+  double decode_calibration = 1.0;
+  std::string calibration;
   bool panic = false;
   absl::Duration cold_start_lead;  // the lead time used
   absl::Duration keep_alive;       // chosen for the current/next idle gap

@@ -18,6 +18,17 @@
 
 namespace pilotlight::policy {
 
+// What the serving engine's own histograms said over the sample's window,
+// over the endpoint's ready pods: the inputs of the sizing model's
+// calibration (model/calibration.h).
+struct EngineLatency {
+  double itl_s = 0;          // mean inter-token latency
+  double itl_tokens = 0;     // tokens behind it
+  double ttft_s = 0;         // mean time to first token (0: none)
+  double ttft_requests = 0;  // first tokens behind it
+  double prompt_tokens = 0;  // mean prompt length (0: unknown)
+};
+
 // One observation of the endpoint's demand, summed over its replicas and
 // the activator. Every field is optional: a driver fills what it has. A
 // sample with neither a concurrency nor an arrival figure carries no demand
@@ -28,6 +39,7 @@ struct DemandSample {
   std::optional<double> queued;     // waiting (engine queues + activator)
   std::optional<double> arrivals;  // requests arrived since the previous sample
   std::optional<double> output_tokens_per_s;  // generated tokens/s, measured
+  std::optional<EngineLatency> latency;       // engines' latency histograms
   // Some demand is out of sight (an activator's stream lost, or activators
   // not yet reconnected after the controller started): what is here is a
   // lower bound. The decider then scales up for it but never down.

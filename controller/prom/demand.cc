@@ -47,20 +47,48 @@ absl::string_view MetricsServerName(MetricsServer s) {
 
 DemandQueries PresetQueries(MetricsServer server, absl::Duration rate_window) {
   switch (server) {
-    case MetricsServer::kVllm:
-      return {ByPod("vllm:num_requests_running"),
-              ByPod("vllm:num_requests_waiting"),
-              Rate("vllm:request_success_total", rate_window),
-              Rate("vllm:generation_tokens_total", rate_window)};
-    case MetricsServer::kSglang:
-      return {ByPod("sglang:num_running_reqs"), ByPod("sglang:num_queue_reqs"),
-              "", ByPod("sglang:gen_throughput")};
-    case MetricsServer::kTgi:
-      return {ByPod("tgi_batch_current_size"), ByPod("tgi_queue_size"),
-              Rate("tgi_request_success", rate_window), ""};
-    case MetricsServer::kTriton:
-      return {"", ByPod("nv_inference_pending_request_count"),
-              Rate("nv_inference_request_success", rate_window), ""};
+    case MetricsServer::kVllm: {
+      DemandQueries q;
+      q.in_flight = ByPod("vllm:num_requests_running");
+      q.queued = ByPod("vllm:num_requests_waiting");
+      q.arrival_rate = Rate("vllm:request_success_total", rate_window);
+      q.tokens_per_s = Rate("vllm:generation_tokens_total", rate_window);
+      // vLLM renamed its per-token histogram; either name answers.
+      const auto itl = [&](absl::string_view suffix) {
+        const int64_t w = absl::ToInt64Seconds(rate_window);
+        return ByPod(
+            absl::StrCat("rate(vllm:inter_token_latency_seconds_", suffix, "[",
+                         w, "s]) or rate(vllm:time_per_output_token_seconds_",
+                         suffix, "[", w, "s])"));
+      };
+      q.itl_sum = itl("sum");
+      q.itl_count = itl("count");
+      q.ttft_sum = Rate("vllm:time_to_first_token_seconds_sum", rate_window);
+      q.ttft_count =
+          Rate("vllm:time_to_first_token_seconds_count", rate_window);
+      q.prompt_tokens = Rate("vllm:prompt_tokens_total", rate_window);
+      return q;
+    }
+    case MetricsServer::kSglang: {
+      DemandQueries q;
+      q.in_flight = ByPod("sglang:num_running_reqs");
+      q.queued = ByPod("sglang:num_queue_reqs");
+      q.tokens_per_s = ByPod("sglang:gen_throughput");
+      return q;
+    }
+    case MetricsServer::kTgi: {
+      DemandQueries q;
+      q.in_flight = ByPod("tgi_batch_current_size");
+      q.queued = ByPod("tgi_queue_size");
+      q.arrival_rate = Rate("tgi_request_success", rate_window);
+      return q;
+    }
+    case MetricsServer::kTriton: {
+      DemandQueries q;
+      q.queued = ByPod("nv_inference_pending_request_count");
+      q.arrival_rate = Rate("nv_inference_request_success", rate_window);
+      return q;
+    }
     case MetricsServer::kCustom:
       return {};
   }

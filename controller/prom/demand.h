@@ -10,7 +10,11 @@
 // Presets (metric names from the servers' documentation and code):
 //   vllm    vllm:num_requests_running, vllm:num_requests_waiting,
 //           rate(vllm:request_success_total),
-//           rate(vllm:generation_tokens_total)
+//           rate(vllm:generation_tokens_total); for calibration the rates
+//           of vllm:inter_token_latency_seconds (or, before vLLM 0.11,
+//           vllm:time_per_output_token_seconds) and
+//           vllm:time_to_first_token_seconds _sum/_count, and of
+//           vllm:prompt_tokens_total
 //   sglang  sglang:num_running_reqs, sglang:num_queue_reqs,
 //           sglang:gen_throughput (no request counter)
 //   tgi     tgi_batch_current_size, tgi_queue_size, rate(tgi_request_success)
@@ -43,6 +47,14 @@ struct DemandQueries {
   std::string queued;
   std::string arrival_rate;  // requests/s
   std::string tokens_per_s;  // generated tokens/s
+  // The engine's own latency histograms, for calibrating the sizing model
+  // (model/calibration.h): rates of their _sum and _count, and of prompt
+  // tokens. Optional: absent series never count as missing demand.
+  std::string itl_sum;    // inter-token latency seconds/s
+  std::string itl_count;  // tokens/s behind it
+  std::string ttft_sum;
+  std::string ttft_count;     // first tokens/s
+  std::string prompt_tokens;  // prompt tokens/s
 };
 
 // The preset's queries; `rate_window` is the range of rate() (at least four

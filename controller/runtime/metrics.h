@@ -35,6 +35,13 @@ struct Metrics {
                      .Help("Requests the ready replicas serve at once within "
                            "the latency SLO, per endpoint")
                      .Register(r)),
+        decode_calibration(
+            prometheus::BuildGauge()
+                .Name("pilotlight_decode_calibration_ratio")
+                .Help("Observed / predicted decode step time of the tier "
+                      "serving, learned from the engines' latency "
+                      "histograms (1: uncalibrated), per endpoint")
+                .Register(r)),
         warm_pool(prometheus::BuildGauge()
                       .Name("pilotlight_warm_pool_replicas")
                       .Help("Replicas decided beyond the load's, per endpoint")
@@ -152,6 +159,7 @@ struct Metrics {
   prometheus::Family<prometheus::Gauge>& ready;
   prometheus::Family<prometheus::Gauge>& demand;
   prometheus::Family<prometheus::Gauge>& capacity;
+  prometheus::Family<prometheus::Gauge>& decode_calibration;
   prometheus::Family<prometheus::Gauge>& warm_pool;
   prometheus::Family<prometheus::Gauge>& keep_alive;
   prometheus::Family<prometheus::Gauge>& always_on_cost;

@@ -27,7 +27,9 @@ PromDemand::RefreshStats PromDemand::Refresh(
     absl::StatusOr<prom::MetricsServer> s = prom::ParseMetricsServer(server);
     if (s.ok()) {
       const prom::DemandQueries q = prom::PresetQueries(*s, rate_window_);
-      queries.insert({q.in_flight, q.queued, q.arrival_rate, q.tokens_per_s});
+      queries.insert({q.in_flight, q.queued, q.arrival_rate, q.tokens_per_s,
+                      q.itl_sum, q.itl_count, q.ttft_sum, q.ttft_count,
+                      q.prompt_tokens});
     }
   });
   queries.erase("");
@@ -105,7 +107,54 @@ policy::DemandSample PromDemand::Read(
     s.arrivals = *rate * absl::ToDoubleSeconds(tick_);
   }
   s.output_tokens_per_s = sum(q.tokens_per_s, "tokens/s");
+  s.latency = LatencyOf(q, ready_pods);
   return s;
+}
+
+std::optional<policy::EngineLatency> PromDemand::LatencyOf(
+    const prom::DemandQueries& q,
+    const std::vector<std::string>& ready_pods) const {
+  // Calibration input is optional: any gap (no such query, an error, a pod
+  // without the series) leaves it out, and never counts as missing demand.
+  const auto quiet_sum =
+      [&](const std::string& query) -> std::optional<double> {
+    if (query.empty() || ready_pods.empty()) {
+      return std::nullopt;
+    }
+    auto it = answers_.find(query);
+    if (it == answers_.end() || !it->second.ok()) {
+      return std::nullopt;
+    }
+    double total = 0;
+    for (const std::string& pod : ready_pods) {
+      auto v = it->second->find(pod);
+      if (v == it->second->end()) {
+        return std::nullopt;
+      }
+      total += v->second;
+    }
+    return total;
+  };
+  const std::optional<double> itl_sum = quiet_sum(q.itl_sum);
+  const std::optional<double> itl_count = quiet_sum(q.itl_count);
+  if (!itl_sum || !itl_count || *itl_count <= 0) {
+    return std::nullopt;
+  }
+  const double window = absl::ToDoubleSeconds(tick_);
+  policy::EngineLatency l;
+  l.itl_s = *itl_sum / *itl_count;
+  l.itl_tokens = *itl_count * window;
+  const std::optional<double> ttft_sum = quiet_sum(q.ttft_sum);
+  const std::optional<double> ttft_count = quiet_sum(q.ttft_count);
+  const std::optional<double> prompts = quiet_sum(q.prompt_tokens);
+  if (ttft_sum && ttft_count && *ttft_count > 0) {
+    l.ttft_s = *ttft_sum / *ttft_count;
+    l.ttft_requests = *ttft_count * window;
+    if (prompts) {
+      l.prompt_tokens = *prompts / *ttft_count;
+    }
+  }
+  return l;
 }
 
 }  // namespace pilotlight::runtime

@@ -8,6 +8,7 @@
 
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -40,6 +41,11 @@ class PromDemand final : public DemandSource {
 
  private:
   prom::DemandQueries QueriesOf(const api::MetricsSpec& m) const;
+  // The engines' latency over `ready_pods` from the last answers (mu_
+  // held); nullopt when any part is missing.
+  std::optional<policy::EngineLatency> LatencyOf(
+      const prom::DemandQueries& q,
+      const std::vector<std::string>& ready_pods) const;
 
   prom::PromClient& client_;
   const absl::Duration rate_window_;

@@ -49,6 +49,7 @@ struct Reconciler::Endpoint {
     prometheus::Gauge* always_on = nullptr;
     prometheus::Gauge* demand = nullptr;
     prometheus::Gauge* capacity = nullptr;
+    prometheus::Gauge* calibration = nullptr;
     prometheus::Gauge* warm_pool = nullptr;
     prometheus::Gauge* keep_alive = nullptr;
     prometheus::Gauge* slo = nullptr;
@@ -349,6 +350,7 @@ void Reconciler::RemoveGauges(Endpoint& e) {
   metrics_.always_on_cost.Remove(g.always_on);
   metrics_.demand.Remove(g.demand);
   metrics_.capacity.Remove(g.capacity);
+  metrics_.decode_calibration.Remove(g.calibration);
   metrics_.warm_pool.Remove(g.warm_pool);
   metrics_.keep_alive.Remove(g.keep_alive);
   metrics_.slo_cold_fraction.Remove(g.slo);
@@ -374,6 +376,7 @@ void Reconciler::UpdateGauges(Endpoint& e, const std::vector<int>& desired,
     g.always_on = &metrics_.always_on_cost.Add(labels);
     g.demand = &metrics_.demand.Add(labels);
     g.capacity = &metrics_.capacity.Add(labels);
+    g.calibration = &metrics_.decode_calibration.Add(labels);
     g.warm_pool = &metrics_.warm_pool.Add(labels);
     g.keep_alive = &metrics_.keep_alive.Add(labels);
     g.slo = &metrics_.slo_cold_fraction.Add(labels);
@@ -393,6 +396,7 @@ void Reconciler::UpdateGauges(Endpoint& e, const std::vector<int>& desired,
     g.always_on->Set(d.always_on_cost_per_hour);
     g.demand->Set(d.demand_concurrency);
     g.capacity->Set(static_cast<double>(d.capacity_per_replica) * ready);
+    g.calibration->Set(d.decode_calibration);
     g.warm_pool->Set(d.warm_pool);
     g.keep_alive->Set(absl::ToDoubleSeconds(d.keep_alive));
     g.spot_fallback->Set(

@@ -597,6 +597,66 @@ TEST(DeciderTest, CapacityCorrectedByMeasuredThroughput) {
   EXPECT_GT(w.last().capacity_per_replica, 0);
 }
 
+// The engines' own inter-token latency calibrates the serving tier: a server
+// whose steps take 1.5x the model's holds what the model gives at a 1.5x
+// tighter SLO, once enough tokens were seen; until then, and for nonsense
+// samples, the model's capacity stands. Table-driven over explicit times.
+TEST(DeciderTest, CapacityCalibratedFromEngineLatency) {
+  EndpointSpec spec = Llama8b({Variant("chat-a100", "a100-80gb")});
+  spec.slo.tpot = absl::Milliseconds(20);
+  const model::ReplicaModel replica(
+      spec.model, *DefaultCatalog().Find("a100-80gb"), 1,
+      model::Precision::kBf16, model::Precision::kBf16, model::EngineTuning{});
+  struct Case {
+    std::string name;
+    double slower;  // the server's step time / the model's
+    double tokens;  // behind each sample
+    bool nonsense;  // an ITL of zero
+    bool calibrated;
+  };
+  const std::vector<Case> cases = {
+      {"1.5x slower, enough tokens", 1.5, 500, false, true},
+      {"1.5x slower, too few tokens", 1.5, 5, false, false},
+      {"nonsense samples", 1.5, 500, true, false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    World w(spec, DefaultCatalog());
+    absl::Time t = Steady(w, T0(), absl::Minutes(3), 40);
+    const int modelled = w.last().capacity_per_replica;
+    EXPECT_EQ(w.last().model_capacity_per_replica, modelled);
+    for (const absl::Time end = t + absl::Minutes(3); t < end; t += kTick) {
+      DemandSample d = World::Sample(t, 40, 2);
+      const double batch = *d.in_flight / std::max(1, w.TotalReady());
+      EngineLatency l;
+      l.itl_s = c.nonsense
+                    ? 0
+                    : c.slower * replica.TpotSeconds(
+                                     static_cast<int>(std::lround(batch)),
+                                     spec.workload);
+      l.itl_tokens = c.tokens;
+      d.latency = l;
+      w.Step(t, {d});
+    }
+    const Decision& d = w.last();
+    if (c.calibrated) {
+      EXPECT_NEAR(d.decode_calibration, 1.5, 0.01);
+      const int want = replica.MaxConcurrency(
+          spec.workload, absl::ToDoubleSeconds(spec.slo.tpot) / 1.5);
+      EXPECT_EQ(d.capacity_per_replica, std::max(1, want));
+      EXPECT_LT(d.capacity_per_replica, modelled);
+      EXPECT_THAT(d.calibration, HasSubstr("x predicted ("));
+    } else {
+      EXPECT_DOUBLE_EQ(d.decode_calibration, 1.0);
+      EXPECT_EQ(d.capacity_per_replica, modelled);
+      EXPECT_THAT(d.calibration, HasSubstr("decode uncalibrated"));
+    }
+    if (c.nonsense) {
+      EXPECT_THAT(d.calibration, HasSubstr("samples rejected"));
+    }
+  }
+}
+
 // A bursty endpoint keeps a warm pool sized from its own rises.
 TEST(DeciderTest, WarmPoolFromOwnRises) {
   World w = OneA100();

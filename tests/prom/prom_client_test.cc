@@ -196,6 +196,16 @@ TEST(PresetQueriesTest, OneBatchedQueryPerSignal) {
             "sum by (namespace, pod) (rate(vllm:request_success_total[30s]))");
   EXPECT_TRUE(PresetQueries(MetricsServer::kTriton, absl::Seconds(30))
                   .in_flight.empty());
+  // Calibration: the inter-token histogram under either of vLLM's names.
+  EXPECT_EQ(v.itl_count,
+            "sum by (namespace, pod) "
+            "(rate(vllm:inter_token_latency_seconds_count[30s]) or "
+            "rate(vllm:time_per_output_token_seconds_count[30s]))");
+  EXPECT_EQ(v.ttft_sum,
+            "sum by (namespace, pod) "
+            "(rate(vllm:time_to_first_token_seconds_sum[30s]))");
+  EXPECT_TRUE(
+      PresetQueries(MetricsServer::kTgi, absl::Seconds(30)).itl_sum.empty());
   EXPECT_EQ(*ParseMetricsServer("tgi"), MetricsServer::kTgi);
   EXPECT_FALSE(ParseMetricsServer("vLLM").ok());
 }
