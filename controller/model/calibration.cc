@@ -9,6 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "yaml-cpp/yaml.h"
 
 namespace pilotlight::model {
@@ -58,62 +59,55 @@ void Calibrator::Update(Factor& f, double& log_sum, double log_ratio,
 absl::Status Calibrator::Add(const LatencySample& s,
                              const ReplicaModel& replica,
                              const Workload& workload) {
-  auto reject = [&](const std::string& why) {
-    ++rejected_;
-    last_rejection_ = why;
-    return absl::InvalidArgumentError(why);
-  };
-  const bool has_decode = s.itl_count > 0;
-  const bool has_prefill = s.ttft_count > 0 && s.waiting < 0.5;
-  if (!std::isfinite(s.itl_count) || !std::isfinite(s.ttft_count) ||
-      s.itl_count < 0 || s.ttft_count < 0) {
-    return reject("sample counts are not finite and >= 0");
-  }
-  double decode_log = 0;
-  double prefill_log = 0;
+  // The decode and prefill halves stand alone: a nonsense TTFT does not
+  // throw away a good inter-token figure, nor the other way round.
+  std::vector<std::string> rejections;
   const double bound = std::log(options_.reject_ratio);
-  if (has_decode) {
-    if (!Positive(s.itl_s) || !Positive(s.batch)) {
-      return reject(absl::StrFormat(
-          "inter-token latency %g s at batch %g is not a positive figure",
-          s.itl_s, s.batch));
-    }
+  if (!std::isfinite(s.itl_count) || s.itl_count < 0) {
+    rejections.push_back("inter-token count is not finite and >= 0");
+  } else if (s.itl_count > 0) {
     const int batch = std::max(1, static_cast<int>(std::lround(s.batch)));
     const double predicted = replica.TpotSeconds(batch, workload);
-    decode_log = std::log(s.itl_s / predicted);
-    if (std::abs(decode_log) > bound) {
-      return reject(absl::StrFormat(
+    if (!Positive(s.itl_s) || !Positive(s.batch)) {
+      rejections.push_back(absl::StrFormat(
+          "inter-token latency %g s at batch %g is not a positive figure",
+          s.itl_s, s.batch));
+    } else if (std::abs(std::log(s.itl_s / predicted)) > bound) {
+      rejections.push_back(absl::StrFormat(
           "inter-token latency %.4g s at batch %d is %.3gx the model's %.4g s",
           s.itl_s, batch, s.itl_s / predicted, predicted));
+    } else {
+      Update(decode_, decode_log_sum_, std::log(s.itl_s / predicted),
+             s.itl_count, s.at, decode_last_, options_.min_tokens);
     }
   }
-  if (has_prefill) {
-    if (!Positive(s.ttft_s) || !Positive(s.prompt_tokens)) {
-      return reject(absl::StrFormat(
-          "time to first token %g s for %g-token prompts is not a positive "
-          "figure",
-          s.ttft_s, s.prompt_tokens));
-    }
+  if (!std::isfinite(s.ttft_count) || s.ttft_count < 0) {
+    rejections.push_back("first-token count is not finite and >= 0");
+  } else if (s.ttft_count > 0 && s.waiting < 0.5) {
     const int prompt =
         std::max(1, static_cast<int>(std::lround(s.prompt_tokens)));
     const double predicted = replica.TtftSeconds(prompt);
-    prefill_log = std::log(s.ttft_s / predicted);
-    if (std::abs(prefill_log) > bound) {
-      return reject(absl::StrFormat(
+    if (!Positive(s.ttft_s) || !Positive(s.prompt_tokens)) {
+      rejections.push_back(absl::StrFormat(
+          "time to first token %g s for %g-token prompts is not a positive "
+          "figure",
+          s.ttft_s, s.prompt_tokens));
+    } else if (std::abs(std::log(s.ttft_s / predicted)) > bound) {
+      rejections.push_back(absl::StrFormat(
           "time to first token %.4g s for %d-token prompts is %.3gx the "
           "model's %.4g s",
           s.ttft_s, prompt, s.ttft_s / predicted, predicted));
+    } else {
+      Update(prefill_, prefill_log_sum_, std::log(s.ttft_s / predicted),
+             s.ttft_count, s.at, prefill_last_, options_.min_requests);
     }
   }
-  if (has_decode) {
-    Update(decode_, decode_log_sum_, decode_log, s.itl_count, s.at,
-           decode_last_, options_.min_tokens);
+  if (rejections.empty()) {
+    return absl::OkStatus();
   }
-  if (has_prefill) {
-    Update(prefill_, prefill_log_sum_, prefill_log, s.ttft_count, s.at,
-           prefill_last_, options_.min_requests);
-  }
-  return absl::OkStatus();
+  ++rejected_;
+  last_rejection_ = absl::StrJoin(rejections, "; ");
+  return absl::InvalidArgumentError(last_rejection_);
 }
 
 void Calibrator::Apply(EngineTuning& t) const {

@@ -76,8 +76,9 @@ class Calibrator {
   explicit Calibrator(CalibrationOptions options = {}) : options_(options) {}
 
   // Adds one window, predicted with `replica` for `workload`'s shape at the
-  // sample's batch. Returns InvalidArgument (and changes nothing) when the
-  // sample is nonsense; the message says which figure.
+  // sample's batch. Its decode and prefill halves stand alone: a nonsense
+  // half is refused (InvalidArgument, the message says which figure) and
+  // moves nothing, the other half still counts.
   absl::Status Add(const LatencySample& s, const ReplicaModel& replica,
                    const Workload& workload);
 

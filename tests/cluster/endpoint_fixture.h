@@ -110,9 +110,11 @@ class EndpointFixture : public ::testing::Test {
   }
 
   // A Deployment of model servers on the loopback kubelet's pool.
-  absl::Status CreateDeployment(const std::string& name, int replicas,
-                                const std::string& gpu_class,
-                                const std::string& capacity) {
+  // `extra_args` go to the model server (e.g. {"--slowdown", "1.5"}).
+  absl::Status CreateDeployment(
+      const std::string& name, int replicas, const std::string& gpu_class,
+      const std::string& capacity,
+      const std::vector<std::string>& extra_args = {}) {
     json d = json::parse(R"({
       "apiVersion": "apps/v1", "kind": "Deployment",
       "spec": {
@@ -136,8 +138,12 @@ class EndpointFixture : public ::testing::Test {
         {"pilotlight.dev/loopback", "true"},
         {"pilotlight.dev/gpu-class", gpu_class},
         {"karpenter.sh/capacity-type", capacity}};
-    d["spec"]["template"]["spec"]["containers"][0]["args"] = {
-        "--model", "llama-3.1-8b", "--gpu", gpu_class, "--max-num-seqs", "2"};
+    json args = {"--model", "llama-3.1-8b",   "--gpu",
+                 gpu_class, "--max-num-seqs", "2"};
+    for (const std::string& a : extra_args) {
+      args.push_back(a);
+    }
+    d["spec"]["template"]["spec"]["containers"][0]["args"] = args;
     return Request(
                "POST",
                absl::StrCat("/apis/apps/v1/namespaces/", ns_, "/deployments"),

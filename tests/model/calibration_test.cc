@@ -144,7 +144,7 @@ TEST(CalibratorTest, RejectsNonsenseSamples) {
       {zero, "is not a positive figure"},
       {nan, "is not a positive figure"},
       {huge, "50x the model's"},
-      {negative, "counts are not finite"},
+      {negative, "inter-token count is not finite"},
   };
   for (const Bad& b : bad) {
     absl::Status s = c.Add(b.s, f.replica, f.workload);
@@ -154,6 +154,22 @@ TEST(CalibratorTest, RejectsNonsenseSamples) {
   EXPECT_EQ(c.rejected(), 4);
   EXPECT_DOUBLE_EQ(c.decode().scale, before);
   EXPECT_THAT(c.Describe(), HasSubstr("4 samples rejected"));
+}
+
+// The halves stand alone: a TTFT twenty times off (a test server whose
+// clock runs faster, say) is refused while its inter-token figure counts.
+TEST(CalibratorTest, ANonsenseHalfDoesNotDropTheOther) {
+  const Fixture f;
+  Calibrator c;
+  for (int m = 0; m < 6; ++m) {
+    LatencySample s = f.Window(m, 1.3);
+    s.ttft_s /= 20;
+    EXPECT_FALSE(c.Add(s, f.replica, f.workload).ok());
+  }
+  EXPECT_EQ(c.decode().state, CalibrationState::kCalibrated);
+  EXPECT_NEAR(c.decode().scale, 1.3, 1e-9);
+  EXPECT_DOUBLE_EQ(c.prefill().weight, 0);
+  EXPECT_THAT(c.last_rejection(), HasSubstr("time to first token"));
 }
 
 // A factor beyond the bounds is clamped, and the status says so; a queue

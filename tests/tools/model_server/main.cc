@@ -23,6 +23,8 @@ int main(int argc, char** argv) {
       {"metrics", false, "F",
        "vllm, tgi or triton metric names (default vllm)"},
       {"time-scale", false, "F", "multiply every latency (default 1)"},
+      {"slowdown", false, "F",
+       "run F times slower than the sizing model (default 1)"},
       {"max-num-seqs", false, "N",
        "most requests running at once (default: the sizing model's)"},
       {"help", true, "", "show this help"},
@@ -68,6 +70,14 @@ int main(int argc, char** argv) {
   }
   if (*scale) {
     o.time_scale = **scale;
+  }
+  absl::StatusOr<std::optional<double>> slowdown = flags.Double("slowdown");
+  if (!slowdown.ok()) {
+    std::cerr << slowdown.status().message() << "\n";
+    return 2;
+  }
+  if (*slowdown) {
+    o.slowdown = **slowdown;
   }
   // SIGTERM drains (ModelServer::Drain): the health path turns 503, the
   // requests in flight finish, then exit (within the pod's grace period).

@@ -121,13 +121,19 @@ absl::StatusOr<std::unique_ptr<ModelServer>> ModelServer::Create(
   if (!(options.time_scale >= 0)) {
     return absl::InvalidArgumentError("time scale must be >= 0");
   }
+  if (!(options.slowdown > 0 && options.slowdown <= 100)) {
+    return absl::InvalidArgumentError("slowdown must be > 0 and <= 100");
+  }
   auto s = std::unique_ptr<ModelServer>(new ModelServer(options));
   if (s->options_.served_model_name.empty()) {
     s->options_.served_model_name = options.model;
   }
+  model::EngineTuning tuning;
+  tuning.decode_time_scale = options.slowdown;
+  tuning.prefill_time_scale = options.slowdown;
   s->replica_ = std::make_unique<model::ReplicaModel>(
       *profile, **gpu, options.tensor_parallel, model::Precision::kBf16,
-      model::Precision::kBf16, model::EngineTuning{});
+      model::Precision::kBf16, tuning);
   s->slots_ =
       options.max_num_seqs > 0
           ? options.max_num_seqs
@@ -277,7 +283,10 @@ void ModelServer::Routes() {
       const double ttft = std::chrono::duration<double>(
                               std::chrono::steady_clock::now() - start)
                               .count();
-      metrics_->ttft->Observe(ttft);
+      // In model time, as the inter-token histogram is.
+      metrics_->ttft->Observe(options_.time_scale > 0
+                                  ? ttft / options_.time_scale
+                                  : replica_->TtftSeconds(prompt_tokens));
       metrics_->prompt_tokens->Increment(prompt_tokens);
       const double tpot = TpotSeconds(batch);
       const auto finish = [this, prompt_tokens, max_tokens] {

@@ -17,7 +17,8 @@
 // request takes the model's prefill time for its prompt, then one TPOT per
 // output token at the current batch size. Prompt tokens are estimated as
 // characters / 4. All sleeps are multiplied by `time_scale` so tests run
-// fast. Thread-safety: the server's methods may be called from any thread.
+// fast; the latency histograms it exports stay in model time (unscaled).
+// Thread-safety: the server's methods may be called from any thread.
 #pragma once
 
 #include <atomic>
@@ -54,6 +55,11 @@ struct ModelServerOptions {
   std::string served_model_name;  // default: `model`
   MetricsFlavor metrics = MetricsFlavor::kVllm;
   double time_scale = 1.0;
+  // This server's steps take `slowdown` times what the sizing model says
+  // (a GPU slower, or faster when < 1, than the catalog assumes): the
+  // sizing model's own calibration scales, so its capacity, its latencies
+  // and the histograms it exports all follow.
+  double slowdown = 1.0;
   // Most requests running at once (vLLM's max_num_seqs); 0: the sizing
   // model's concurrency at an 80 ms TPOT.
   int max_num_seqs = 0;
