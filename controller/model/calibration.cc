@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "controller/model/yaml_document.h"
 #include "yaml-cpp/yaml.h"
 
 namespace pilotlight::model {
@@ -139,13 +140,11 @@ std::string Calibrator::Describe() const {
 
 absl::StatusOr<std::vector<SavedCalibration>> ParseCalibration(
     absl::string_view yaml, absl::string_view origin) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(yaml));
-  } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(origin, ": not valid YAML: ", e.what()));
+  absl::StatusOr<YAML::Node> doc = LoadYamlDocument(yaml, origin);
+  if (!doc.ok()) {
+    return doc.status();
   }
+  const YAML::Node root = *doc;
   if (!root.IsMap() || !root["calibrations"] ||
       !root["calibrations"].IsSequence()) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "controller/base/status_macros.h"
+#include "controller/model/yaml_document.h"
 #include "yaml-cpp/yaml.h"
 
 namespace pilotlight::model {
@@ -209,13 +210,11 @@ absl::Status ValidateGpuClass(const GpuClass& c, absl::string_view where) {
 
 absl::StatusOr<Catalog> Catalog::FromYaml(absl::string_view yaml,
                                           absl::string_view origin) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(yaml));
-  } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(origin, ": not valid YAML: ", e.what()));
+  absl::StatusOr<YAML::Node> doc = LoadYamlDocument(yaml, origin);
+  if (!doc.ok()) {
+    return doc.status();
   }
+  const YAML::Node root = *doc;
   if (!root.IsMap()) {
     return absl::InvalidArgumentError(absl::StrCat(
         origin, ": expected a GPUCatalog document with a \"classes\" list"));

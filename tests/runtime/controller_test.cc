@@ -65,6 +65,17 @@ class ControllerProcess : public testcluster::Process {
 
 class ControllerTest : public testcluster::EndpointFixture {
  protected:
+  // `concurrency` closed-loop clients of 32-token completions on app=chat.
+  std::unique_ptr<tools::LoadGenerator> Load(int concurrency) const {
+    tools::LoadOptions lo;
+    lo.kube = config_;
+    lo.ns = ns_;
+    lo.selector = "app=chat";
+    lo.concurrency = concurrency;
+    lo.max_tokens = 32;
+    return std::make_unique<tools::LoadGenerator>(lo);
+  }
+
   // The controller alone (no leader election), with the fast windows.
   std::unique_ptr<ControllerProcess> StartController() const {
     std::vector<std::string> flags = FastFlags();
@@ -85,14 +96,8 @@ TEST_F(ControllerTest, ScalesUpUnderLoadDownAfterAndToZero) {
   const std::unique_ptr<ControllerProcess> controller = StartController();
   ASSERT_GT(controller->Port(), 0) << controller->Log();
 
-  tools::LoadOptions lo;
-  lo.kube = config_;
-  lo.ns = ns_;
-  lo.selector = "app=chat";
-  lo.concurrency = 8;
-  lo.max_tokens = 32;
-  tools::LoadGenerator load(lo);
-  load.Start();
+  const std::unique_ptr<tools::LoadGenerator> load = Load(8);
+  load->Start();
   int peak = 0;
   EXPECT_TRUE(WaitFor(absl::Seconds(90),
                       [&] {
@@ -109,9 +114,9 @@ TEST_F(ControllerTest, ScalesUpUnderLoadDownAfterAndToZero) {
   EXPECT_EQ(during["status"]["variants"].size(), 2U) << during.dump();
   EXPECT_EQ(during["status"]["tier"], "l4-on-demand") << during.dump();
   EXPECT_GT(during["status"].value("costPerHour", 0.0), 0.0);
-  load.Stop();
-  EXPECT_GT(load.done(), 0);
-  EXPECT_EQ(load.errors(), 0);
+  load->Stop();
+  EXPECT_GT(load->done(), 0);
+  EXPECT_EQ(load->errors(), 0);
 
   EXPECT_TRUE(WaitFor(absl::Seconds(120), [&] {
     return Replicas("chat-l4") == 0 && Replicas("chat-a100") == 0;
@@ -151,15 +156,9 @@ TEST_F(ControllerTest, CalibratesCapacityFromTheServersOwnLatency) {
   const std::unique_ptr<ControllerProcess> controller = StartController();
   ASSERT_GT(controller->Port(), 0) << controller->Log();
 
-  tools::LoadOptions lo;
-  lo.kube = config_;
-  lo.ns = ns_;
-  lo.selector = "app=chat";
-  lo.concurrency = 8;
-  lo.max_tokens = 32;
-  tools::LoadGenerator load(lo);
+  const std::unique_ptr<tools::LoadGenerator> load = Load(8);
   const absl::Time start = absl::Now();
-  load.Start();
+  load->Start();
   // The factor in use, every tick, from /metrics.
   double factor = 1;
   const bool calibrated = WaitFor(absl::Seconds(150), [&] {
@@ -193,8 +192,8 @@ TEST_F(ControllerTest, CalibratesCapacityFromTheServersOwnLatency) {
   EXPECT_LE(demand.value("capacityPerReplica", 0), 3) << demand.dump();
   EXPECT_NEAR(demand.value("decodeCalibration", 0.0), 1.5, 0.15);
   EXPECT_THAT(demand.value("calibration", ""), HasSubstr("x predicted"));
-  load.Stop();
-  EXPECT_EQ(load.errors(), 0);
+  load->Stop();
+  EXPECT_EQ(load->errors(), 0);
 }
 
 // Prometheus gone, or answering something that is not its API: hold the
