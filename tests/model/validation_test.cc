@@ -103,7 +103,8 @@ TEST(ValidationTest, KindsByDefinition) {
   absl::StatusOr<ValidationReport> r =
       Validate(*rows, kPresets, DefaultCatalog(), tuning);
   ASSERT_TRUE(r.ok()) << r.status();
-  const GpuClass& h100 = *DefaultCatalog().Find("h100-80gb-sxm");
+  const Catalog catalog = DefaultCatalog();
+  const GpuClass& h100 = *catalog.Find("h100-80gb-sxm");
   const ModelProfile m = *FindPreset("llama-3.1-8b");
   const ReplicaModel one(m, h100, 1, Precision::kBf16, Precision::kBf16,
                          tuning);
