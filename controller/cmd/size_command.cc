@@ -31,7 +31,7 @@ const std::vector<FlagSpec>& SizeFlags() {
       {"model", false, "NAME",
        "model preset, or \"custom\" (default llama-3.1-8b)"},
       {"precision", false, "P",
-       "weights: bf16 fp16 fp8 int8 int4 (default bf16)"},
+       "weights: bf16 fp16 fp8 int8 int4 fp4 (default bf16)"},
       {"kv-precision", false, "P", "KV cache: bf16 fp16 fp8 (default: 16-bit)"},
       {"context", false, "N",
        "KV room reserved per sequence, tokens (default 8192)"},
