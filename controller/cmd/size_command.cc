@@ -346,9 +346,7 @@ absl::StatusOr<model::Catalog> LoadCatalog(const ParsedFlags& f) {
     return absl::NotFoundError(
         absl::StrCat("--catalog ", *path, ": cannot open the file"));
   }
-  std::stringstream text;
-  text << in.rdbuf();
-  return model::Catalog::FromYaml(text.str(), *path);
+  return model::Catalog::FromYaml(ReadWhole(in), *path);
 }
 
 namespace {
@@ -388,22 +386,13 @@ int RunValidate(const ParsedFlags& f, std::ostream& out, std::ostream& err) {
     err << "pilotlight size: " << builtin.status().message() << "\n";
     return kExitInternal;
   }
-  std::vector<model::GpuClass> classes = builtin->classes();
+  model::Catalog catalog = *builtin;
   if (f.Has("catalog")) {
     absl::StatusOr<model::Catalog> extra = LoadCatalog(f);
     if (!extra.ok()) {
       return fail(extra.status());
     }
-    for (const model::GpuClass& c : extra->classes()) {
-      std::erase_if(classes,
-                    [&](const model::GpuClass& b) { return b.name == c.name; });
-      classes.push_back(c);
-    }
-  }
-  absl::StatusOr<model::Catalog> catalog =
-      model::Catalog::FromClasses(std::move(classes));
-  if (!catalog.ok()) {
-    return fail(catalog.status());
+    catalog = builtin->WithClasses(*extra);
   }
   const std::filesystem::path dir =
       std::filesystem::path(csv_path).parent_path();
@@ -420,7 +409,7 @@ int RunValidate(const ParsedFlags& f, std::ostream& out, std::ostream& err) {
   }
   if (f.Bool("fit")) {
     absl::StatusOr<model::FitResult> fit =
-        model::FitTuning(*rows, resolve, *catalog, tuning);
+        model::FitTuning(*rows, resolve, catalog, tuning);
     if (!fit.ok()) {
       return fail(fit.status());
     }
@@ -431,7 +420,7 @@ int RunValidate(const ParsedFlags& f, std::ostream& out, std::ostream& err) {
     tuning = fit->tuning;
   }
   absl::StatusOr<model::ValidationReport> report =
-      model::Validate(*rows, resolve, *catalog, tuning);
+      model::Validate(*rows, resolve, catalog, tuning);
   if (!report.ok()) {
     return fail(report.status());
   }

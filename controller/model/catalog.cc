@@ -262,6 +262,16 @@ absl::StatusOr<Catalog> Catalog::FromClasses(std::vector<GpuClass> classes) {
   return Catalog(std::move(classes));
 }
 
+Catalog Catalog::WithClasses(const Catalog& extra) const {
+  std::vector<GpuClass> classes = classes_;
+  for (const GpuClass& c : extra.classes_) {
+    std::erase_if(classes, [&](const GpuClass& b) { return b.name == c.name; });
+    classes.push_back(c);
+  }
+  // Both were validated and names stay unique: no need to validate again.
+  return Catalog(std::move(classes));
+}
+
 const GpuClass* Catalog::Find(absl::string_view name) const {
   for (const GpuClass& c : classes_) {
     if (c.name == name) {

@@ -34,6 +34,11 @@ class Catalog {
 
   const std::vector<GpuClass>& classes() const { return classes_; }
 
+  // This catalog with `extra`'s classes added, each replacing a class of
+  // the same name (a measurement set's consumer cards over the built-in
+  // catalog, say).
+  Catalog WithClasses(const Catalog& extra) const;
+
   // nullptr when absent.
   const GpuClass* Find(absl::string_view name) const;
 

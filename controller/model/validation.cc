@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -329,45 +328,34 @@ absl::StatusOr<FitResult> FitTuning(const std::vector<Measurement>& rows,
     }
     return RmsLogError(*r);
   };
-  // Each term: its range, and how to read and write it (durations in us).
+  // Each term: its range and its field (a fraction, or a duration fitted in
+  // microseconds).
   struct Knob {
     double lo;
     double hi;
-    std::function<double(const EngineTuning&)> get;
-    std::function<void(EngineTuning&, double)> set;
+    double EngineTuning::*fraction = nullptr;
+    absl::Duration EngineTuning::*duration = nullptr;
+    double get(const EngineTuning& t) const {
+      return fraction != nullptr ? t.*fraction
+                                 : absl::ToDoubleMicroseconds(t.*duration);
+    }
+    void set(EngineTuning& t, double v) const {
+      if (fraction != nullptr) {
+        t.*fraction = v;
+      } else {
+        t.*duration = absl::Microseconds(v);
+      }
+    }
   };
   const Knob knobs[] = {
-      {0.5, 1.0,
-       [](const EngineTuning& t) { return t.memory_bandwidth_utilization; },
-       [](EngineTuning& t, double v) { t.memory_bandwidth_utilization = v; }},
-      {0.3, 1.0,
-       [](const EngineTuning& t) { return t.weight_read_efficiency_8bit; },
-       [](EngineTuning& t, double v) { t.weight_read_efficiency_8bit = v; }},
-      {0.3, 1.0,
-       [](const EngineTuning& t) { return t.weight_read_efficiency_4bit; },
-       [](EngineTuning& t, double v) { t.weight_read_efficiency_4bit = v; }},
-      {0.15, 1.0,
-       [](const EngineTuning& t) { return t.model_flops_utilization; },
-       [](EngineTuning& t, double v) { t.model_flops_utilization = v; }},
-      {0.15, 1.0,
-       [](const EngineTuning& t) { return t.model_flops_utilization_8bit; },
-       [](EngineTuning& t, double v) { t.model_flops_utilization_8bit = v; }},
-      {0.0, 1.0, [](const EngineTuning& t) { return t.roofline_overlap; },
-       [](EngineTuning& t, double v) { t.roofline_overlap = v; }},
-      {0, 3000,
-       [](const EngineTuning& t) {
-         return absl::ToDoubleMicroseconds(t.step_overhead);
-       },
-       [](EngineTuning& t, double v) {
-         t.step_overhead = absl::Microseconds(v);
-       }},
-      {0, 40,
-       [](const EngineTuning& t) {
-         return absl::ToDoubleMicroseconds(t.allreduce_latency_nvlink);
-       },
-       [](EngineTuning& t, double v) {
-         t.allreduce_latency_nvlink = absl::Microseconds(v);
-       }},
+      {0.5, 1.0, &EngineTuning::memory_bandwidth_utilization},
+      {0.3, 1.0, &EngineTuning::weight_read_efficiency_8bit},
+      {0.3, 1.0, &EngineTuning::weight_read_efficiency_4bit},
+      {0.15, 1.0, &EngineTuning::model_flops_utilization},
+      {0.15, 1.0, &EngineTuning::model_flops_utilization_8bit},
+      {0.0, 1.0, &EngineTuning::roofline_overlap},
+      {0, 3000, nullptr, &EngineTuning::step_overhead},
+      {0, 40, nullptr, &EngineTuning::allreduce_latency_nvlink},
   };
   FitResult result;
   result.tuning = start;

@@ -157,29 +157,23 @@ int Decider::Capacity(const Tier& t) const {
   if (spec_seen_->concurrency_per_replica > 0) {
     return t.model_capacity;
   }
+  // How much faster than modelled a replica runs: the calibrated decode
+  // factor from the engines' histograms where there is one (steps `scale`
+  // times the model's: speed 1 / scale), else the tokens/s correction.
   const model::Factor& decode = t.calibrator.decode();
-  if (decode.state == model::CalibrationState::kCalibrated) {
-    if (std::abs(decode.scale - 1.0) < 0.02) {
-      return t.model_capacity;
-    }
-    // Steps `scale` times the model's meet TPOT(b) x scale <= SLO. Floored
-    // at 1, as below.
-    return std::max(
-        1, t.replica->MaxConcurrency(
-               spec_seen_->workload,
-               absl::ToDoubleSeconds(spec_seen_->slo.tpot) / decode.scale));
-  }
-  if (std::abs(t.correction - 1.0) < 0.02) {
+  const bool calibrated = decode.state == model::CalibrationState::kCalibrated;
+  if (std::abs((calibrated ? decode.scale : t.correction) - 1.0) < 0.02) {
     return t.model_capacity;
   }
   // A replica `c` times faster than modelled meets TPOT(b)/c <= SLO, i.e.
   // the model's TPOT(b) <= c x SLO.
   // Floored at 1: a replica slower than the SLO still serves one sequence;
   // a zero here would size a loaded endpoint to nothing.
+  const double slo_s = absl::ToDoubleSeconds(spec_seen_->slo.tpot);
   return std::max(
       1, t.replica->MaxConcurrency(
              spec_seen_->workload,
-             absl::ToDoubleSeconds(spec_seen_->slo.tpot) * t.correction));
+             calibrated ? slo_s / decode.scale : slo_s * t.correction));
 }
 
 absl::Duration Decider::Lead(const Snapshot& s, int tier) const {

@@ -73,33 +73,8 @@ policy::DemandSample PromDemand::Read(
   policy::DemandSample s;
   s.at = now;
   const std::lock_guard<std::mutex> lock(mu_);
-  // The sum of one signal over the endpoint's ready pods; unset when the
-  // query failed or any ready pod has no series (missing is not zero).
-  const auto sum = [&](const std::string& query,
-                       const char* what) -> std::optional<double> {
-    if (query.empty()) {
-      return std::nullopt;
-    }
-    auto it = answers_.find(query);
-    if (it == answers_.end()) {
-      absl::StrAppend(&missing, what, ": not queried yet; ");
-      return std::nullopt;
-    }
-    if (!it->second.ok()) {
-      absl::StrAppend(&missing, what, ": ", it->second.status().message(),
-                      "; ");
-      return std::nullopt;
-    }
-    double total = 0;
-    for (const std::string& pod : ready_pods) {
-      auto v = it->second->find(pod);
-      if (v == it->second->end()) {
-        absl::StrAppend(&missing, what, ": no series for pod ", pod, "; ");
-        return std::nullopt;
-      }
-      total += v->second;
-    }
-    return total;
+  const auto sum = [&](const std::string& query, const char* what) {
+    return SumOverPods(query, ready_pods, what, &missing);
   };
   s.in_flight = sum(q.in_flight, "requests running");
   s.queued = sum(q.queued, "requests waiting");
@@ -111,29 +86,49 @@ policy::DemandSample PromDemand::Read(
   return s;
 }
 
+std::optional<double> PromDemand::SumOverPods(
+    const std::string& query, const std::vector<std::string>& pods,
+    const char* what, std::string* missing) const {
+  if (query.empty()) {
+    return std::nullopt;
+  }
+  auto it = answers_.find(query);
+  if (it == answers_.end()) {
+    if (missing != nullptr) {
+      absl::StrAppend(missing, what, ": not queried yet; ");
+    }
+    return std::nullopt;
+  }
+  if (!it->second.ok()) {
+    if (missing != nullptr) {
+      absl::StrAppend(missing, what, ": ", it->second.status().message(), "; ");
+    }
+    return std::nullopt;
+  }
+  double total = 0;
+  for (const std::string& pod : pods) {
+    auto v = it->second->find(pod);
+    if (v == it->second->end()) {
+      if (missing != nullptr) {
+        absl::StrAppend(missing, what, ": no series for pod ", pod, "; ");
+      }
+      return std::nullopt;
+    }
+    total += v->second;
+  }
+  return total;
+}
+
 std::optional<policy::EngineLatency> PromDemand::LatencyOf(
     const prom::DemandQueries& q,
     const std::vector<std::string>& ready_pods) const {
   // Calibration input is optional: any gap (no such query, an error, a pod
   // without the series) leaves it out, and never counts as missing demand.
-  const auto quiet_sum =
-      [&](const std::string& query) -> std::optional<double> {
-    if (query.empty() || ready_pods.empty()) {
-      return std::nullopt;
-    }
-    auto it = answers_.find(query);
-    if (it == answers_.end() || !it->second.ok()) {
-      return std::nullopt;
-    }
-    double total = 0;
-    for (const std::string& pod : ready_pods) {
-      auto v = it->second->find(pod);
-      if (v == it->second->end()) {
-        return std::nullopt;
-      }
-      total += v->second;
-    }
-    return total;
+  if (ready_pods.empty()) {
+    return std::nullopt;
+  }
+  const auto quiet_sum = [&](const std::string& query) {
+    return SumOverPods(query, ready_pods, "", nullptr);
   };
   const std::optional<double> itl_sum = quiet_sum(q.itl_sum);
   const std::optional<double> itl_count = quiet_sum(q.itl_count);

@@ -41,6 +41,13 @@ class PromDemand final : public DemandSource {
 
  private:
   prom::DemandQueries QueriesOf(const api::MetricsSpec& m) const;
+  // The sum of one query's answer over `pods` from the last answers (mu_
+  // held); unset when the query failed or any pod has no series (missing is
+  // not zero), and then, when `missing` is given, why is appended to it.
+  std::optional<double> SumOverPods(const std::string& query,
+                                    const std::vector<std::string>& pods,
+                                    const char* what,
+                                    std::string* missing) const;
   // The engines' latency over `ready_pods` from the last answers (mu_
   // held); nullopt when any part is missing.
   std::optional<policy::EngineLatency> LatencyOf(

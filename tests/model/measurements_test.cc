@@ -29,11 +29,7 @@ Catalog WithMeasurementGpus() {
       Catalog::FromYaml(ReadFile(std::string(kDir) + "measurement_gpus.yaml"),
                         "measurement_gpus.yaml");
   EXPECT_TRUE(extra.ok()) << extra.status();
-  std::vector<GpuClass> classes = builtin->classes();
-  for (const GpuClass& c : extra->classes()) {
-    classes.push_back(c);
-  }
-  return *Catalog::FromClasses(std::move(classes));
+  return builtin->WithClasses(*extra);
 }
 
 absl::StatusOr<ValidationReport> ValidateShipped() {
