@@ -105,8 +105,13 @@ void Proxy::RefuseLease(httplib::Response& res, const std::string& endpoint,
 // given back when the response ends.
 void Proxy::StreamBack(httplib::Response& res, const std::string& endpoint,
                        const std::shared_ptr<Forward>& f,
-                       std::shared_ptr<Lease> lease) {
+                       std::shared_ptr<Lease> lease, bool cold,
+                       absl::Duration held) {
   res.status = f->status();
+  // What the activator did to this request, for a client (or the replay
+  // tool) to tell a cold start from a slow answer.
+  res.set_header(kColdStartHeader, cold ? "true" : "false");
+  res.set_header(kHeldHeader, absl::StrCat(absl::ToInt64Milliseconds(held)));
   std::string content_type = "application/octet-stream";
   for (const auto& [name, value] : f->headers()) {
     if (absl::AsciiStrToLower(name) == "content-type") {
@@ -164,6 +169,8 @@ void Proxy::Handle(const httplib::Request& req, httplib::Response& res) {
   const EndpointTimeouts t = timeouts_(endpoint);
   const absl::Time deadline = absl::Now() + t.activation;
   std::string last_error;
+  bool cold = false;
+  absl::Duration held_for;
   for (int attempt = 0; attempt < o_.max_attempts; ++attempt) {
     absl::StatusOr<Lease> lease = router_.Acquire(
         endpoint, static_cast<int64_t>(req.body.size()), deadline);
@@ -174,15 +181,17 @@ void Proxy::Handle(const httplib::Request& req, httplib::Response& res) {
     if (lease->held() > absl::ZeroDuration()) {
       metrics_.HoldOf(endpoint).Observe(absl::ToDoubleSeconds(lease->held()));
     }
+    held_for += lease->held();
     if (lease->cold() && attempt == 0) {
       metrics_.cold_starts.Add({{"endpoint", endpoint}}).Increment();
+      cold = true;
     }
     auto held = std::make_shared<Lease>(*std::move(lease));
     const std::string pod = held->address();
     auto f = std::make_shared<Forward>(req, rest, pod, t.forward);
     switch (f->WaitForResponse()) {
       case Forward::Start::kResponded:
-        StreamBack(res, endpoint, f, held);
+        StreamBack(res, endpoint, f, held, cold, held_for);
         return;
       case Forward::Start::kConnectFailed:
         // Nothing was answered: take the pod out, try the next one.

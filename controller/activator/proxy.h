@@ -24,6 +24,11 @@
 // is taken out and the request tried on another (up to 3 pods); once a
 // byte went to the client it never is. The timeouts come per endpoint from
 // `Timeouts` (the activation wait from its predicted cold start).
+//
+// A response from a pod carries two headers of the activator's own:
+// X-Pilotlight-Cold-Start (true when the request waited for a replica that
+// was not ready when it arrived: the cold-start request the metric counts)
+// and X-Pilotlight-Held-Ms (how long it was held for a pod).
 #pragma once
 
 #include <atomic>
@@ -47,6 +52,9 @@ struct ProxyOptions {
   size_t max_body_bytes = size_t{16} << 20;
   int max_attempts = 3;
 };
+
+inline constexpr char kColdStartHeader[] = "X-Pilotlight-Cold-Start";
+inline constexpr char kHeldHeader[] = "X-Pilotlight-Held-Ms";
 
 class Proxy {
  public:
@@ -75,7 +83,7 @@ class Proxy {
                    const absl::Status& why, absl::Duration activation);
   void StreamBack(httplib::Response& res, const std::string& endpoint,
                   const std::shared_ptr<Forward>& f,
-                  std::shared_ptr<Lease> lease);
+                  std::shared_ptr<Lease> lease, bool cold, absl::Duration held);
 
   const ProxyOptions o_;
   Router& router_;

@@ -101,6 +101,9 @@ const std::vector<FlagSpec>& SimulateFlags() {
       {"catalog", false, "FILE", "GPU catalog YAML (default built-in)"},
       {"json", true, "", "print one JSON object"},
       {"report", false, "FILE.html", "write a self-contained HTML report"},
+      {"timeline", false, "FILE.csv",
+       "write each policy's replicas, ready replicas, demand, cold-start "
+       "requests and cost over time (600 points)"},
       {"no-progress", true, "",
        "no progress on stderr (a bar on a terminal, else a line every 10 s)"},
       {"help", true, "", "show this help"},
@@ -533,7 +536,8 @@ int RunSimulate(const std::vector<std::string>& args, std::ostream& out,
     return usage_error(st);
   }
   const std::optional<std::string> report_path = f->String("report");
-  config.timeline_points = report_path ? 600 : 0;
+  const std::optional<std::string> timeline_path = f->String("timeline");
+  config.timeline_points = report_path || timeline_path ? 600 : 0;
   // Progress on stderr: on a terminal a bar redrawn at most 10 times a
   // second; otherwise (a log, CI) one line every 10 s of a long run.
   const bool progress = !f->Bool("no-progress");
@@ -614,6 +618,21 @@ int RunSimulate(const std::vector<std::string>& args, std::ostream& out,
     PrintTable(*trace, config, *report, wall_s, out);
     if (match) {
       PrintMatch(*match, out);
+    }
+  }
+  if (timeline_path) {
+    std::ofstream csv(*timeline_path);
+    csv << "policy,t_s,replicas,ready,demand,cold_start_requests,cost_usd\n";
+    for (const sim::PolicyResult& p : report->policies) {
+      for (const sim::TimelinePoint& t : p.result.timeline) {
+        csv << absl::StrFormat("%s,%.3f,%d,%d,%.3f,%d,%.6f\n", p.name, t.t_s,
+                               t.replicas, t.ready, t.demand, t.cold_starts,
+                               t.cost_usd);
+      }
+    }
+    if (!csv) {
+      err << "pilotlight simulate: cannot write " << *timeline_path << "\n";
+      return kExitInternal;
     }
   }
   if (report_path) {

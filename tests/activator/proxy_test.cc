@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "controller/activator/http_server.h"
@@ -194,6 +195,12 @@ TEST_F(ProxyTest, NoRequestLostAcrossZeroToOne) {
       ASSERT_TRUE(r) << httplib::to_string(r.error());
       EXPECT_EQ(r->status, 200) << r->body;
       EXPECT_THAT(r->body, HasSubstr(absl::StrCat("ok ", body, "\"")));
+      // Each waited for the pod that appeared after it came: a cold start,
+      // held at least the 200 ms before it did.
+      EXPECT_EQ(r->get_header_value(kColdStartHeader), "true");
+      int64_t held_ms = 0;
+      EXPECT_TRUE(absl::SimpleAtoi(r->get_header_value(kHeldHeader), &held_ms));
+      EXPECT_GE(held_ms, 200);
       ok += r->status == 200 ? 1 : 0;
     });
   }
@@ -281,6 +288,9 @@ TEST_F(ProxyTest, StreamsUnbuffered) {
   const absl::Time end = absl::Now();
   EXPECT_EQ(res.status, 200);
   EXPECT_EQ(res.get_header_value("Content-Type"), "text/event-stream");
+  // A pod was ready when it came: not a cold start, not held.
+  EXPECT_EQ(res.get_header_value(kColdStartHeader), "false");
+  EXPECT_EQ(res.get_header_value(kHeldHeader), "0");
   EXPECT_EQ(got,
             "data: 0\n\ndata: 1\n\ndata: 2\n\ndata: 3\n\ndata: 4\n\n"
             "data: [DONE]\n\n");
