@@ -1,0 +1,706 @@
+// pilotlight-replay: one slice of a trace replayed live on the local test
+// cluster and through `pilotlight simulate` with the same settings, compared
+// side by side (docs/replay.md).
+//
+// Live: a namespace of its own with one Deployment of loopback model
+// servers (the sizing model's service times, a cold start set by
+// annotation) and an InferenceAutoscaler over it; the real `pilotlight
+// controller` (default tick and windows, as the simulator's) and `pilotlight
+// activator`; every request of the slice sent through the activator at its
+// trace time, streamed, with its first byte, completion and the activator's
+// cold-start header recorded; the Deployment's pods sampled every 250 ms.
+// Simulated: `pilotlight simulate --policies pilotlight` on the same slice,
+// the same SLO, per-replica concurrency, replica bound, and the cold start
+// the live pods were measured to take.
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "controller/cmd/flags.h"
+#include "controller/kube/kube_client.h"
+#include "controller/kube/kube_config.h"
+#include "controller/model/catalog.h"
+#include "controller/sim/load_trace.h"
+#include "httplib.h"
+#include "nlohmann/json.hpp"
+#include "tests/cluster/process.h"
+#include "tests/cluster/test_cluster.h"
+#include "tests/tools/replay/replay.h"
+
+namespace pilotlight::tools {
+namespace {
+
+using json = nlohmann::json;
+using testcluster::Process;
+using testcluster::Shell;
+using testcluster::WaitFor;
+
+struct Settings {
+  std::string trace;
+  std::string format = "auto";
+  absl::Duration start = absl::ZeroDuration();
+  absl::Duration duration = absl::Minutes(3);
+  std::string model = "llama-3.1-8b";
+  std::string gpu = "a100-80gb";
+  double cold_start_s = 10;
+  int concurrency = 8;
+  int max_replicas = 8;  // the loopback pool has 8 GPUs
+  absl::Duration ttft = absl::Seconds(2);
+  std::string out = "build/replay";
+  std::optional<double> max_diff;
+  std::string kubeconfig;
+  std::string prometheus;
+  std::string pilotlight = "build/controller/cmd/pilotlight";
+  int senders = 256;
+};
+
+// The workload shape `pilotlight simulate` derives from a slice
+// (ShapeFromTrace): mean prompt and output, a context holding the 99th
+// percentile request.
+struct Shape {
+  int prompt = 1024;
+  int output = 256;
+  int context = 8192;
+};
+Shape ShapeOf(const std::vector<sim::Request>& rs) {
+  Shape s;
+  if (rs.empty()) {
+    return s;
+  }
+  double in = 0;
+  double out = 0;
+  std::vector<uint32_t> totals;
+  for (const sim::Request& r : rs) {
+    in += r.input_tokens;
+    out += r.output_tokens;
+    totals.push_back(r.input_tokens + r.output_tokens);
+  }
+  std::sort(totals.begin(), totals.end());
+  const auto n = static_cast<double>(rs.size());
+  s.prompt = std::max(1, static_cast<int>(in / n));
+  s.output = std::max(1, static_cast<int>(out / n));
+  const uint32_t p99 = totals[(totals.size() - 1) * 99 / 100];
+  s.context = std::max(8192, static_cast<int>((p99 + 1023) / 1024 * 1024));
+  return s;
+}
+
+class Replay {
+ public:
+  Replay(Settings s, std::vector<sim::Request> requests)
+      : s_(std::move(s)), requests_(std::move(requests)) {}
+  ~Replay() { TearDown(); }
+
+  absl::Status SetUp();
+  // Sends every request at its time; samples the pods until the slice ends
+  // and every request is answered.
+  void Run();
+  void TearDown();
+
+  const std::vector<RequestRecord>& records() const { return records_; }
+  const std::vector<TimelineSample>& timeline() const { return timeline_; }
+  int64_t scale_events() const { return scale_events_; }
+  // Pod created -> Ready, seconds (the API's 1 s resolution).
+  const std::vector<double>& cold_starts() const { return cold_starts_; }
+  std::string ns() const { return ns_; }
+  std::string LogsOf(const std::string& what) const;
+
+ private:
+  absl::StatusOr<json> Api(const std::string& method, const std::string& path,
+                           const json& body = nullptr);
+  void Send(size_t i, absl::Time t0);
+  void Sample(absl::Time t0);
+
+  const Settings s_;
+  const std::vector<sim::Request> requests_;
+  std::unique_ptr<kube::KubeClient> kube_;
+  std::string ns_;
+  std::unique_ptr<Process> controller_;
+  std::unique_ptr<Process> activator_;
+  int port_ = 0;
+  std::vector<RequestRecord> records_;
+  std::vector<TimelineSample> timeline_;
+  int64_t scale_events_ = 0;
+  int last_desired_ = 0;
+  std::map<std::string, double> ready_after_;  // pod -> created..Ready
+  std::vector<double> cold_starts_;
+};
+
+absl::StatusOr<json> Replay::Api(const std::string& method,
+                                 const std::string& path, const json& body) {
+  absl::StatusOr<kube::KubeClient::Response> r =
+      kube_->Request(method, path, body.is_null() ? "" : body.dump());
+  if (!r.ok()) {
+    return r.status();
+  }
+  return json::parse(r->body, nullptr, false);
+}
+
+std::string Replay::LogsOf(const std::string& what) const {
+  return absl::StrCat(s_.out, "/", what, ".log");
+}
+
+absl::Status Replay::SetUp() {
+  absl::StatusOr<kube::KubeConfig> config =
+      kube::KubeConfigFromFile(s_.kubeconfig);
+  if (!config.ok()) {
+    return config.status();
+  }
+  absl::StatusOr<std::unique_ptr<kube::KubeClient>> client =
+      kube::KubeClient::Create(*config);
+  if (!client.ok()) {
+    return client.status();
+  }
+  kube_ = *std::move(client);
+  int rc = 0;
+  const std::string kubectl =
+      absl::StrCat("kubectl --kubeconfig ", s_.kubeconfig);
+  const std::string applied = Shell(
+      absl::StrCat(
+          kubectl, " apply --server-side --force-conflicts -f deploy/crds/ && ",
+          kubectl,
+          " wait --for condition=established --timeout=30s -f "
+          "deploy/crds/ && ",
+          kubectl, " apply --server-side -f deploy/gpuclasses/default.yaml"),
+      &rc);
+  if (rc != 0) {
+    return absl::UnavailableError(
+        absl::StrCat("applying the CRDs and GPU classes failed (run from the "
+                     "repository root): ",
+                     applied));
+  }
+  ns_ = absl::StrCat("replay-", ::getpid());
+  if (absl::StatusOr<json> r =
+          Api("POST", "/api/v1/namespaces", {{"metadata", {{"name", ns_}}}});
+      !r.ok()) {
+    return r.status();
+  }
+  json d = json::parse(R"({
+    "apiVersion": "apps/v1", "kind": "Deployment",
+    "metadata": {"name": "replay"},
+    "spec": {
+      "replicas": 0,
+      "selector": {"matchLabels": {"app": "replay"}},
+      "template": {
+        "metadata": {"labels": {"app": "replay"},
+                     "annotations": {"prometheus.io/scrape": "true",
+                                     "prometheus.io/port": "8000"}},
+        "spec": {
+          "tolerations": [
+            {"key": "pilotlight.dev/loopback", "operator": "Exists", "effect": "NoSchedule"}],
+          "containers": [{"name": "vllm", "image": "vllm/vllm-openai:v0.11.0",
+            "ports": [{"containerPort": 8000}],
+            "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}}})");
+  auto& tmpl = d["spec"]["template"];
+  tmpl["metadata"]["annotations"]["pilotlight.dev/cold-start-seconds"] =
+      absl::StrCat(s_.cold_start_s);
+  tmpl["spec"]["nodeSelector"] = {{"pilotlight.dev/loopback", "true"},
+                                  {"pilotlight.dev/gpu-class", s_.gpu},
+                                  {"karpenter.sh/capacity-type", "on-demand"}};
+  tmpl["spec"]["containers"][0]["args"] = {
+      "--model", s_.model,         "--gpu",
+      s_.gpu,    "--max-num-seqs", absl::StrCat(s_.concurrency)};
+  if (absl::StatusOr<json> r = Api(
+          "POST",
+          absl::StrCat("/apis/apps/v1/namespaces/", ns_, "/deployments"), d);
+      !r.ok()) {
+    return r.status();
+  }
+  const Shape shape = ShapeOf(requests_);
+  const json ia = {
+      {"apiVersion", "pilotlight.dev/v1alpha1"},
+      {"kind", "InferenceAutoscaler"},
+      {"metadata", {{"name", "replay"}}},
+      {"spec",
+       {{"model",
+         {{"preset", s_.model},
+          {"maxContextTokens", shape.context},
+          {"promptTokens", shape.prompt},
+          {"outputTokens", shape.output}}},
+        {"slo",
+         {{"ttftSeconds", absl::ToDoubleSeconds(s_.ttft)},
+          {"maxColdStartFraction", 0.01}}},
+        {"concurrencyPerReplica", s_.concurrency},
+        {"variants", json::array({{{"deployment", "replay"},
+                                   {"gpuClass", s_.gpu + "-on-demand"}}})},
+        {"replicas", {{"min", 0}, {"max", s_.max_replicas}}}}}};
+  if (absl::StatusOr<json> r =
+          Api("POST",
+              absl::StrCat("/apis/pilotlight.dev/v1alpha1/namespaces/", ns_,
+                           "/inferenceautoscalers"),
+              ia);
+      !r.ok()) {
+    return r.status();
+  }
+  // The controller with its defaults (tick 2 s, the policy windows the
+  // simulator's decider uses), and the activator in front.
+  controller_ = std::make_unique<Process>(
+      s_.pilotlight,
+      std::vector<std::string>{"controller", "--kubeconfig", s_.kubeconfig,
+                               "--prometheus", s_.prometheus, "--listen",
+                               "127.0.0.1:0", "--grpc-listen", "127.0.0.1:0",
+                               "--no-leader-election"},
+      LogsOf("controller"));
+  const int grpc = controller_->LogInt("controller started", "grpc_port");
+  if (grpc <= 0) {
+    return absl::UnavailableError(absl::StrCat(
+        "the controller did not start; its log: ", LogsOf("controller")));
+  }
+  activator_ = std::make_unique<Process>(
+      s_.pilotlight,
+      std::vector<std::string>{"activator", "--kubeconfig", s_.kubeconfig,
+                               "--controller", absl::StrCat("127.0.0.1:", grpc),
+                               "--listen", "127.0.0.1:0", "--admin-listen",
+                               "127.0.0.1:0", "--name", "replay"},
+      LogsOf("activator"));
+  port_ = activator_->LogInt("activator started", "port");
+  const int admin = activator_->LogInt("activator started", "admin_port");
+  if (port_ <= 0 || admin <= 0) {
+    return absl::UnavailableError(absl::StrCat(
+        "the activator did not start; its log: ", LogsOf("activator")));
+  }
+  // Ready once the activator routes the endpoint (its metrics name it).
+  const std::string label = absl::StrCat("endpoint=\"", ns_, "/replay\"");
+  const bool known = WaitFor(absl::Seconds(30), [&] {
+    httplib::Client http("127.0.0.1", admin);
+    httplib::Result r = http.Get("/metrics");
+    return r && absl::StrContains(r->body, label);
+  });
+  if (!known) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("the activator did not learn endpoint ", ns_,
+                     "/replay within 30 s; its log: ", LogsOf("activator")));
+  }
+  return absl::OkStatus();
+}
+
+void Replay::Send(size_t i, absl::Time t0) {
+  const sim::Request& q = requests_[i];
+  RequestRecord& r = records_[i];
+  r.due_s = q.arrival_s;
+  r.prompt_tokens = q.input_tokens;
+  r.output_tokens = std::max<uint32_t>(1, q.output_tokens);
+  // The model server counts a prompt's tokens as characters / 4.
+  const json body = {{"model", s_.model},
+                     {"prompt", std::string(4 * size_t{q.input_tokens}, 'a')},
+                     {"max_tokens", r.output_tokens},
+                     {"stream", true}};
+  httplib::Client c("127.0.0.1", port_);
+  c.set_connection_timeout(30);
+  c.set_read_timeout(600);
+  std::string tail;
+  httplib::Request req;
+  req.method = "POST";
+  req.path = absl::StrCat("/", ns_, "/replay/v1/completions");
+  req.body = body.dump();
+  req.headers.emplace("Content-Type", "application/json");
+  req.content_receiver = [&](const char* d, size_t n, uint64_t, uint64_t) {
+    if (r.first_byte_s < 0) {
+      r.first_byte_s = absl::ToDoubleSeconds(absl::Now() - t0);
+    }
+    tail.append(d, n);
+    if (tail.size() > 64) {
+      tail.erase(0, tail.size() - 64);
+    }
+    return true;
+  };
+  r.sent_s = absl::ToDoubleSeconds(absl::Now() - t0);
+  httplib::Response res;
+  httplib::Error err = httplib::Error::Success;
+  const bool sent = c.send(req, res, err);
+  r.done_s = absl::ToDoubleSeconds(absl::Now() - t0);
+  if (!sent) {
+    return;
+  }
+  r.status = res.status;
+  r.cold = res.get_header_value("X-Pilotlight-Cold-Start") == "true";
+  int64_t held_ms = 0;
+  if (absl::SimpleAtoi(res.get_header_value("X-Pilotlight-Held-Ms"),
+                       &held_ms)) {
+    r.held_s = static_cast<double>(held_ms) / 1000;
+  }
+  r.body_ok = res.status == 200 && absl::EndsWith(tail, "data: [DONE]\n\n");
+}
+
+void Replay::Sample(absl::Time t0) {
+  TimelineSample p;
+  p.t_s = absl::ToDoubleSeconds(absl::Now() - t0);
+  absl::StatusOr<json> pods =
+      Api("GET", absl::StrCat("/api/v1/namespaces/", ns_,
+                              "/pods?labelSelector=app%3Dreplay"));
+  absl::StatusOr<json> d = Api("GET", absl::StrCat("/apis/apps/v1/namespaces/",
+                                                   ns_, "/deployments/replay"));
+  if (!pods.ok() || !d.ok() || !pods->is_object() || !d->is_object()) {
+    return;  // a missed sample: the previous one holds
+  }
+  for (const json& pod : pods->value("items", json::array())) {
+    ++p.replicas;
+    const json& meta = pod["metadata"];
+    bool ready = false;
+    for (const json& c : pod.value("status", json::object())
+                             .value("conditions", json::array())) {
+      if (c.value("type", "") == "Ready" && c.value("status", "") == "True") {
+        ready = true;
+        const std::string name = meta.value("name", "");
+        absl::Time created;
+        absl::Time at;
+        std::string e;
+        if (ready_after_.count(name) == 0 &&
+            absl::ParseTime(absl::RFC3339_full,
+                            meta.value("creationTimestamp", ""), &created,
+                            &e) &&
+            absl::ParseTime(absl::RFC3339_full,
+                            c.value("lastTransitionTime", ""), &at, &e)) {
+          ready_after_[name] = absl::ToDoubleSeconds(at - created);
+          cold_starts_.push_back(ready_after_[name]);
+        }
+      }
+    }
+    p.ready += ready && !meta.contains("deletionTimestamp") ? 1 : 0;
+  }
+  const int desired = (*d)["spec"].value("replicas", 0);
+  if (desired != last_desired_) {
+    ++scale_events_;
+    last_desired_ = desired;
+  }
+  timeline_.push_back(p);
+}
+
+void Replay::Run() {
+  records_.assign(requests_.size(), RequestRecord{});
+  const absl::Time t0 = absl::Now() + absl::Seconds(1);
+  const double window_s = absl::ToDoubleSeconds(s_.duration);
+  std::atomic<size_t> next{0};
+  std::atomic<size_t> done{0};
+  std::vector<std::thread> senders;
+  for (int w = 0; w < s_.senders; ++w) {
+    senders.emplace_back([&] {
+      for (size_t i = next++; i < requests_.size(); i = next++) {
+        const absl::Time due = t0 + absl::Seconds(requests_[i].arrival_s);
+        absl::SleepFor(due - absl::Now());
+        Send(i, t0);
+        ++done;
+      }
+    });
+  }
+  // Pods every 250 ms; progress every 30 s.
+  absl::Time next_report = t0 + absl::Seconds(30);
+  while (done.load() < requests_.size() || absl::Now() < t0 + s_.duration) {
+    Sample(t0);
+    if (absl::Now() >= next_report) {
+      next_report += absl::Seconds(30);
+      const TimelineSample& last =
+          timeline_.empty() ? TimelineSample{} : timeline_.back();
+      std::cerr << absl::StrFormat(
+          "replay: %.0f of %.0f s, %zu of %zu requests done, %d replicas "
+          "(%d ready)\n",
+          absl::ToDoubleSeconds(absl::Now() - t0), window_s, done.load(),
+          requests_.size(), last.replicas, last.ready);
+    }
+    absl::SleepFor(absl::Milliseconds(250));
+  }
+  for (std::thread& t : senders) {
+    t.join();
+  }
+}
+
+void Replay::TearDown() {
+  activator_.reset();  // SIGTERM, then SIGKILL after 10 s
+  controller_.reset();
+  if (kube_ && !ns_.empty()) {
+    (void)kube_->Request("DELETE", "/api/v1/namespaces/" + ns_, "");
+    ns_.clear();
+  }
+}
+
+// The simulated side: `pilotlight simulate` on the same slice and settings.
+struct Simulated {
+  ReplaySummary summary;
+  std::vector<TimelineSample> timeline;
+  std::string command;
+};
+absl::StatusOr<Simulated> Simulate(const Settings& s, double cold_start_s,
+                                   double price_per_hour) {
+  Simulated out;
+  const std::string timeline_csv = absl::StrCat(s.out, "/sim_timeline.csv");
+  out.command = absl::StrCat(
+      s.pilotlight, " simulate --trace ", s.trace, " --format ", s.format,
+      " --start ", absl::FormatDuration(s.start), " --duration ",
+      absl::FormatDuration(s.duration), " --endpoints 1 --policies pilotlight",
+      " --model ", s.model, " --gpu ", s.gpu, " --ttft ",
+      absl::FormatDuration(s.ttft), " --max-cold-start-fraction 0.01",
+      " --concurrency-per-replica ", s.concurrency, " --max-replicas ",
+      s.max_replicas, " --cold-start ",
+      absl::FormatDuration(absl::Seconds(cold_start_s)),
+      " --match-slo 0 --no-progress --json --timeline ", timeline_csv);
+  int rc = 0;
+  const std::string text = Shell(out.command, &rc);
+  const json j = json::parse(text, nullptr, false);
+  if (rc != 0 || !j.is_object() || j["policies"].empty()) {
+    return absl::InternalError(
+        absl::StrCat("`", out.command, "` failed: ", text));
+  }
+  const json& p = j["policies"][0];
+  std::ifstream in(timeline_csv);
+  std::string line;
+  std::getline(in, line);  // header
+  while (std::getline(in, line)) {
+    const std::vector<std::string> f = absl::StrSplit(line, ',');
+    TimelineSample t;
+    if (f.size() >= 4 && absl::SimpleAtod(f[1], &t.t_s) &&
+        absl::SimpleAtoi(f[2], &t.replicas) &&
+        absl::SimpleAtoi(f[3], &t.ready)) {
+      out.timeline.push_back(t);
+    }
+  }
+  const double window_s = absl::ToDoubleSeconds(s.duration);
+  ReplaySummary& r = out.summary;
+  r.requests = p.value("requests", int64_t{0});
+  r.answered = r.requests - p.value("rejected_requests", int64_t{0});
+  r.cold_start_requests = p.value("cold_start_requests", int64_t{0});
+  r.scale_events = p.value("scale_events", int64_t{0});
+  r.replica_seconds = ReplicaSeconds(out.timeline, window_s);
+  r.ttft_p50_s = p.value("ttft_p50_s", 0.0);
+  r.ttft_p99_s = p.value("ttft_p99_s", 0.0);
+  r.ttft_attainment = p.value("ttft_attainment", 0.0);
+  r.cost_usd = r.replica_seconds * price_per_hour / 3600;
+  return out;
+}
+
+void WriteFiles(const Settings& s, const Replay& live, const Simulated& sim,
+                const std::vector<ComparedRow>& rows) {
+  std::ofstream req(absl::StrCat(s.out, "/requests.csv"));
+  req << "due_s,sent_s,first_byte_s,done_s,status,body_ok,cold,held_s,"
+         "prompt_tokens,output_tokens\n";
+  for (const RequestRecord& r : live.records()) {
+    req << absl::StrFormat("%.3f,%.3f,%.3f,%.3f,%d,%d,%d,%.3f,%u,%u\n", r.due_s,
+                           r.sent_s, r.first_byte_s, r.done_s, r.status,
+                           r.body_ok ? 1 : 0, r.cold ? 1 : 0, r.held_s,
+                           r.prompt_tokens, r.output_tokens);
+  }
+  std::ofstream tl(absl::StrCat(s.out, "/live_timeline.csv"));
+  tl << "t_s,replicas,ready\n";
+  for (const TimelineSample& t : live.timeline()) {
+    tl << absl::StrFormat("%.3f,%d,%d\n", t.t_s, t.replicas, t.ready);
+  }
+  json j = {{"trace", s.trace},
+            {"start_s", absl::ToDoubleSeconds(s.start)},
+            {"duration_s", absl::ToDoubleSeconds(s.duration)},
+            {"simulate", sim.command},
+            {"rows", json::array()}};
+  for (const ComparedRow& r : rows) {
+    j["rows"].push_back(
+        {{"name", r.name}, {"live", r.live}, {"sim", r.sim}, {"diff", r.diff}});
+  }
+  std::ofstream(absl::StrCat(s.out, "/comparison.json")) << j.dump(2) << "\n";
+  std::ofstream(absl::StrCat(s.out, "/comparison.html")) << ComparisonHtml(
+      absl::StrCat("Live vs simulated: ",
+                   std::filesystem::path(s.trace).filename().string(), " from ",
+                   absl::FormatDuration(s.start), ", ",
+                   absl::FormatDuration(s.duration)),
+      live.timeline(), sim.timeline, rows, absl::ToDoubleSeconds(s.duration));
+}
+
+int Main(int argc, char** argv) {
+  using cmd::FlagSpec;
+  const std::vector<FlagSpec> specs = {
+      {"trace", false, "FILE", "request trace (any format simulate reads)"},
+      {"format", false, "F", "trace format (default auto)"},
+      {"start", false, "DURATION", "slice start in the trace (default 0)"},
+      {"duration", false, "DURATION",
+       "slice length, replayed in real time "
+       "(default 3m)"},
+      {"model", false, "NAME", "model preset (default llama-3.1-8b)"},
+      {"gpu", false, "CLASS",
+       "GPU class of the loopback pool (default a100-80gb)"},
+      {"cold-start", false, "DURATION",
+       "the loopback pods' cold start (default 10s)"},
+      {"concurrency", false, "N",
+       "requests per replica at once: the model servers' --max-num-seqs, "
+       "the endpoint's concurrencyPerReplica, simulate's "
+       "--concurrency-per-replica (default 8)"},
+      {"max-replicas", false, "N", "replica bound (default 8)"},
+      {"ttft", false, "DURATION", "TTFT SLO (default 2s)"},
+      {"senders", false, "N", "sending threads (default 256)"},
+      {"out", false, "DIR", "where the records go (default build/replay)"},
+      {"max-diff", false, "F",
+       "exit 1 when replica-seconds or cold-start requests differ by more "
+       "than this share, or a request was not answered"},
+      {"kubeconfig", false, "FILE",
+       "the test cluster (default $PILOTLIGHT_CLUSTER_DIR/admin.kubeconfig)"},
+      {"prometheus", false, "URL",
+       "the test cluster's Prometheus (default from its run/ folder)"},
+      {"pilotlight", false, "BIN",
+       "the pilotlight binary (default build/controller/cmd/pilotlight)"},
+      {"help", true, "", "show this help"},
+  };
+  cmd::ParsedFlags f;
+  if (std::optional<int> exit = cmd::ParseFlagsOrExit(
+          std::vector<std::string>(argv + 1, argv + argc), specs,
+          "usage: pilotlight-replay --trace FILE [flags] (from the repository "
+          "root, with tests/cluster/up running)\n",
+          std::cout, std::cerr, f)) {
+    return *exit;
+  }
+  Settings s;
+  const auto fail = [](const std::string& why) {
+    std::cerr << "pilotlight-replay: " << why << "\n";
+    return 2;
+  };
+  if (!f.String("trace")) {
+    return fail("--trace FILE is required");
+  }
+  s.trace = *f.String("trace");
+  s.format = f.String("format").value_or(s.format);
+  s.model = f.String("model").value_or(s.model);
+  s.gpu = f.String("gpu").value_or(s.gpu);
+  s.out = f.String("out").value_or(s.out);
+  s.pilotlight = f.String("pilotlight").value_or(s.pilotlight);
+  s.kubeconfig = f.String("kubeconfig")
+                     .value_or(testcluster::TestKubeconfig().value_or(""));
+  s.prometheus =
+      f.String("prometheus").value_or(testcluster::TestPrometheusUrl());
+  if (s.kubeconfig.empty() || s.prometheus.empty()) {
+    return fail(
+        "no test cluster: run tests/cluster/up and set PILOTLIGHT_CLUSTER_DIR "
+        "(or pass --kubeconfig and --prometheus)");
+  }
+  std::optional<absl::Duration> cold;
+  for (const absl::Status& st :
+       {cmd::Set(f.Duration("start"), s.start),
+        cmd::Set(f.Duration("duration"), s.duration),
+        cmd::Set(f.Duration("cold-start"), cold),
+        cmd::Set(f.Duration("ttft"), s.ttft),
+        cmd::Set(f.Int("concurrency"), s.concurrency),
+        cmd::Set(f.Int("max-replicas"), s.max_replicas),
+        cmd::Set(f.Int("senders"), s.senders),
+        cmd::Set(f.Double("max-diff"), s.max_diff)}) {
+    if (!st.ok()) {
+      return fail(std::string(st.message()));
+    }
+  }
+  if (cold) {
+    s.cold_start_s = absl::ToDoubleSeconds(*cold);
+  }
+  if (s.concurrency < 1 || s.max_replicas < 1 || s.senders < 1 ||
+      s.duration <= absl::ZeroDuration()) {
+    return fail(
+        "--concurrency, --max-replicas, --senders and --duration must be > 0");
+  }
+  absl::StatusOr<model::Catalog> catalog = model::Catalog::Default();
+  absl::StatusOr<const model::GpuClass*> gpu =
+      catalog.ok() ? catalog->Get(s.gpu)
+                   : absl::StatusOr<const model::GpuClass*>(catalog.status());
+  if (!gpu.ok()) {
+    return fail(std::string(gpu.status().message()));
+  }
+  const double price = (*gpu)->price_on_demand_per_gpu_hour;
+
+  absl::StatusOr<sim::TraceFormat> format = sim::ParseTraceFormat(s.format);
+  if (!format.ok()) {
+    return fail(std::string(format.status().message()));
+  }
+  sim::ServeGenOptions window;
+  window.start_s = absl::ToDoubleSeconds(s.start);
+  window.duration_s = absl::ToDoubleSeconds(s.duration);
+  window.max_endpoints = 1;
+  absl::StatusOr<sim::Trace> trace = sim::LoadTrace(s.trace, *format, window);
+  if (!trace.ok()) {
+    return fail(std::string(trace.status().message()));
+  }
+  if (trace->endpoints.empty() && !trace->generate) {
+    return fail("the slice has no endpoint");
+  }
+  std::vector<sim::Request> requests = trace->Endpoint(0).requests;
+  if (requests.empty()) {
+    return fail("the slice has no request");
+  }
+  std::filesystem::create_directories(s.out);
+  std::cerr << absl::StrFormat(
+      "replay: %zu requests over %s of %s from %s (cold start %.1f s, %d per "
+      "replica, at most %d replicas)\n",
+      requests.size(), absl::FormatDuration(s.duration), s.trace,
+      absl::FormatDuration(s.start), s.cold_start_s, s.concurrency,
+      s.max_replicas);
+
+  Replay live(s, requests);
+  if (absl::Status st = live.SetUp(); !st.ok()) {
+    std::cerr << "pilotlight-replay: " << st.message() << "\n";
+    return 1;
+  }
+  std::cerr << "replay: namespace " << live.ns() << ", logs in " << s.out
+            << "\n";
+  live.Run();
+  live.TearDown();
+  const double window_s = absl::ToDoubleSeconds(s.duration);
+  const ReplaySummary l =
+      SummariseLive(live.records(), live.timeline(), live.scale_events(),
+                    window_s, absl::ToDoubleSeconds(s.ttft), price);
+  // The simulator gets the cold start the live pods took (created ->
+  // Ready, median), not the annotation's: both sides then start replicas
+  // equally slowly, and what differs is the control loop and the service.
+  const double measured = live.cold_starts().empty()
+                              ? s.cold_start_s
+                              : Quantile(live.cold_starts(), 0.5);
+  absl::StatusOr<Simulated> sim = Simulate(s, measured, price);
+  if (!sim.ok()) {
+    std::cerr << "pilotlight-replay: " << sim.status().message() << "\n";
+    return 1;
+  }
+  std::cout << "simulated: " << sim->command << "\n"
+            << absl::StrFormat(
+                   "live pods: %zu started, cold start (created -> Ready) "
+                   "median %.1f s (annotation %.1f s)\n",
+                   live.cold_starts().size(), measured, s.cold_start_s);
+  const std::vector<ComparedRow> rows = Compare(l, sim->summary);
+  PrintComparison(rows, std::cout);
+  WriteFiles(s, live, *sim, rows);
+  std::cout << "records, timelines and the overlay: " << s.out
+            << "/comparison.html\n";
+  if (l.answered != l.requests) {
+    std::cout << "FAIL: " << l.requests - l.answered << " of " << l.requests
+              << " requests not answered with a complete stream\n";
+    return s.max_diff ? 1 : 0;
+  }
+  if (s.max_diff) {
+    for (const ComparedRow& r : rows) {
+      if ((r.name == "replica-seconds" || r.name == "cold-start requests") &&
+          std::abs(r.diff) > *s.max_diff) {
+        std::cout << absl::StrFormat(
+            "FAIL: %s differ by %+.1f%% (bound %.0f%%)\n", r.name, 100 * r.diff,
+            100 * *s.max_diff);
+        return 1;
+      }
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace pilotlight::tools
+
+int main(int argc, char** argv) {
+  ::signal(SIGPIPE, SIG_IGN);
+  return pilotlight::tools::Main(argc, argv);
+}

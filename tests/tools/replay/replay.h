@@ -1,0 +1,94 @@
+// File: tests/tools/replay/replay.h
+//
+// The live-versus-simulated replay (pilotlight-replay, docs/replay.md): one
+// slice of a trace sent through the activator into the local test cluster,
+// and the same slice through `pilotlight simulate`, compared side by side.
+//
+// This header holds the parts that are arithmetic on what was recorded --
+// the per-request records, the replica timeline, the summary both sides are
+// reduced to, and the comparison -- so they are tested without a cluster
+// (replay_test.cc). The live run itself is in main.cc.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace pilotlight::tools {
+
+// One request as the replay saw it; times in seconds from the slice start.
+struct RequestRecord {
+  double due_s = 0;          // its arrival in the trace slice
+  double sent_s = 0;         // when it went out (late when all senders busy)
+  double first_byte_s = -1;  // first body byte (the first streamed token)
+  double done_s = -1;
+  int status = 0;     // HTTP status; 0: no answer (connection error)
+  bool cold = false;  // X-Pilotlight-Cold-Start: true
+  double held_s = 0;  // X-Pilotlight-Held-Ms
+  uint32_t prompt_tokens = 0;
+  uint32_t output_tokens = 0;
+  bool body_ok = false;  // a complete stream ending in data: [DONE]
+};
+
+// Replicas over time: requested and not gone (a terminating pod still
+// counts, as a draining replica does in the simulator), and Ready ones.
+struct TimelineSample {
+  double t_s = 0;
+  int replicas = 0;
+  int ready = 0;
+};
+
+// The figures both sides are reduced to, over [0, window_s).
+struct ReplaySummary {
+  int64_t requests = 0;
+  int64_t answered = 0;  // 200 with a complete body
+  int64_t cold_start_requests = 0;
+  int64_t scale_events = 0;
+  double replica_seconds = 0;
+  double ttft_p50_s = 0;
+  double ttft_p99_s = 0;
+  double ttft_attainment = 0;  // share of requests with TTFT <= the SLO
+  double cost_usd = 0;
+};
+
+// The integral of `replicas` over [0, window_s), each sample holding until
+// the next (the last one until window_s); before the first sample, zero.
+double ReplicaSeconds(const std::vector<TimelineSample>& timeline,
+                      double window_s);
+
+// Quantile q of `v` (nearest rank, on a sorted copy); 0 when empty.
+double Quantile(std::vector<double> v, double q);
+
+// The live side's summary. TTFT = first byte - due (what the client waited
+// from the moment the trace says it asked); a request never answered counts
+// as outside the SLO. Cost = replica-seconds x the class's hourly price.
+ReplaySummary SummariseLive(const std::vector<RequestRecord>& requests,
+                            const std::vector<TimelineSample>& timeline,
+                            int64_t scale_events, double window_s,
+                            double ttft_slo_s, double price_per_hour);
+
+// (live - sim) / sim; 0 when both are 0, and +-1 when only sim is 0 (a
+// difference from nothing is as large as the comparison can say).
+double RelativeDifference(double live, double sim);
+
+struct ComparedRow {
+  std::string name;
+  double live = 0;
+  double sim = 0;
+  double diff = 0;  // RelativeDifference(live, sim)
+};
+std::vector<ComparedRow> Compare(const ReplaySummary& live,
+                                 const ReplaySummary& sim);
+void PrintComparison(const std::vector<ComparedRow>& rows, std::ostream& out);
+
+// A self-contained HTML page: the two replica timelines (and Ready ones)
+// overlaid, and the comparison table.
+std::string ComparisonHtml(const std::string& title,
+                           const std::vector<TimelineSample>& live,
+                           const std::vector<TimelineSample>& sim,
+                           const std::vector<ComparedRow>& rows,
+                           double window_s);
+
+}  // namespace pilotlight::tools
