@@ -83,6 +83,10 @@ int RunController(const std::vector<std::string>& args, std::ostream& out,
       {"billing-granularity", false, "DURATION",
        "policy: how the GPUs are billed (1s); from 5m up, a replica is "
        "released only in the last minute of a paid period"},
+      {"policy", false, "NAME",
+       "pilotlight (default), or knative: replicas from the simulator's "
+       "knative baseline (Knative's KPA), to check its simulated figures "
+       "live; not for production"},
       {"help", true, "", "show this help"},
   };
   ParsedFlags flags;
@@ -107,6 +111,14 @@ int RunController(const std::vector<std::string>& args, std::ostream& out,
   o.listen_address = flags.String("listen").value_or(o.listen_address);
   o.grpc_address = flags.String("grpc-listen").value_or(o.grpc_address);
   o.leader_elect = !flags.Bool("no-leader-election");
+  if (const std::string p = flags.String("policy").value_or("pilotlight");
+      p == "knative") {
+    o.policy = runtime::ReplicaPolicy::kKnative;
+  } else if (p != "pilotlight") {
+    err << "pilotlight controller: --policy " << p
+        << ": want pilotlight or knative\n";
+    return kExitUsage;
+  }
   o.election.lease_namespace =
       flags.String("lease-namespace").value_or(o.election.lease_namespace);
   o.election.lease_name =

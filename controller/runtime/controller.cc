@@ -184,7 +184,7 @@ void Controller::Impl::Wire() {
       o_.decider,
       ReconcilerInputs{*autoscalers_, *deployments_, *pods_, index_,
                        *gpu_classes_, *merged_demand_},
-      clock_, metrics_);
+      clock_, metrics_, o_.policy);
 
   autoscalers_->AddHandler([this](EventType t, const json& ia) {
     Enqueue(index_.OnAutoscaler(t, ia));

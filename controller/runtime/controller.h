@@ -32,6 +32,7 @@
 #include "controller/kube/kube_config.h"
 #include "controller/kube/leader_election.h"
 #include "controller/policy/decider_config.h"
+#include "controller/runtime/reconciler.h"
 
 namespace pilotlight::runtime {
 
@@ -59,6 +60,9 @@ struct ControllerOptions {
   bool leader_elect = true;
   kube::LeaderElectionConfig election;
   policy::DeciderConfig decider;
+  // kKnative: replicas from the knative baseline (for live-vs-simulated
+  // replays; docs/replay.md).
+  ReplicaPolicy policy = ReplicaPolicy::kPilotlight;
   int workers = 2;
 };
 

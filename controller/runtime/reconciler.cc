@@ -13,6 +13,7 @@
 #include "controller/base/json_fields.h"
 #include "controller/base/status_macros.h"
 #include "controller/policy/decider.h"
+#include "controller/policy/knative_autoscaler.h"
 #include "controller/runtime/endpoint_status.h"
 #include "controller/runtime/log.h"
 #include "controller/runtime/observe.h"
@@ -38,6 +39,12 @@ struct Reconciler::Endpoint {
   std::unique_ptr<model::Catalog> catalog;     // of the parsed spec's classes
   std::optional<policy::Decision> decision;    // the last one
   int64_t decided_generation = -1;
+  // ReplicaPolicy::kKnative: its loop, the newest demand, when it last
+  // ticked, and the decision with its replicas.
+  std::optional<policy::KnativeAutoscaler> knative;
+  policy::DemandSample last_sample;
+  absl::Time knative_ticked = absl::InfinitePast();
+  std::optional<policy::Decision> knative_decision;
   std::string missing;  // what the last demand read lacked
   EndpointStatus status;
   std::optional<EndpointStatus> written;  // the status last written
@@ -65,8 +72,13 @@ struct Reconciler::Observed {
 };
 
 Reconciler::Reconciler(policy::DeciderConfig config, ReconcilerInputs in,
-                       const kube::Clock& clock, Metrics& metrics)
-    : config_(config), in_(in), clock_(clock), metrics_(metrics) {}
+                       const kube::Clock& clock, Metrics& metrics,
+                       ReplicaPolicy policy)
+    : config_(config),
+      policy_(policy),
+      in_(in),
+      clock_(clock),
+      metrics_(metrics) {}
 
 Reconciler::~Reconciler() = default;
 
@@ -86,7 +98,9 @@ std::optional<policy::Decision> Reconciler::LastDecision(
   if (it == endpoints_.end()) {
     return std::nullopt;
   }
-  return it->second->decision;
+  // What was acted on: under --policy knative, its replicas.
+  return it->second->knative_decision ? it->second->knative_decision
+                                      : it->second->decision;
 }
 
 // Deleted: forget it and its series; its Deployments keep their replicas.
@@ -287,6 +301,7 @@ const policy::Decision& Reconciler::DecideOnce(Endpoint& e, Observed& o,
         in_.demand.Read(*e.parsed, o.ready_pods, now, missing);
     e.demand_epoch = epoch;
     e.missing = missing;
+    e.last_sample = s;
     if (s.in_flight || s.queued || s.arrivals) {
       e.pending.push_back(s);
     }
@@ -303,7 +318,44 @@ const policy::Decision& Reconciler::DecideOnce(Endpoint& e, Observed& o,
                std::string(policy::ScaleReasonName(e.decision->reason))}})
         .Increment();
   }
+  if (policy_ == ReplicaPolicy::kKnative) {
+    return Knative(e, o, now);
+  }
   return *e.decision;
+}
+
+// Knative's loop on the same demand: one tick every 2 s (Knative's
+// default tick), and at once when a request waits at zero (the
+// activator's poke, as the simulator's knative baseline is asked). It sets
+// the first variant's replicas; the rest of the decision is the decider's.
+const policy::Decision& Reconciler::Knative(Endpoint& e, const Observed& o,
+                                            absl::Time now) {
+  const policy::Decision& d = *e.decision;
+  if (!d.valid || d.variants.empty() || o.snap.variants.empty()) {
+    return d;
+  }
+  const int slots = e.parsed->spec.concurrency_per_replica > 0
+                        ? e.parsed->spec.concurrency_per_replica
+                        : std::max(1, d.capacity_per_replica);
+  if (!e.knative) {
+    e.knative.emplace(slots, 0.7);
+  }
+  const policy::VariantState& v = o.snap.variants[0];
+  const double queued = e.last_sample.queued.value_or(0);
+  const bool poke = v.desired == 0 && queued > 0;
+  if (!e.knative_decision || now - e.knative_ticked >= absl::Seconds(2) ||
+      poke) {
+    e.knative_ticked = now;
+    const int replicas = e.knative->Tick(
+        now, e.last_sample.in_flight.value_or(0), queued, v.ready, v.desired);
+    e.knative_decision = d;
+    for (size_t i = 0; i < e.knative_decision->variants.size(); ++i) {
+      policy::VariantDecision& out = e.knative_decision->variants[i];
+      out.replicas = i == 0 ? replicas : 0;
+      out.message = "knative baseline (KPA, target 70 %)";
+    }
+  }
+  return *e.knative_decision;
 }
 
 // Stage 4 (the leader only): patch the variants whose replicas differ.

@@ -49,10 +49,17 @@ struct ReconcilerInputs {
   DemandSource& demand;
 };
 
+// Which policy sets the replicas. kKnative runs Knative's scaling loop
+// (policy::KnativeAutoscaler, the simulator's `knative` baseline) on the
+// same demand, so a live replay checks the baseline's simulated figures;
+// the decider still runs beside it for the status. Not for production.
+enum class ReplicaPolicy { kPilotlight, kKnative };
+
 class Reconciler {
  public:
   Reconciler(policy::DeciderConfig config, ReconcilerInputs in,
-             const kube::Clock& clock, Metrics& metrics);
+             const kube::Clock& clock, Metrics& metrics,
+             ReplicaPolicy policy = ReplicaPolicy::kPilotlight);
   ~Reconciler();
 
   // Reconciles endpoint `key` ("namespace/name"). Only a leader writes
@@ -89,7 +96,11 @@ class Reconciler {
                     const Observed& o, const policy::Decision& d);
   void RemoveGauges(Endpoint& e);
 
+  const policy::Decision& Knative(Endpoint& e, const Observed& o,
+                                  absl::Time now);
+
   const policy::DeciderConfig config_;
+  const ReplicaPolicy policy_;
   const ReconcilerInputs in_;
   const kube::Clock& clock_;
   Metrics& metrics_;

@@ -16,8 +16,8 @@
 #include "absl/strings/str_join.h"
 #include "controller/base/ceil_div.h"
 #include "controller/policy/idle_histogram.h"
+#include "controller/policy/knative_autoscaler.h"
 #include "controller/policy/time_window.h"
-#include "controller/sim/knative_kpa.h"
 
 namespace pilotlight::sim {
 namespace {
@@ -99,120 +99,31 @@ class PilotlightPolicy final : public ScalingPolicy {
   absl::Time quiet_until_ = absl::InfinitePast();
 };
 
-// --- knative: the KPA decider and its scale-to-zero reconciler ---------------
-// Both are Knative's own, ported and held to Knative's unit tests
-// (knative_kpa.h): KpaDecider turns the stable/panic concurrency into a
-// desired count, KpaScale turns that into a replica patch with the
-// scale-to-zero rules. Around them this class keeps what the KPA reconciler
-// keeps: the PodAutoscaler's Active condition (Unknown while activating
-// from zero, True once pods are ready, False once marked inactive after a
-// stable window of no demand -- the activator is then in the path).
-// Defaults (config-autoscaler, config-deployment): 2 s tick, stable 60 s,
-// panic 6 s at 200 %, max scale-up rate 1000, max scale-down rate 2, target
-// utilisation 70 % of the container concurrency (here the replica's
-// capacity at the SLO), scale-to-zero grace 30 s, pod retention 0,
-// progress deadline 600 s.
+// --- knative: Knative's scaling loop (policy::KnativeAutoscaler) ------------
+// The KPA decider and its scale-to-zero reconciler, Knative's own, ported
+// and held to Knative's unit tests (policy/knative_kpa.h), with the
+// PodAutoscaler's Active condition and the ServerlessService's Proxy mode
+// around them -- the same code `pilotlight controller --policy knative`
+// runs live.
 class KnativePolicy final : public ScalingPolicy {
  public:
   KnativePolicy(size_t variants, int slots, double target_utilization)
-      : variants_(variants),
-        window_(absl::Seconds(60), absl::Seconds(1)),
-        spec_(SpecFor(slots, target_utilization)) {
-    scaler_.stable_window = absl::Seconds(60);
-    scaler_.grace_period = absl::Seconds(30);
-    scaler_.progress_deadline = absl::Seconds(600);
-    scaler_.target_burst_capacity = spec_.target_burst_capacity;
-  }
+      : variants_(variants), scaler_(slots, target_utilization) {}
   std::string name() const override { return "knative"; }
   std::vector<int> Tick(const Observation& o) override {
-    if (!kpa_) {
-      kpa_.emplace(spec_, o.variants[0].desired, o.now);
-      active_since_ = o.now;
-    }
-    window_.Record(o.now, o.in_flight + o.queued);
-    const double stable = window_.Average(o.now, absl::Seconds(60)).value_or(0);
-    const double panic = window_.Average(o.now, absl::Seconds(6)).value_or(0);
-    const KpaResult r = kpa_->Scale(o.now, stable, panic, Ready(o));
-    const int desired = r.valid ? r.desired : -1;
-    const int current = o.variants[0].desired;
-
-    // The PodAutoscaler's Active condition.
-    PaActive next = active_;
-    if (desired > 0 || o.queued > 0) {
-      next = Ready(o) > 0 ? PaActive::kTrue : PaActive::kUnknown;
-    }
-    if (next != active_) {
-      active_ = next;
-      active_since_ = o.now;
-    }
-    PaStatus pa;
-    pa.active = active_;
-    pa.active_for = o.now - active_since_;
-    pa.scale_target_initialized = true;
-    // The ServerlessService's mode (the KPA reconciler): Proxy -- the
-    // activator in the path -- while the revision is wanted at zero, its
-    // excess burst capacity is negative (ready x container concurrency <
-    // target burst capacity 211 + panic concurrency: most small
-    // revisions, most of the time), or the decider knows nothing and the
-    // PA is inactive; Serve otherwise. The scale to zero waits the grace
-    // period counted from when the activator entered the path.
-    const bool proxy = desired == 0 ||
-                       (r.valid && r.excess_burst_capacity < 0) ||
-                       (desired == -1 && active_ == PaActive::kFalse);
-    if (!proxy) {
-      proxy_since_.reset();
-    } else if (!proxy_since_) {
-      proxy_since_ = o.now;
-    }
-    std::optional<absl::Duration> proxy_for;
-    if (proxy_since_) {
-      proxy_for = o.now - *proxy_since_;
-    }
-    const KpaScaleResult s =
-        KpaScale(scaler_, pa, current, desired, proxy_for, true);
-    if (s.replicas == 0 && !s.patch && active_ == PaActive::kTrue &&
-        pa.active_for >= scaler_.stable_window) {
-      active_ = PaActive::kFalse;  // marked inactive; zero after the grace
-      active_since_ = o.now;
-    }
-    const int out = s.patch ? s.replicas : current;
-    // At zero, inactive, no panic and no demand in either window: quiet
-    // ticks only record zeros from here on, and the answer stays 0.
-    settled_ = out == 0 && current == 0 && active_ == PaActive::kFalse &&
-               !kpa_->panic_time() && stable == 0 && panic == 0;
-    return OnFirst(variants_, out);
+    return OnFirst(variants_, scaler_.Tick(o.now, o.in_flight, o.queued,
+                                           Ready(o), o.variants[0].desired));
   }
   absl::Time QuietUntil() const override {
-    return settled_ ? absl::InfiniteFuture() : absl::InfinitePast();
+    return scaler_.settled() ? absl::InfiniteFuture() : absl::InfinitePast();
   }
   void SkipQuiet(absl::Time first, absl::Duration step, int64_t n) override {
-    // The zeros the window still holds at the last skipped tick.
-    const absl::Time last = first + step * (n - 1);
-    for (int64_t i = 0; i < n; ++i) {
-      const absl::Time t = first + step * i;
-      if (t > last - window_.window()) {
-        window_.Record(t, 0);
-      }
-    }
+    scaler_.RecordQuiet(first, step, n);
   }
 
  private:
-  static KpaSpec SpecFor(int slots, double target_utilization) {
-    KpaSpec s;
-    s.target_value = slots * target_utilization;
-    s.total_value = slots;
-    return s;
-  }
-
   size_t variants_;
-  policy::TimeBuckets window_;
-  KpaSpec spec_;
-  KpaScalerConfig scaler_;
-  std::optional<KpaDecider> kpa_;
-  PaActive active_ = PaActive::kUnknown;
-  absl::Time active_since_;
-  std::optional<absl::Time> proxy_since_;  // the SKS in Proxy mode since
-  bool settled_ = false;
+  policy::KnativeAutoscaler scaler_;
 };
 
 // --- keda: KEDA activation (0 <-> 1) + HPA (1 <-> N)

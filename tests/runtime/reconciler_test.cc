@@ -55,7 +55,8 @@ class ReconcilerTest : public ::testing::Test {
   // A vector, not a json: clang reads json{one_object} as a copy, gcc as a
   // one-element array.
   void Endpoint(std::vector<json> variants,
-                const std::string& mode = "Realtime") {
+                const std::string& mode = "Realtime",
+                ReplicaPolicy policy = ReplicaPolicy::kPilotlight) {
     cluster_.PutAutoscaler(
         {{"metadata", {{"namespace", "ml"}, {"name", "chat"}}},
          {"spec",
@@ -70,7 +71,7 @@ class ReconcilerTest : public ::testing::Test {
         ReconcilerInputs{cluster_.autoscalers, cluster_.deployments,
                          cluster_.pods, cluster_.index, cluster_.gpu_classes,
                          demand_},
-        clock_, metrics_);
+        clock_, metrics_, policy);
   }
   // A GPUClass, a pool of `gpus` GPUs on one node, and Deployment
   // ml/<name> on it.
@@ -395,6 +396,52 @@ TEST_F(ReconcilerTest, NodeProvisioningEntersTheLeadWhenThePoolIsFull) {
       << "GPUClass provisioning.nodeStartSeconds (default 120)";
   EXPECT_DOUBLE_EQ(out_.status()["coldStart"]["leadSeconds"].get<double>(),
                    absl::ToDoubleSeconds(last_->cold_start_lead));
+}
+
+// --policy knative: Knative's loop sets the replicas on the same demand --
+// ceil(concurrency / (70 % of the capacity)), the last replica gone a
+// stable window plus the grace after the demand, and a request held at
+// zero asks for one at once.
+TEST_F(ReconcilerTest, KnativePolicySetsReplicasTheKpaWay) {
+  Pool("chat-a100", "a100-80gb", kOnDemand, 1);
+  Endpoint({Variant("chat-a100", ClassName("a100-80gb", kOnDemand))},
+           "Realtime", ReplicaPolicy::kKnative);
+  demand_.Set([](absl::Time, int) { return InFlight(1); });
+  Tick();
+  const int capacity = last_->capacity_per_replica;
+  ASSERT_GT(capacity, 0);
+  // 3 x capacity in flight: 3 / 0.7 = 4.3 -> 5 replicas.
+  const absl::Time idle_from = kT0 + absl::Minutes(3);
+  demand_.Set([&](absl::Time t, int) {
+    return InFlight(t < idle_from ? 3.0 * capacity : 0);
+  });
+  RunFor(idle_from - clock_.Now());
+  EXPECT_EQ(Replicas("chat-a100"), 5);
+  EXPECT_THAT(last_->variants[0].message, HasSubstr("knative baseline"));
+  // Idle: down to zero, not before the stable window has emptied, and
+  // within it plus the grace (and the scale-down ticks).
+  std::optional<absl::Time> zero_at;
+  while (!zero_at && clock_.Now() < idle_from + absl::Minutes(10)) {
+    Tick();
+    if (Replicas("chat-a100") == 0) {
+      zero_at = clock_.Now();
+    }
+  }
+  ASSERT_TRUE(zero_at.has_value());
+  EXPECT_GE(*zero_at - idle_from, absl::Seconds(60));
+  EXPECT_LE(*zero_at - idle_from, absl::Seconds(60 + 30 + 10));
+  RunFor(absl::Minutes(2));
+  EXPECT_EQ(Replicas("chat-a100"), 0);
+  // A request held by the activator at zero: one replica in this reconcile.
+  demand_.Set([](absl::Time, int) {
+    policy::DemandSample s;
+    s.in_flight = 0.0;
+    s.queued = 1.0;
+    s.arrivals = 1.0;
+    return s;
+  });
+  Tick(absl::Milliseconds(10));
+  EXPECT_EQ(Replicas("chat-a100"), 1);
 }
 
 }  // namespace

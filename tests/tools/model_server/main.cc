@@ -27,6 +27,10 @@ int main(int argc, char** argv) {
        "run F times slower than the sizing model (default 1)"},
       {"max-num-seqs", false, "N",
        "most requests running at once (default: the sizing model's)"},
+      {"prompt-tokens", false, "N",
+       "typical prompt of the traffic, for prefill interference (1024)"},
+      {"output-tokens", false, "N", "typical output of the traffic (256)"},
+      {"context", false, "N", "KV room per sequence, tokens (8192)"},
       {"help", true, "", "show this help"},
   };
   pilotlight::cmd::ParsedFlags flags;
@@ -53,7 +57,10 @@ int main(int argc, char** argv) {
   for (const auto& [name, target] :
        {std::pair<const char*, int*>{"port", &o.port},
         {"tensor-parallel", &o.tensor_parallel},
-        {"max-num-seqs", &o.max_num_seqs}}) {
+        {"max-num-seqs", &o.max_num_seqs},
+        {"prompt-tokens", &o.workload.prompt_tokens},
+        {"output-tokens", &o.workload.output_tokens},
+        {"context", &o.workload.context_tokens}}) {
     absl::StatusOr<std::optional<int>> v = flags.Int(name);
     if (!v.ok()) {
       std::cerr << v.status().message() << "\n";

@@ -124,6 +124,12 @@ absl::StatusOr<std::unique_ptr<ModelServer>> ModelServer::Create(
   if (!(options.slowdown > 0 && options.slowdown <= 100)) {
     return absl::InvalidArgumentError("slowdown must be > 0 and <= 100");
   }
+  if (options.workload.prompt_tokens < 1 ||
+      options.workload.output_tokens < 1 ||
+      options.workload.context_tokens < 1) {
+    return absl::InvalidArgumentError(
+        "prompt tokens, output tokens and context must be >= 1");
+  }
   auto s = std::unique_ptr<ModelServer>(new ModelServer(options));
   if (s->options_.served_model_name.empty()) {
     s->options_.served_model_name = options.model;
@@ -134,10 +140,10 @@ absl::StatusOr<std::unique_ptr<ModelServer>> ModelServer::Create(
   s->replica_ = std::make_unique<model::ReplicaModel>(
       *profile, **gpu, options.tensor_parallel, model::Precision::kBf16,
       model::Precision::kBf16, tuning);
-  s->slots_ =
-      options.max_num_seqs > 0
-          ? options.max_num_seqs
-          : std::max(1, s->replica_->MaxConcurrency(s->workload_, 0.08));
+  s->slots_ = options.max_num_seqs > 0
+                  ? options.max_num_seqs
+                  : std::max(1, s->replica_->MaxConcurrency(
+                                    s->options_.workload, 0.08));
   s->kv_capacity_tokens_ = std::max(1.0, s->replica_->kv_capacity_tokens());
   s->registry_ = std::make_shared<prometheus::Registry>();
   s->metrics_ = std::make_unique<Metrics>(*s->registry_, options.metrics,
@@ -183,7 +189,7 @@ void ModelServer::Drain(absl::Duration quiet, absl::Duration most) {
 }
 
 double ModelServer::TpotSeconds(int batch) const {
-  return replica_->TpotSeconds(std::max(1, batch), workload_);
+  return replica_->TpotSeconds(std::max(1, batch), options_.workload);
 }
 
 int ModelServer::Admit() {

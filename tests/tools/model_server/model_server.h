@@ -64,6 +64,11 @@ struct ModelServerOptions {
   // model's concurrency at an 80 ms TPOT.
   int max_num_seqs = 0;
   int default_max_tokens = 16;
+  // The traffic this server is sized for: its TPOT at a batch carries the
+  // prefill of that typical prompt spread over the typical output (a
+  // vLLM-like engine runs other requests' prefills between decode steps),
+  // exactly as the simulator's service model does for the same shape.
+  model::Workload workload;
 };
 
 class ModelServer {
@@ -87,6 +92,9 @@ class ModelServer {
              absl::Duration most = absl::Seconds(30));
 
   int slots() const { return slots_; }
+  // Seconds per output token with `batch` running (the sizing model's, at
+  // the configured workload and slowdown; before time_scale).
+  double TpotSeconds(int batch) const;
 
  private:
   struct Metrics;
@@ -95,11 +103,9 @@ class ModelServer {
   // Waits for a slot; returns the batch size once running.
   int Admit();
   void Release();
-  double TpotSeconds(int batch) const;
 
   ModelServerOptions options_;
   std::unique_ptr<model::ReplicaModel> replica_;
-  model::Workload workload_;
   int slots_ = 1;
   double kv_capacity_tokens_ = 1;
   std::unique_ptr<httplib::Server> server_;

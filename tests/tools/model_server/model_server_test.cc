@@ -14,6 +14,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/sim/one_variant_config.h"
 
 namespace pilotlight::tools {
 namespace {
@@ -160,6 +161,34 @@ TEST_F(ModelServerTest, VllmMetricsCountTheWork) {
 }
 
 // Bad bodies get a 400 with a message; the TGI flavour renames the metrics.
+// Its TPOT is the simulator's for the same traffic shape: code completion
+// (2,048-token prompts, 28-token answers) spreads far more prefill over each
+// output token than the default shape, and both sides say so equally.
+TEST(ModelServerServiceTest, TpotIsTheSimulatorsForTheSameShape) {
+  ModelServerOptions o;
+  o.max_num_seqs = 8;
+  o.workload.prompt_tokens = 2048;
+  o.workload.output_tokens = 28;
+  const std::unique_ptr<ModelServer> code = *ModelServer::Create(o);
+  const std::unique_ptr<ModelServer> plain =
+      *ModelServer::Create(ModelServerOptions{});
+
+  const model::Catalog catalog = *model::Catalog::Default();
+  sim::SimConfig c = sim::OneVariantConfig(catalog);
+  c.spec.concurrency_per_replica = 8;
+  c.spec.workload.prompt_tokens = 2048;
+  c.spec.workload.output_tokens = 28;
+  const std::vector<sim::ServiceModel> m = *sim::BuildServiceModels(c, false);
+  ASSERT_EQ(m.size(), 1u);
+  for (size_t b : {1u, 4u, 8u}) {
+    EXPECT_DOUBLE_EQ(code->TpotSeconds(static_cast<int>(b)), m[0].tpot_s[b])
+        << "batch " << b;
+  }
+  EXPECT_GT(code->TpotSeconds(8), 2 * plain->TpotSeconds(8));
+  o.workload.output_tokens = 0;
+  EXPECT_FALSE(ModelServer::Create(o).ok());
+}
+
 TEST_F(ModelServerTest, BadBodyAndTgiNames) {
   Start(MetricsFlavor::kTgi);
   auto r = Client().Post("/v1/completions", "not json", "application/json");

@@ -74,6 +74,7 @@ struct Settings {
   std::string prometheus;
   std::string pilotlight = "build/controller/cmd/pilotlight";
   int senders = 256;
+  std::string policy = "pilotlight";  // or knative
 };
 
 // The workload shape `pilotlight simulate` derives from a slice
@@ -218,16 +219,23 @@ absl::Status Replay::SetUp() {
   tmpl["spec"]["nodeSelector"] = {{"pilotlight.dev/loopback", "true"},
                                   {"pilotlight.dev/gpu-class", s_.gpu},
                                   {"karpenter.sh/capacity-type", "on-demand"}};
+  // The model servers are sized for the slice's traffic shape, as the
+  // simulator's service model is (ShapeOf: the same mean prompt and output
+  // `simulate` derives), so both serve with the same TPOT curve.
+  const Shape shape = ShapeOf(requests_);
   tmpl["spec"]["containers"][0]["args"] = {
-      "--model", s_.model,         "--gpu",
-      s_.gpu,    "--max-num-seqs", absl::StrCat(s_.concurrency)};
+      "--model",         s_.model,
+      "--gpu",           s_.gpu,
+      "--max-num-seqs",  absl::StrCat(s_.concurrency),
+      "--prompt-tokens", absl::StrCat(shape.prompt),
+      "--output-tokens", absl::StrCat(shape.output),
+      "--context",       absl::StrCat(shape.context)};
   if (absl::StatusOr<json> r = Api(
           "POST",
           absl::StrCat("/apis/apps/v1/namespaces/", ns_, "/deployments"), d);
       !r.ok()) {
     return r.status();
   }
-  const Shape shape = ShapeOf(requests_);
   const json ia = {
       {"apiVersion", "pilotlight.dev/v1alpha1"},
       {"kind", "InferenceAutoscaler"},
@@ -260,7 +268,7 @@ absl::Status Replay::SetUp() {
       std::vector<std::string>{"controller", "--kubeconfig", s_.kubeconfig,
                                "--prometheus", s_.prometheus, "--listen",
                                "127.0.0.1:0", "--grpc-listen", "127.0.0.1:0",
-                               "--no-leader-election"},
+                               "--no-leader-election", "--policy", s_.policy},
       LogsOf("controller"));
   const int grpc = controller_->LogInt("controller started", "grpc_port");
   if (grpc <= 0) {
@@ -447,7 +455,7 @@ absl::StatusOr<Simulated> Simulate(const Settings& s, double cold_start_s,
   out.command = absl::StrCat(
       s.pilotlight, " simulate --trace ", s.trace, " --format ", s.format,
       " --start ", absl::FormatDuration(s.start), " --duration ",
-      absl::FormatDuration(s.duration), " --endpoints 1 --policies pilotlight",
+      absl::FormatDuration(s.duration), " --endpoints 1 --policies ", s.policy,
       " --model ", s.model, " --gpu ", s.gpu, " --ttft ",
       absl::FormatDuration(s.ttft), " --max-cold-start-fraction 0.01",
       " --concurrency-per-replica ", s.concurrency, " --max-replicas ",
@@ -505,6 +513,7 @@ void WriteFiles(const Settings& s, const Replay& live, const Simulated& sim,
     tl << absl::StrFormat("%.3f,%d,%d\n", t.t_s, t.replicas, t.ready);
   }
   json j = {{"trace", s.trace},
+            {"policy", s.policy},
             {"start_s", absl::ToDoubleSeconds(s.start)},
             {"duration_s", absl::ToDoubleSeconds(s.duration)},
             {"simulate", sim.command},
@@ -515,9 +524,9 @@ void WriteFiles(const Settings& s, const Replay& live, const Simulated& sim,
   }
   std::ofstream(absl::StrCat(s.out, "/comparison.json")) << j.dump(2) << "\n";
   std::ofstream(absl::StrCat(s.out, "/comparison.html")) << ComparisonHtml(
-      absl::StrCat("Live vs simulated: ",
-                   std::filesystem::path(s.trace).filename().string(), " from ",
-                   absl::FormatDuration(s.start), ", ",
+      absl::StrCat("Live vs simulated (", s.policy,
+                   "): ", std::filesystem::path(s.trace).filename().string(),
+                   " from ", absl::FormatDuration(s.start), ", ",
                    absl::FormatDuration(s.duration)),
       live.timeline(), sim.timeline, rows, absl::ToDoubleSeconds(s.duration));
 }
@@ -543,6 +552,9 @@ int Main(int argc, char** argv) {
       {"max-replicas", false, "N", "replica bound (default 8)"},
       {"ttft", false, "DURATION", "TTFT SLO (default 2s)"},
       {"senders", false, "N", "sending threads (default 256)"},
+      {"policy", false, "NAME",
+       "pilotlight (default) or knative: the controller's --policy and the "
+       "simulated policy"},
       {"out", false, "DIR", "where the records go (default build/replay)"},
       {"max-diff", false, "F",
        "exit 1 when replica-seconds or cold-start requests differ by more "
@@ -576,6 +588,10 @@ int Main(int argc, char** argv) {
   s.model = f.String("model").value_or(s.model);
   s.gpu = f.String("gpu").value_or(s.gpu);
   s.out = f.String("out").value_or(s.out);
+  s.policy = f.String("policy").value_or(s.policy);
+  if (s.policy != "pilotlight" && s.policy != "knative") {
+    return fail("--policy " + s.policy + ": want pilotlight or knative");
+  }
   s.pilotlight = f.String("pilotlight").value_or(s.pilotlight);
   s.kubeconfig = f.String("kubeconfig")
                      .value_or(testcluster::TestKubeconfig().value_or(""));
@@ -638,10 +654,10 @@ int Main(int argc, char** argv) {
   }
   std::filesystem::create_directories(s.out);
   std::cerr << absl::StrFormat(
-      "replay: %zu requests over %s of %s from %s (cold start %.1f s, %d per "
-      "replica, at most %d replicas)\n",
+      "replay: %zu requests over %s of %s from %s, policy %s (cold start "
+      "%.1f s, %d per replica, at most %d replicas)\n",
       requests.size(), absl::FormatDuration(s.duration), s.trace,
-      absl::FormatDuration(s.start), s.cold_start_s, s.concurrency,
+      absl::FormatDuration(s.start), s.policy, s.cold_start_s, s.concurrency,
       s.max_replicas);
 
   Replay live(s, requests);

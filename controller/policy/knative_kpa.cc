@@ -1,10 +1,10 @@
-#include "controller/sim/knative_kpa.h"
+#include "controller/policy/knative_kpa.h"
 
 #include <algorithm>
 #include <cmath>
 #include <utility>
 
-namespace pilotlight::sim {
+namespace pilotlight::policy {
 
 KpaDecider::KpaDecider(const KpaSpec& spec, int32_t initial_scale,
                        absl::Time now)
@@ -151,4 +151,4 @@ KpaScaleResult KpaScale(const KpaScalerConfig& c, const PaStatus& pa,
   return {scale, scale != current_replicas};
 }
 
-}  // namespace pilotlight::sim
+}  // namespace pilotlight::policy

@@ -1,10 +1,10 @@
-// File: controller/sim/knative_kpa.h
+// File: controller/policy/knative_kpa.h
 //
 // KpaDecider: Knative Serving's KPA decider (pkg/autoscaler/scaling/
 // autoscaler.go, knative/serving @ 98e5ef90), ported rule for rule so the
 // `knative` baseline is Knative, not an impression of it. It is held
 // against Knative's own unit-test cases (transcribed as data in
-// tests/sim/testdata/knative-cases.json; tests/sim/knative_kpa_test.cc).
+// tests/policy/testdata/knative-cases.json; tests/policy/knative_kpa_test.cc).
 //
 // Scale(now, stable, panic, ready):
 //   readyPods = max(1, ready); maxUp = ceil(maxScaleUpRate x readyPods);
@@ -26,7 +26,7 @@
 #include "absl/time/time.h"
 #include "controller/policy/time_window.h"
 
-namespace pilotlight::sim {
+namespace pilotlight::policy {
 
 struct KpaSpec {
   double target_value = 70;  // per pod (concurrency or RPS)
@@ -119,4 +119,4 @@ KpaScaleResult KpaScale(const KpaScalerConfig& c, const PaStatus& pa,
                         std::optional<absl::Duration> sks_proxy_for,
                         bool probe_ok);
 
-}  // namespace pilotlight::sim
+}  // namespace pilotlight::policy

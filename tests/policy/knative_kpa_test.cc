@@ -2,7 +2,7 @@
 // (knative/serving pkg/autoscaler/scaling/autoscaler_test.go @ 98e5ef90,
 // transcribed as data in testdata/knative-cases.json; its "conventions"
 // field says how to drive them).
-#include "controller/sim/knative_kpa.h"
+#include "controller/policy/knative_kpa.h"
 
 #include <cmath>
 #include <fstream>
@@ -12,7 +12,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 
-namespace pilotlight::sim {
+namespace pilotlight::policy {
 namespace {
 
 absl::Time At(double t) { return absl::UnixEpoch() + absl::Seconds(t); }
@@ -37,7 +37,7 @@ std::optional<double> Opt(const nlohmann::json& j) {
 }
 
 TEST(KnativeKpaTest, PassesKnativeDeciderCases) {
-  std::ifstream in("tests/sim/testdata/knative-cases.json");
+  std::ifstream in("tests/policy/testdata/knative-cases.json");
   ASSERT_TRUE(in) << "run from the source root";
   std::stringstream text;
   text << in.rdbuf();
@@ -99,7 +99,7 @@ TEST(KnativeKpaTest, PassesKnativeDeciderCases) {
 // The scale-to-zero reconciler against the scaler cases
 // (pkg/reconciler/autoscaling/kpa/scaler_test.go @ 98e5ef90).
 TEST(KnativeKpaTest, PassesKnativeScalerCases) {
-  std::ifstream in("tests/sim/testdata/knative-cases.json");
+  std::ifstream in("tests/policy/testdata/knative-cases.json");
   ASSERT_TRUE(in) << "run from the source root";
   std::stringstream text;
   text << in.rdbuf();
@@ -145,4 +145,4 @@ TEST(KnativeKpaTest, PassesKnativeScalerCases) {
 }
 
 }  // namespace
-}  // namespace pilotlight::sim
+}  // namespace pilotlight::policy
