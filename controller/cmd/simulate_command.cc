@@ -121,34 +121,6 @@ std::string SimulateUsage() {
       "error.\n");
 }
 
-// The workload shape from the trace: mean prompt and output, and a context
-// that holds the 99th percentile request.
-void ShapeFromTrace(const sim::Trace& t, policy::EndpointSpec& spec) {
-  std::vector<uint32_t> totals;
-  double in = 0;
-  double out = 0;
-  int64_t n = 0;
-  for (size_t i = 0; i < t.endpoints.size() && !t.generate; ++i) {
-    for (const sim::Request& r : t.endpoints[i].requests) {
-      in += r.input_tokens;
-      out += r.output_tokens;
-      totals.push_back(r.input_tokens + r.output_tokens);
-      ++n;
-    }
-  }
-  if (n == 0 || in == 0) {
-    return;  // no token lengths (service-time or rate traces): defaults
-  }
-  std::sort(totals.begin(), totals.end());
-  const uint32_t p99 = totals[static_cast<size_t>(n - 1) * 99 / 100];
-  const auto count = static_cast<double>(n);
-  spec.workload.prompt_tokens = std::max(1, static_cast<int>(in / count));
-  spec.workload.output_tokens = std::max(1, static_cast<int>(out / count));
-  spec.workload.context_tokens =
-      std::min(spec.model.max_context_tokens,
-               std::max(8192, static_cast<int>((p99 + 1023) / 1024 * 1024)));
-}
-
 absl::Status BuildConfig(const ParsedFlags& f, const model::Catalog& catalog,
                          sim::SimConfig& c) {
   policy::EndpointSpec& s = c.spec;
@@ -522,7 +494,7 @@ int RunSimulate(const std::vector<std::string>& args, std::ostream& out,
   if (!trace.ok()) {
     return usage_error(trace.status());
   }
-  ShapeFromTrace(*trace, config.spec);
+  sim::ShapeFromTrace(*trace, config.spec);
   if (absl::Status st = policy::ValidateEndpointSpec(config.spec, *catalog);
       !st.ok()) {
     return usage_error(st);

@@ -25,6 +25,32 @@ void MergeTimeline(std::vector<TimelinePoint>& into,
 
 }  // namespace
 
+void ShapeFromTrace(const Trace& t, policy::EndpointSpec& spec) {
+  std::vector<uint32_t> totals;
+  double in = 0;
+  double out = 0;
+  int64_t n = 0;
+  for (size_t i = 0; i < t.endpoints.size() && !t.generate; ++i) {
+    for (const Request& r : t.endpoints[i].requests) {
+      in += r.input_tokens;
+      out += r.output_tokens;
+      totals.push_back(r.input_tokens + r.output_tokens);
+      ++n;
+    }
+  }
+  if (n == 0 || in == 0) {
+    return;  // no token lengths (service-time or rate traces): defaults
+  }
+  std::sort(totals.begin(), totals.end());
+  const uint32_t p99 = totals[static_cast<size_t>(n - 1) * 99 / 100];
+  const auto count = static_cast<double>(n);
+  spec.workload.prompt_tokens = std::max(1, static_cast<int>(in / count));
+  spec.workload.output_tokens = std::max(1, static_cast<int>(out / count));
+  spec.workload.context_tokens =
+      std::min(spec.model.max_context_tokens,
+               std::max(8192, static_cast<int>((p99 + 1023) / 1024 * 1024)));
+}
+
 absl::StatusOr<RunReport> RunSimulation(const Trace& trace,
                                         const SimConfig& config,
                                         const RunOptions& options) {

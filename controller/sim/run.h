@@ -37,6 +37,12 @@ struct RunReport {
   std::vector<PolicyResult> policies;
 };
 
+// The workload shape of a trace's requests, into `spec.workload`: mean
+// prompt and output, and a context that holds the 99th-percentile request
+// (at least 8,192, at most the model's). Traces without token lengths
+// (service-time or rate traces) leave the defaults.
+void ShapeFromTrace(const Trace& t, policy::EndpointSpec& spec);
+
 absl::StatusOr<RunReport> RunSimulation(const Trace& trace,
                                         const SimConfig& config,
                                         const RunOptions& options);

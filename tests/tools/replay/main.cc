@@ -43,6 +43,7 @@
 #include "controller/kube/kube_config.h"
 #include "controller/model/catalog.h"
 #include "controller/sim/load_trace.h"
+#include "controller/sim/run.h"
 #include "httplib.h"
 #include "nlohmann/json.hpp"
 #include "tests/cluster/process.h"
@@ -56,6 +57,11 @@ using json = nlohmann::json;
 using testcluster::Process;
 using testcluster::Shell;
 using testcluster::WaitFor;
+
+// Set by SIGINT/SIGTERM: the replay stops sending, and the namespace, the
+// controller and the activator it made are removed before it exits.
+std::atomic<bool> g_stop{false};
+void OnStopSignal(int /*sig*/) { g_stop.store(true); }
 
 struct Settings {
   std::string trace;
@@ -77,40 +83,12 @@ struct Settings {
   std::string policy = "pilotlight";  // or knative
 };
 
-// The workload shape `pilotlight simulate` derives from a slice
-// (ShapeFromTrace): mean prompt and output, a context holding the 99th
-// percentile request.
-struct Shape {
-  int prompt = 1024;
-  int output = 256;
-  int context = 8192;
-};
-Shape ShapeOf(const std::vector<sim::Request>& rs) {
-  Shape s;
-  if (rs.empty()) {
-    return s;
-  }
-  double in = 0;
-  double out = 0;
-  std::vector<uint32_t> totals;
-  for (const sim::Request& r : rs) {
-    in += r.input_tokens;
-    out += r.output_tokens;
-    totals.push_back(r.input_tokens + r.output_tokens);
-  }
-  std::sort(totals.begin(), totals.end());
-  const auto n = static_cast<double>(rs.size());
-  s.prompt = std::max(1, static_cast<int>(in / n));
-  s.output = std::max(1, static_cast<int>(out / n));
-  const uint32_t p99 = totals[(totals.size() - 1) * 99 / 100];
-  s.context = std::max(8192, static_cast<int>((p99 + 1023) / 1024 * 1024));
-  return s;
-}
-
 class Replay {
  public:
-  Replay(Settings s, std::vector<sim::Request> requests)
-      : s_(std::move(s)), requests_(std::move(requests)) {}
+  // `shape`: the slice's workload as `pilotlight simulate` derives it
+  // (sim::ShapeFromTrace), for the model servers and the endpoint's spec.
+  Replay(Settings s, std::vector<sim::Request> requests, model::Workload shape)
+      : s_(std::move(s)), requests_(std::move(requests)), shape_(shape) {}
   ~Replay() { TearDown(); }
 
   absl::Status SetUp();
@@ -135,6 +113,7 @@ class Replay {
 
   const Settings s_;
   const std::vector<sim::Request> requests_;
+  const model::Workload shape_;
   std::unique_ptr<kube::KubeClient> kube_;
   std::string ns_;
   std::unique_ptr<Process> controller_;
@@ -220,16 +199,14 @@ absl::Status Replay::SetUp() {
                                   {"pilotlight.dev/gpu-class", s_.gpu},
                                   {"karpenter.sh/capacity-type", "on-demand"}};
   // The model servers are sized for the slice's traffic shape, as the
-  // simulator's service model is (ShapeOf: the same mean prompt and output
-  // `simulate` derives), so both serve with the same TPOT curve.
-  const Shape shape = ShapeOf(requests_);
+  // simulator's service model is, so both serve with the same TPOT curve.
   tmpl["spec"]["containers"][0]["args"] = {
       "--model",         s_.model,
       "--gpu",           s_.gpu,
       "--max-num-seqs",  absl::StrCat(s_.concurrency),
-      "--prompt-tokens", absl::StrCat(shape.prompt),
-      "--output-tokens", absl::StrCat(shape.output),
-      "--context",       absl::StrCat(shape.context)};
+      "--prompt-tokens", absl::StrCat(shape_.prompt_tokens),
+      "--output-tokens", absl::StrCat(shape_.output_tokens),
+      "--context",       absl::StrCat(shape_.context_tokens)};
   if (absl::StatusOr<json> r = Api(
           "POST",
           absl::StrCat("/apis/apps/v1/namespaces/", ns_, "/deployments"), d);
@@ -243,9 +220,9 @@ absl::Status Replay::SetUp() {
       {"spec",
        {{"model",
          {{"preset", s_.model},
-          {"maxContextTokens", shape.context},
-          {"promptTokens", shape.prompt},
-          {"outputTokens", shape.output}}},
+          {"maxContextTokens", shape_.context_tokens},
+          {"promptTokens", shape_.prompt_tokens},
+          {"outputTokens", shape_.output_tokens}}},
         {"slo",
          {{"ttftSeconds", absl::ToDoubleSeconds(s_.ttft)},
           {"maxColdStartFraction", 0.01}}},
@@ -406,7 +383,12 @@ void Replay::Run() {
     senders.emplace_back([&] {
       for (size_t i = next++; i < requests_.size(); i = next++) {
         const absl::Time due = t0 + absl::Seconds(requests_[i].arrival_s);
-        absl::SleepFor(due - absl::Now());
+        while (!g_stop.load() && absl::Now() < due) {
+          absl::SleepFor(std::min(due - absl::Now(), absl::Milliseconds(100)));
+        }
+        if (g_stop.load()) {
+          return;
+        }
         Send(i, t0);
         ++done;
       }
@@ -414,7 +396,8 @@ void Replay::Run() {
   }
   // Pods every 250 ms; progress every 30 s.
   absl::Time next_report = t0 + absl::Seconds(30);
-  while (done.load() < requests_.size() || absl::Now() < t0 + s_.duration) {
+  while (!g_stop.load() &&
+         (done.load() < requests_.size() || absl::Now() < t0 + s_.duration)) {
     Sample(t0);
     if (absl::Now() >= next_report) {
       next_report += absl::Seconds(30);
@@ -427,6 +410,9 @@ void Replay::Run() {
           requests_.size(), last.replicas, last.ready);
     }
     absl::SleepFor(absl::Milliseconds(250));
+  }
+  if (g_stop.load()) {
+    TearDown();  // requests still open end with the activator
   }
   for (std::thread& t : senders) {
     t.join();
@@ -660,7 +646,14 @@ int Main(int argc, char** argv) {
       absl::FormatDuration(s.start), s.policy, s.cold_start_s, s.concurrency,
       s.max_replicas);
 
-  Replay live(s, requests);
+  policy::EndpointSpec spec;
+  absl::StatusOr<model::ModelProfile> profile = model::FindPreset(s.model);
+  if (!profile.ok()) {
+    return fail(std::string(profile.status().message()));
+  }
+  spec.model = *profile;
+  sim::ShapeFromTrace(*trace, spec);
+  Replay live(s, requests, spec.workload);
   if (absl::Status st = live.SetUp(); !st.ok()) {
     std::cerr << "pilotlight-replay: " << st.message() << "\n";
     return 1;
@@ -669,6 +662,11 @@ int Main(int argc, char** argv) {
             << "\n";
   live.Run();
   live.TearDown();
+  if (g_stop.load()) {
+    std::cerr << "pilotlight-replay: stopped; namespace, controller and "
+                 "activator removed\n";
+    return 130;
+  }
   const double window_s = absl::ToDoubleSeconds(s.duration);
   const ReplaySummary l =
       SummariseLive(live.records(), live.timeline(), live.scale_events(),
@@ -718,5 +716,9 @@ int Main(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   ::signal(SIGPIPE, SIG_IGN);
+  struct sigaction stop = {};
+  stop.sa_handler = pilotlight::tools::OnStopSignal;
+  ::sigaction(SIGINT, &stop, nullptr);
+  ::sigaction(SIGTERM, &stop, nullptr);
   return pilotlight::tools::Main(argc, argv);
 }
