@@ -550,9 +550,11 @@ bool Kubelet::Healthy(const LocalPod& p) const {
 }
 
 // A deleted pod's process: SIGTERM first, SIGKILL once its grace period
-// (deletionGracePeriodSeconds) is over; true once it has exited. Model
-// servers get 2 s, as before; pilotlight pods their own grace (an
-// activator drains in it), at most a minute.
+// (deletionGracePeriodSeconds, at most a minute) is over; true once it has
+// exited. Model servers drain in it (they exit once nothing has run for
+// 500 ms, so an idle one goes at once): a 2 s cap here used to cut the
+// streams of a replica being scaled down, which pilotlight-replay caught
+// (one stream of 3,628, 0.9 s after its pod's SIGTERM).
 bool Kubelet::Terminate(LocalPod& p, const json& meta, absl::Time now) {
   if (p.pid <= 0) {
     return true;
@@ -560,8 +562,7 @@ bool Kubelet::Terminate(LocalPod& p, const json& meta, absl::Time now) {
   if (!p.terminating) {
     p.terminating = true;
     const int grace = meta.value("deletionGracePeriodSeconds", 30);
-    p.kill_at = now + (p.pilotlight ? absl::Seconds(std::min(grace, 60))
-                                    : absl::Seconds(2));
+    p.kill_at = now + absl::Seconds(std::clamp(grace, 0, 60));
     ::kill(p.pid, SIGTERM);
     Log(absl::StrCat(p.ns, "/", p.name, ": SIGTERM, ",
                      absl::FormatDuration(p.kill_at - now), " to exit"));
