@@ -73,6 +73,9 @@ const std::vector<FlagSpec>& SimulateFlags() {
       {"cold-start-samples", false, "FILE",
        "measured cold starts (CSV, `value` column in ms, .gz ok), one "
        "drawn per new replica"},
+      {"tick", false, "DURATION",
+       "how often the policies are asked (default 2s, the controller's "
+       "--tick)"},
       {"billing", false, "DURATION",
        "billing granularity: 1s, 1m, 1h (default 1s)"},
       {"max-replicas", false, "N", "replica bound for pilotlight (default 64)"},
@@ -163,6 +166,10 @@ absl::Status BuildConfig(const ParsedFlags& f, const model::Catalog& catalog,
                         sim::LoadColdStartSamples(*file, &bad));
   }
   PL_RETURN_IF_ERROR(Set(f.Duration("billing"), c.billing_granularity));
+  PL_RETURN_IF_ERROR(Set(f.Duration("tick"), c.tick));
+  if (c.tick < absl::Milliseconds(100) || c.tick > absl::Minutes(1)) {
+    return absl::InvalidArgumentError("--tick must be in [100ms, 1m]");
+  }
   std::optional<absl::Duration> per_1k;
   PL_RETURN_IF_ERROR(Set(f.Duration("ttft-per-1k-prompt"), per_1k));
   if (per_1k) {

@@ -3,11 +3,13 @@
 #include <cmath>
 #include <cstdint>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_split.h"
 #include "controller/cmd/size_command.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -135,12 +137,44 @@ TEST(SimulateCommandTest, BadInput) {
       {{"--trace", kTrace, "--match-slo", "1.5"}, "--match-slo wants"},
       {{"--trace", kTrace, "--ttft-per-1k-prompt", "-1s"},
        "--ttft-per-1k-prompt must be >= 0"},
+      {{"--trace", kTrace, "--tick", "10ms"}, "--tick must be in"},
   };
   for (const Case& c : cases) {
     const Outcome r = Simulate(c.args);
     EXPECT_EQ(r.code, kExitUsage) << c.want;
     EXPECT_THAT(r.err, HasSubstr(c.want));
   }
+}
+
+// --timeline: each policy's series as CSV rows, one a tick at most, the
+// cumulative cold starts ending at the run's count.
+TEST(SimulateCommandTest, TimelineCsv) {
+  const std::string path = ::testing::TempDir() + "/timeline.csv";
+  const Outcome r =
+      Simulate({"--trace", kTrace, "--policies", "pilotlight,always-on",
+                "--match-slo", "0", "--json", "--timeline", path});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line,
+            "policy,t_s,replicas,ready,demand,cold_start_requests,cost_usd");
+  std::map<std::string, int> rows;
+  std::string last_pilotlight;
+  while (std::getline(in, line)) {
+    const std::string policy = line.substr(0, line.find(','));
+    ++rows[policy];
+    if (policy == "pilotlight") {
+      last_pilotlight = line;
+    }
+  }
+  EXPECT_GE(rows["pilotlight"], 100);
+  EXPECT_GE(rows["always-on"], 100);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  const std::vector<std::string> f = absl::StrSplit(last_pilotlight, ',');
+  ASSERT_EQ(f.size(), 7u);
+  EXPECT_EQ(f[5], std::to_string(j["policies"][0].value("cold_start_requests",
+                                                        int64_t{-1})));
 }
 
 }  // namespace
