@@ -76,6 +76,9 @@ const std::vector<FlagSpec>& SimulateFlags() {
       {"tick", false, "DURATION",
        "how often the policies are asked (default 2s, the controller's "
        "--tick)"},
+      {"tick-phase", false, "DURATION",
+       "ticks fall at this offset from the trace's start plus whole ticks, "
+       "in [0, tick) (default 0; a live controller's phase is its own)"},
       {"billing", false, "DURATION",
        "billing granularity: 1s, 1m, 1h (default 1s)"},
       {"max-replicas", false, "N", "replica bound for pilotlight (default 64)"},
@@ -169,6 +172,10 @@ absl::Status BuildConfig(const ParsedFlags& f, const model::Catalog& catalog,
   PL_RETURN_IF_ERROR(Set(f.Duration("tick"), c.tick));
   if (c.tick < absl::Milliseconds(100) || c.tick > absl::Minutes(1)) {
     return absl::InvalidArgumentError("--tick must be in [100ms, 1m]");
+  }
+  PL_RETURN_IF_ERROR(Set(f.Duration("tick-phase"), c.tick_phase));
+  if (c.tick_phase < absl::ZeroDuration() || c.tick_phase >= c.tick) {
+    return absl::InvalidArgumentError("--tick-phase must be in [0, --tick)");
   }
   std::optional<absl::Duration> per_1k;
   PL_RETURN_IF_ERROR(Set(f.Duration("ttft-per-1k-prompt"), per_1k));

@@ -256,7 +256,8 @@ class Engine {
     for (double s : config_.cold_start_samples) {
       lead = std::max(lead, s);
     }
-    double next_tick = -std::ceil((lead + tick) / tick) * tick;
+    double next_tick = -std::ceil((lead + tick) / tick) * tick +
+                       absl::ToDoubleSeconds(config_.tick_phase);
     last_tick_ = next_tick;
     SchedulePreemptions(next_tick);
     const double point_every =

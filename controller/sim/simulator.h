@@ -64,6 +64,10 @@ struct SimConfig {
   policy::EndpointSpec spec;  // model, SLO, variants (baselines use the first)
   const model::Catalog* catalog = nullptr;
   absl::Duration tick = absl::Seconds(2);
+  // Where the ticks fall relative to the trace: at phase + k x tick, in
+  // [0, tick). A live controller ticks at a phase of its own; replaying at
+  // several phases shows how much a result owes to it.
+  absl::Duration tick_phase;
   absl::Duration billing_granularity = absl::Seconds(1);
   // Replaces the cold-start model's estimate for every variant.
   std::optional<absl::Duration> cold_start;

@@ -138,6 +138,8 @@ TEST(SimulateCommandTest, BadInput) {
       {{"--trace", kTrace, "--ttft-per-1k-prompt", "-1s"},
        "--ttft-per-1k-prompt must be >= 0"},
       {{"--trace", kTrace, "--tick", "10ms"}, "--tick must be in"},
+      {{"--trace", kTrace, "--tick-phase", "2s"}, "--tick-phase must be in"},
+      {{"--trace", kTrace, "--tick-phase", "-1s"}, "--tick-phase must be in"},
   };
   for (const Case& c : cases) {
     const Outcome r = Simulate(c.args);

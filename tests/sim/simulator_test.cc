@@ -152,6 +152,26 @@ TEST_F(SimulatorTest, ColdStartRequestWaitsTheColdStart) {
   EXPECT_NEAR(tick.ttft.Quantile(0.5), 31 + prefill, 0.011 * (31 + prefill));
 }
 
+// The tick phase moves every tick: at 1.5 s (tick 2 s) the request at
+// 101 s is seen at 101.5 s, not 102 s; every tick falls on 1.5 + 2k.
+TEST_F(SimulatorTest, TickPhaseShiftsEveryTick) {
+  config_.activator.poke_delay.reset();
+  config_.tick_phase = absl::Milliseconds(1500);
+  std::vector<double> ticks;
+  const auto on_demand = [&](const Observation& o, double t) {
+    ticks.push_back(t);
+    return o.queued + o.in_flight > 0 || o.variants[0].ready > 0 ? 1 : 0;
+  };
+  const double prefill = models_[0].replica->TtftSeconds(1000);
+  const SimResult r = Run(OneRequest(101), 200, on_demand);
+  // Seen at 101.5 s, ready at 131.5 s: 30.5 s of waiting.
+  EXPECT_NEAR(r.ttft.Quantile(0.5), 30.5 + prefill, 0.011 * (30.5 + prefill));
+  ASSERT_FALSE(ticks.empty());
+  for (double t : ticks) {
+    EXPECT_NEAR(std::fmod(t + 1000, 2.0), 1.5, 1e-6) << t;
+  }
+}
+
 // A request counts as a cold start when it waited for a replica that was
 // starting when it arrived -- also when others were ready but full -- and
 // not when it only queued behind busy ready replicas.
