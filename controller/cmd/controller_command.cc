@@ -5,8 +5,12 @@
 #include <atomic>
 #include <csignal>
 #include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <mutex>
 #include <ostream>
 #include <random>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "controller/cmd/flags.h"
@@ -87,6 +91,10 @@ int RunController(const std::vector<std::string>& args, std::ostream& out,
        "pilotlight (default), or knative: replicas from the simulator's "
        "knative baseline (Knative's KPA), to check its simulated figures "
        "live; not for production"},
+      {"decision-log", false, "FILE.jsonl",
+       "append each decision with the demand and replicas it was made on, "
+       "one JSON line (as `pilotlight simulate --decision-log`; for "
+       "debugging and live-vs-simulated replays: a line a tick per endpoint)"},
       {"help", true, "", "show this help"},
   };
   ParsedFlags flags;
@@ -118,6 +126,19 @@ int RunController(const std::vector<std::string>& args, std::ostream& out,
     err << "pilotlight controller: --policy " << p
         << ": want pilotlight or knative\n";
     return kExitUsage;
+  }
+  auto decision_log = std::make_shared<std::ofstream>();
+  if (const std::optional<std::string> path = flags.String("decision-log")) {
+    decision_log->open(*path, std::ios::app);
+    if (!*decision_log) {
+      err << "pilotlight controller: cannot write " << *path << "\n";
+      return kExitUsage;
+    }
+    auto mu = std::make_shared<std::mutex>();
+    o.decision_log = [decision_log, mu](const std::string& line) {
+      const std::lock_guard<std::mutex> lock(*mu);
+      *decision_log << line << "\n" << std::flush;
+    };
   }
   o.election.lease_namespace =
       flags.String("lease-namespace").value_or(o.election.lease_namespace);

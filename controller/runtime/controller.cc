@@ -185,6 +185,7 @@ void Controller::Impl::Wire() {
       ReconcilerInputs{*autoscalers_, *deployments_, *pods_, index_,
                        *gpu_classes_, *merged_demand_},
       clock_, metrics_, o_.policy);
+  reconciler_->set_decision_log(o_.decision_log);
 
   autoscalers_->AddHandler([this](EventType t, const json& ia) {
     Enqueue(index_.OnAutoscaler(t, ia));

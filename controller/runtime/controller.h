@@ -23,6 +23,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -64,6 +65,9 @@ struct ControllerOptions {
   // replays; docs/replay.md).
   ReplicaPolicy policy = ReplicaPolicy::kPilotlight;
   int workers = 2;
+  // Each decision as a policy::DecisionRecord line (--decision-log); called
+  // from the worker threads at once, so it must be thread-safe.
+  std::function<void(const std::string&)> decision_log;
 };
 
 class Controller {

@@ -13,6 +13,7 @@
 #include "controller/base/json_fields.h"
 #include "controller/base/status_macros.h"
 #include "controller/policy/decider.h"
+#include "controller/policy/decision_record.h"
 #include "controller/policy/knative_autoscaler.h"
 #include "controller/runtime/endpoint_status.h"
 #include "controller/runtime/log.h"
@@ -306,11 +307,12 @@ const policy::Decision& Reconciler::DecideOnce(Endpoint& e, Observed& o,
       e.pending.push_back(s);
     }
   }
-  if (new_demand || !e.decision || e.decided_generation != generation) {
+  const bool decide =
+      new_demand || !e.decision || e.decided_generation != generation;
+  if (decide) {
     o.snap.demand = e.pending;
     e.decision = e.decider.Decide(o.snap, now);
     e.decided_generation = generation;
-    e.pending.clear();
     metrics_.decisions
         .Add({{"namespace", e.subject.ns},
               {"name", e.subject.name},
@@ -318,10 +320,16 @@ const policy::Decision& Reconciler::DecideOnce(Endpoint& e, Observed& o,
                std::string(policy::ScaleReasonName(e.decision->reason))}})
         .Increment();
   }
-  if (policy_ == ReplicaPolicy::kKnative) {
-    return Knative(e, o, now);
+  const policy::Decision& d =
+      policy_ == ReplicaPolicy::kKnative ? Knative(e, o, now) : *e.decision;
+  if (decide && decision_log_) {
+    decision_log_(
+        policy::DecisionRecord(absl::StrCat(e.subject.ns, "/", e.subject.name),
+                               o.snap, d, now, absl::UnixEpoch()));
   }
-  return *e.decision;
+  e.pending.clear();
+  o.snap.demand = {};
+  return d;
 }
 
 // Knative's loop on the same demand: one tick every 2 s (Knative's

@@ -21,6 +21,7 @@
 // different keys (the work queue never hands one key to two workers).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -67,6 +68,13 @@ class Reconciler {
   // a failed write: nothing after it was done, retry with back-off.
   absl::Status Reconcile(const std::string& key, Writers& w, bool leading);
 
+  // Each decision, with the demand and replicas it was made on, as a
+  // policy::DecisionRecord line (times from the Unix epoch); called from
+  // the reconciling thread. Set before the first Reconcile.
+  void set_decision_log(std::function<void(const std::string&)> log) {
+    decision_log_ = std::move(log);
+  }
+
   // The endpoint's last decision (unset before the first).
   std::optional<policy::Decision> LastDecision(const std::string& key) const;
 
@@ -104,6 +112,7 @@ class Reconciler {
   const ReconcilerInputs in_;
   const kube::Clock& clock_;
   Metrics& metrics_;
+  std::function<void(const std::string&)> decision_log_;
   mutable std::mutex mu_;  // the map; each Endpoint is its worker's
   std::map<std::string, std::unique_ptr<Endpoint>> endpoints_;
 };
