@@ -866,8 +866,8 @@ void Decider::ForecastDemand(Step& st) {
   if (st.ready_total == 0 && last_sample_at_ &&
       *last_sample_at_ > at_zero_since_) {
     const double n = at_zero_arrivals_;
-    const double seconds =
-        absl::ToDoubleSeconds(*last_sample_at_ - at_zero_since_);
+    const double seconds = absl::ToDoubleSeconds(std::max(
+        *last_sample_at_ - at_zero_since_, config_.offered_load_min_window));
     const double offered =
         (n - std::sqrt(n)) / seconds * LoadedServiceSeconds(*s.spec);
     if (offered > st.forecast) {

@@ -119,6 +119,37 @@ TEST(DeciderTest, AtZeroASteadyStreamAsksForItsOfferedLoad) {
   }
 }
 
+// The activator pokes on every request held at zero, so the decider is
+// asked every few tens of milliseconds: a rate over 50 ms is noise, not a
+// stream. Two and three requests 50 ms apart forecast a few requests in
+// flight, not a replica's worth (the rate is measured over at least
+// offered_load_min_window); a stream at the same pokes still asks for
+// more replicas within the tick.
+TEST(DeciderTest, AtZeroPokesMilliSecondsApartAreNotARate) {
+  // The first sample the decider gets is the first poke (a controller
+  // whose earlier samples were partial: activators not yet reported).
+  World w = OneA100();
+  const absl::Time t1 = T0() + kTick;
+  double held = 0;
+  for (int i = 0; i < 3; ++i) {
+    const absl::Time t = t1 + absl::Milliseconds(50 * i);
+    held += 1;
+    w.Step(t, {Queued(t, held, 1)});
+    // Two requests 50 ms apart made 50 in flight of a 55-slot replica.
+    EXPECT_LT(w.last().forecast_concurrency, 5)
+        << i << ": " << w.last().message;
+    EXPECT_EQ(w.TotalDesired(), 1) << i << ": " << w.last().message;
+  }
+  // 40 requests in the next 400 ms (100/s): that is a stream.
+  for (int i = 1; i <= 8; ++i) {
+    const absl::Time t = t1 + absl::Milliseconds(100 + 50 * i);
+    held += 5;
+    w.Step(t, {Queued(t, held, 5)});
+  }
+  EXPECT_GT(w.TotalDesired(), 1) << w.last().message;
+  EXPECT_THAT(w.last().message, HasSubstr("offered load at zero"));
+}
+
 // A controller (re)started next to a running, idle endpoint knows nothing of
 // what came before: the endpoint counts as idle from the first sample, so
 // it keeps its replica for the keep-alive instead of dropping to zero at
