@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <mutex>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -76,6 +77,11 @@ const std::vector<FlagSpec>& SimulateFlags() {
       {"tick", false, "DURATION",
        "how often the policies are asked (default 2s, the controller's "
        "--tick)"},
+      {"rate-window", false, "DURATION",
+       "the controller's --rate-window: pilotlight's arrival figure is the "
+       "larger of the exact count and the engines' completions over this "
+       "window, as the controller merges the activator's count with "
+       "Prometheus's rate() (default 1m; 0: the exact count only)"},
       {"tick-phase", false, "DURATION",
        "ticks fall at this offset from the trace's start plus whole ticks, "
        "in [0, tick) (default 0; a live controller's phase is its own)"},
@@ -107,6 +113,10 @@ const std::vector<FlagSpec>& SimulateFlags() {
       {"catalog", false, "FILE", "GPU catalog YAML (default built-in)"},
       {"json", true, "", "print one JSON object"},
       {"report", false, "FILE.html", "write a self-contained HTML report"},
+      {"decision-log", false, "FILE.jsonl",
+       "write each of pilotlight's decisions with the demand and replicas "
+       "it saw, one JSON line a tick (as `pilotlight controller "
+       "--decision-log`; t in seconds from the trace's start)"},
       {"timeline", false, "FILE.csv",
        "write each policy's replicas, ready replicas, demand, cold-start "
        "requests and cost over time (600 points)"},
@@ -173,6 +183,10 @@ absl::Status BuildConfig(const ParsedFlags& f, const model::Catalog& catalog,
   if (c.tick < absl::Milliseconds(100) || c.tick > absl::Minutes(1)) {
     return absl::InvalidArgumentError("--tick must be in [100ms, 1m]");
   }
+  PL_RETURN_IF_ERROR(Set(f.Duration("rate-window"), c.prometheus_rate_window));
+  if (c.prometheus_rate_window < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--rate-window must be >= 0");
+  }
   PL_RETURN_IF_ERROR(Set(f.Duration("tick-phase"), c.tick_phase));
   if (c.tick_phase < absl::ZeroDuration() || c.tick_phase >= c.tick) {
     return absl::InvalidArgumentError("--tick-phase must be in [0, --tick)");
@@ -189,7 +203,13 @@ absl::Status BuildConfig(const ParsedFlags& f, const model::Catalog& catalog,
       Set(f.Double("spot-preemptions-per-hour"), c.spot_preemptions_per_hour));
   PL_RETURN_IF_ERROR(Set(f.Int("zones"), c.zones));
   PL_RETURN_IF_ERROR(Set(f.Int("max-held"), c.activator.max_held));
-  PL_RETURN_IF_ERROR(Set(f.Duration("poke-delay"), c.activator.poke_delay));
+  // Into a plain duration: the optional overload would clear the default
+  // (10 ms) when the flag is absent, and leave every run without the
+  // activator's poke.
+  absl::Duration poke_delay =
+      c.activator.poke_delay.value_or(absl::ZeroDuration());
+  PL_RETURN_IF_ERROR(Set(f.Duration("poke-delay"), poke_delay));
+  c.activator.poke_delay = poke_delay;
   if (f.Bool("no-idle-skip")) {
     c.skip_idle = false;
   }
@@ -524,6 +544,19 @@ int RunSimulate(const std::vector<std::string>& args, std::ostream& out,
   const std::optional<std::string> report_path = f->String("report");
   const std::optional<std::string> timeline_path = f->String("timeline");
   config.timeline_points = report_path || timeline_path ? 600 : 0;
+  std::ofstream decision_log;
+  std::mutex decision_log_mu;
+  if (const std::optional<std::string> log_path = f->String("decision-log")) {
+    decision_log.open(*log_path);
+    if (!decision_log) {
+      err << "pilotlight simulate: cannot write " << *log_path << "\n";
+      return kExitUsage;
+    }
+    config.decision_log = [&](const std::string& line) {
+      const std::lock_guard<std::mutex> lock(decision_log_mu);
+      decision_log << line << "\n";
+    };
+  }
   // Progress on stderr: on a terminal a bar redrawn at most 10 times a
   // second; otherwise (a log, CI) one line every 10 s of a long run.
   const bool progress = !f->Bool("no-progress");

@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <deque>
 #include <functional>
 #include <limits>
@@ -15,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "controller/base/ceil_div.h"
+#include "controller/policy/decision_record.h"
 #include "controller/policy/idle_histogram.h"
 #include "controller/policy/knative_autoscaler.h"
 #include "controller/policy/time_window.h"
@@ -35,11 +34,14 @@ std::vector<int> OnFirst(size_t n, int replicas) {
 
 class PilotlightPolicy final : public ScalingPolicy {
  public:
+  // `log`: where each decision goes as a DecisionRecord (null: nowhere).
   PilotlightPolicy(const SimConfig& c, bool service_times,
-                   const policy::DeciderConfig& decider)
+                   const policy::DeciderConfig& decider, std::string endpoint,
+                   std::function<void(const std::string&)> log)
       : config_(c),
         service_times_(service_times),
-        debug_(std::getenv("PL_DEBUG") != nullptr),
+        endpoint_(std::move(endpoint)),
+        log_(std::move(log)),
         decider_(decider) {}
   std::string name() const override { return "pilotlight"; }
   std::vector<int> Tick(const Observation& o) override {
@@ -47,7 +49,10 @@ class PilotlightPolicy final : public ScalingPolicy {
     d.at = o.now;
     d.in_flight = o.in_flight;
     d.queued = o.queued;
-    d.arrivals = o.arrivals;
+    // As the controller merges them: the activator's exact count or
+    // Prometheus's rate x tick, the larger.
+    d.arrivals = std::max(
+        o.arrivals, o.completions_per_s * absl::ToDoubleSeconds(config_.tick));
     if (!service_times_ && o.output_tokens_per_s > 0) {
       d.output_tokens_per_s = o.output_tokens_per_s;
     }
@@ -58,19 +63,8 @@ class PilotlightPolicy final : public ScalingPolicy {
     s.variants = o.variants;
     s.spot = o.spot;
     const policy::Decision dec = decider_.Decide(s, o.now);
-    if (debug_) {
-      int total = 0;
-      for (const auto& v : dec.variants) {
-        total += v.replicas;
-      }
-      if (total != last_total_) {
-        std::fprintf(
-            stderr, "%.0f %d->%d inflight %.0f queued %.0f ready %d: %s\n",
-            absl::ToDoubleSeconds(o.now - absl::FromUnixSeconds(1700000000)),
-            last_total_, total, o.in_flight, o.queued, o.variants[0].ready,
-            dec.message.c_str());
-        last_total_ = total;
-      }
+    if (log_) {
+      log_(policy::DecisionRecord(endpoint_, s, dec, o.now, config_.epoch));
     }
     std::vector<int> out;
     out.reserve(dec.variants.size());
@@ -93,8 +87,8 @@ class PilotlightPolicy final : public ScalingPolicy {
  private:
   const SimConfig& config_;
   bool service_times_;
-  bool debug_;  // PL_DEBUG set: print each replica change with its reason
-  int last_total_ = 0;
+  std::string endpoint_;
+  std::function<void(const std::string&)> log_;
   policy::Decider decider_;
   absl::Time quiet_until_ = absl::InfinitePast();
 };
@@ -560,7 +554,10 @@ absl::StatusOr<ScalingPolicyPtr> MakePolicy(const std::string& name,
     policy::DeciderConfig d;
     d.target_utilization = value;
     d.billing_granularity = c.billing_granularity;
-    return ScalingPolicyPtr(new PilotlightPolicy(c, ctx.service_times, d));
+    // Only the run at the default setting is logged, not a sweep's.
+    return ScalingPolicyPtr(new PilotlightPolicy(
+        c, ctx.service_times, d, ctx.trace ? ctx.trace->name : "",
+        ctx.knob ? nullptr : c.decision_log));
   }
   if (name == "knative") {
     return ScalingPolicyPtr(new KnativePolicy(n, m.slots, value));

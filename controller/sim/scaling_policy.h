@@ -24,6 +24,11 @@ struct Observation {
   double in_flight = 0;  // requests being served
   double queued = 0;     // waiting for a replica (incl. cold-start waits)
   double arrivals = 0;   // since the previous tick
+  // Requests completed per second over the last SimConfig::
+  // prometheus_rate_window: what the controller's Prometheus arrival
+  // figure (rate() of the engines' success counter) says, lagging and
+  // smoothed; 0 with no window.
+  double completions_per_s = 0;
   double output_tokens_per_s = 0;  // generated since the previous tick / dt
   // Per variant: desired, ready, starting (with creation times), learned
   // cold-start stats -- what the controller reads from the cluster.

@@ -89,7 +89,7 @@ namespace {
 // The observation idle skipping needs (ScalingPolicy::QuietUntil).
 bool IsQuiet(const Observation& o) {
   if (o.in_flight != 0 || o.queued != 0 || o.arrivals != 0 ||
-      o.output_tokens_per_s != 0) {
+      o.output_tokens_per_s != 0 || o.completions_per_s != 0) {
     return false;
   }
   for (const policy::VariantState& v : o.variants) {
@@ -343,6 +343,9 @@ class Engine {
         }
         --r.busy;
         tokens_since_tick_ += c.output_tokens;
+        if (config_.prometheus_rate_window > absl::ZeroDuration()) {
+          completed_at_.push_back(t);
+        }
         if (r.state == Replica::State::kDraining && r.busy == 0) {
           Stop(c.replica, t);
         } else {
@@ -689,6 +692,14 @@ class Engine {
     o.in_flight = in_flight_;
     o.queued = static_cast<double>(queue_.size());
     o.arrivals = static_cast<double>(arrivals_since_tick_);
+    if (config_.prometheus_rate_window > absl::ZeroDuration()) {
+      const double window =
+          absl::ToDoubleSeconds(config_.prometheus_rate_window);
+      while (!completed_at_.empty() && completed_at_.front() <= t - window) {
+        completed_at_.pop_front();
+      }
+      o.completions_per_s = static_cast<double>(completed_at_.size()) / window;
+    }
     const double dt = t - last_tick_;
     o.output_tokens_per_s = dt > 0 ? tokens_since_tick_ / dt : 0;
     arrivals_since_tick_ = 0;
@@ -766,7 +777,8 @@ class Engine {
 
   double now_ = 0;
   double poke_at_ = std::numeric_limits<double>::infinity();
-  bool last_tick_quiet_ = false;  // the last Tick's observation was quiet
+  std::deque<double> completed_at_;  // within the Prometheus rate window
+  bool last_tick_quiet_ = false;     // the last Tick's observation was quiet
   double last_tick_ = 0;
   size_t next_ = 0;
   std::deque<const Request*> queue_;

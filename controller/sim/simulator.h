@@ -68,6 +68,11 @@ struct SimConfig {
   // [0, tick). A live controller ticks at a phase of its own; replaying at
   // several phases shows how much a result owes to it.
   absl::Duration tick_phase;
+  // The controller's --rate-window: its Prometheus arrival figure is the
+  // engines' completions over this window (rate() x tick), merged with the
+  // activator's exact count by taking the larger; pilotlight is given the
+  // same (Observation::completions_per_s). Zero: exact arrivals only.
+  absl::Duration prometheus_rate_window = absl::Minutes(1);
   absl::Duration billing_granularity = absl::Seconds(1);
   // Replaces the cold-start model's estimate for every variant.
   std::optional<absl::Duration> cold_start;
@@ -103,6 +108,10 @@ struct SimConfig {
   // it when its TTFT <= spec.slo.ttft + P x this (seconds per prompt token;
   // 0: the flat SLO), as serving SLOs are written for long prompts.
   double ttft_slo_per_prompt_token_s = 0;
+  // Given each of pilotlight's decisions as a policy::DecisionRecord line
+  // (simulate --decision-log), for the run at its default setting; called
+  // from the thread simulating the endpoint.
+  std::function<void(const std::string& line)> decision_log;
 };
 
 // Latency histogram: log-spaced buckets from 1 ms to ~3 h (percentiles to

@@ -98,6 +98,25 @@ TEST(SimulateCommandTest, JsonHasExactlyTheDocumentedKeys) {
   EXPECT_FALSE(nlohmann::json::parse(none.out).contains("matched_slo"));
 }
 
+// The activator's poke is on unless --no-poke: the slice opens at zero, so
+// pilotlight is asked between ticks. (Until 2026-12-04 the flag parsing
+// cleared the 10 ms default when --poke-delay was absent: no run from the
+// command line had a poke.)
+TEST(SimulateCommandTest, ThePokeIsOnByDefault) {
+  const auto pokes = [](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"--trace",    kTrace,        "--json",
+                                     "--duration", "3m",          "--policies",
+                                     "pilotlight", "--match-slo", "0"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const Outcome r = Simulate(args);
+    EXPECT_EQ(r.code, kExitOk) << r.err;
+    return nlohmann::json::parse(r.out)["policies"][0]["pokes"].get<int64_t>();
+  };
+  EXPECT_GT(pokes({}), 0);
+  EXPECT_GT(pokes({"--poke-delay", "50ms"}), 0);
+  EXPECT_EQ(pokes({"--no-poke"}), 0);
+}
+
 // The table names every policy and the oracle ratio; the report is one
 // self-contained page with inline SVG.
 TEST(SimulateCommandTest, TableAndHtmlReport) {
@@ -139,6 +158,7 @@ TEST(SimulateCommandTest, BadInput) {
        "--ttft-per-1k-prompt must be >= 0"},
       {{"--trace", kTrace, "--tick", "10ms"}, "--tick must be in"},
       {{"--trace", kTrace, "--tick-phase", "2s"}, "--tick-phase must be in"},
+      {{"--trace", kTrace, "--rate-window", "-1s"}, "--rate-window must be"},
       {{"--trace", kTrace, "--tick-phase", "-1s"}, "--tick-phase must be in"},
   };
   for (const Case& c : cases) {

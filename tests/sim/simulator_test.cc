@@ -172,6 +172,32 @@ TEST_F(SimulatorTest, TickPhaseShiftsEveryTick) {
   }
 }
 
+// What the controller's Prometheus arrival figure says: completions over
+// the rate window (1 m), so a request served at ~101 s shows for a minute
+// after it, then not; and not at all with no window.
+TEST_F(SimulatorTest, CompletionsPerSecondOverThePrometheusRateWindow) {
+  const auto run = [&](absl::Duration window) {
+    config_.prometheus_rate_window = window;
+    std::vector<std::pair<double, double>> seen;  // (t, completions/s)
+    Run(OneRequest(101), 300, [&](const Observation& o, double t) {
+      seen.emplace_back(t, o.completions_per_s);
+      return 1;  // warm throughout
+    });
+    return seen;
+  };
+  const double done = 101 + ServiceS();
+  for (const auto& [t, rate] : run(absl::Minutes(1))) {
+    if (t > done + 0.01 && t < done + 59.99) {
+      EXPECT_DOUBLE_EQ(rate, 1.0 / 60) << t;
+    } else if (t < done - 0.01 || t > done + 60.01) {
+      EXPECT_EQ(rate, 0) << t;
+    }
+  }
+  for (const auto& [t, rate] : run(absl::ZeroDuration())) {
+    EXPECT_EQ(rate, 0) << t;
+  }
+}
+
 // A request counts as a cold start when it waited for a replica that was
 // starting when it arrived -- also when others were ready but full -- and
 // not when it only queued behind busy ready replicas.
