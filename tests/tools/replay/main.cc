@@ -10,8 +10,9 @@
 // trace time, streamed, with its first byte, completion and the activator's
 // cold-start header recorded; the Deployment's pods sampled every 250 ms.
 // Simulated: `pilotlight simulate --policies pilotlight` on the same slice,
-// the same SLO, per-replica concurrency, replica bound, and the cold start
-// the live pods were measured to take.
+// the same SLO, per-replica concurrency, replica bound, and the cold starts
+// the live pods were measured to take, at four tick phases: the median and
+// the range of those runs against the live figures.
 #include <signal.h>
 #include <unistd.h>
 
@@ -100,9 +101,13 @@ class Replay {
   const std::vector<RequestRecord>& records() const { return records_; }
   const std::vector<TimelineSample>& timeline() const { return timeline_; }
   int64_t scale_events() const { return scale_events_; }
-  // Pod created -> Ready, seconds (the API's 1 s resolution).
-  const std::vector<double>& cold_starts() const { return cold_starts_; }
+  // Pod first seen -> seen Ready, seconds (250 ms samples).
+  const std::vector<double>& cold_starts() const {
+    return cold_starts_.cold_starts();
+  }
   std::string ns() const { return ns_; }
+  // When the slice started (its time 0).
+  absl::Time t0() const { return t0_; }
   std::string LogsOf(const std::string& what) const;
 
  private:
@@ -123,8 +128,8 @@ class Replay {
   std::vector<TimelineSample> timeline_;
   int64_t scale_events_ = 0;
   int last_desired_ = 0;
-  std::map<std::string, double> ready_after_;  // pod -> created..Ready
-  std::vector<double> cold_starts_;
+  ColdStartTracker cold_starts_;
+  absl::Time t0_;
 };
 
 absl::StatusOr<json> Replay::Api(const std::string& method,
@@ -240,12 +245,14 @@ absl::Status Replay::SetUp() {
   }
   // The controller with its defaults (tick 2 s, the policy windows the
   // simulator's decider uses), and the activator in front.
+  std::filesystem::remove(absl::StrCat(s_.out, "/live_decisions.jsonl"));
   controller_ = std::make_unique<Process>(
       s_.pilotlight,
-      std::vector<std::string>{"controller", "--kubeconfig", s_.kubeconfig,
-                               "--prometheus", s_.prometheus, "--listen",
-                               "127.0.0.1:0", "--grpc-listen", "127.0.0.1:0",
-                               "--no-leader-election", "--policy", s_.policy},
+      std::vector<std::string>{
+          "controller", "--kubeconfig", s_.kubeconfig, "--prometheus",
+          s_.prometheus, "--listen", "127.0.0.1:0", "--grpc-listen",
+          "127.0.0.1:0", "--no-leader-election", "--policy", s_.policy,
+          "--decision-log", absl::StrCat(s_.out, "/live_decisions.jsonl")},
       LogsOf("controller"));
   const int grpc = controller_->LogInt("controller started", "grpc_port");
   if (grpc <= 0) {
@@ -345,23 +352,10 @@ void Replay::Sample(absl::Time t0) {
     bool ready = false;
     for (const json& c : pod.value("status", json::object())
                              .value("conditions", json::array())) {
-      if (c.value("type", "") == "Ready" && c.value("status", "") == "True") {
-        ready = true;
-        const std::string name = meta.value("name", "");
-        absl::Time created;
-        absl::Time at;
-        std::string e;
-        if (ready_after_.count(name) == 0 &&
-            absl::ParseTime(absl::RFC3339_full,
-                            meta.value("creationTimestamp", ""), &created,
-                            &e) &&
-            absl::ParseTime(absl::RFC3339_full,
-                            c.value("lastTransitionTime", ""), &at, &e)) {
-          ready_after_[name] = absl::ToDoubleSeconds(at - created);
-          cold_starts_.push_back(ready_after_[name]);
-        }
-      }
+      ready = ready || (c.value("type", "") == "Ready" &&
+                        c.value("status", "") == "True");
     }
+    cold_starts_.Observe(p.t_s, meta.value("name", ""), ready);
     p.ready += ready && !meta.contains("deletionTimestamp") ? 1 : 0;
   }
   const int desired = (*d)["spec"].value("replicas", 0);
@@ -375,6 +369,7 @@ void Replay::Sample(absl::Time t0) {
 void Replay::Run() {
   records_.assign(requests_.size(), RequestRecord{});
   const absl::Time t0 = absl::Now() + absl::Seconds(1);
+  t0_ = t0;
   const double window_s = absl::ToDoubleSeconds(s_.duration);
   std::atomic<size_t> next{0};
   std::atomic<size_t> done{0};
@@ -428,57 +423,144 @@ void Replay::TearDown() {
   }
 }
 
-// The simulated side: `pilotlight simulate` on the same slice and settings.
+void WriteTimeline(const std::string& path,
+                   const std::vector<TimelineSample>& timeline) {
+  std::ofstream tl(path);
+  tl << "t_s,replicas,ready\n";
+  for (const TimelineSample& t : timeline) {
+    tl << absl::StrFormat("%.3f,%d,%d\n", t.t_s, t.replicas, t.ready);
+  }
+}
+
+// The simulated side: `pilotlight simulate` on the same slice and settings,
+// run at each tick phase (where the live controller's ticks fall against
+// the trace is its own) and, with measured cold starts, two draws of them.
 struct Simulated {
-  ReplaySummary summary;
-  std::vector<TimelineSample> timeline;
-  std::string command;
+  SimSpread spread;
+  std::vector<TimelineSample> timeline;  // of the median replica-seconds run
+  std::string command;                   // that run's
+  int runs = 0;
 };
-absl::StatusOr<Simulated> Simulate(const Settings& s, double cold_start_s,
+
+constexpr absl::Duration kControllerTick = absl::Seconds(2);  // its default
+
+std::string DecisionLogOf(const Settings& s, int phase, int seed) {
+  return absl::StrCat(s.out, "/sim_decisions_", phase, "_", seed, ".jsonl");
+}
+
+absl::StatusOr<Simulated> Simulate(const Settings& s,
+                                   const std::vector<double>& cold_starts,
                                    double price_per_hour) {
-  Simulated out;
-  const std::string timeline_csv = absl::StrCat(s.out, "/sim_timeline.csv");
-  out.command = absl::StrCat(
+  std::string cold_start_flag;
+  if (cold_starts.empty()) {
+    cold_start_flag = absl::StrCat(
+        " --cold-start ", absl::FormatDuration(absl::Seconds(s.cold_start_s)));
+  } else {
+    const std::string file = absl::StrCat(s.out, "/cold_starts.csv");
+    std::ofstream out(file);
+    out << "value\n";  // milliseconds, as --cold-start-samples reads them
+    for (double c : cold_starts) {
+      out << absl::StrFormat("%.0f\n", c * 1000);
+    }
+    cold_start_flag = absl::StrCat(" --cold-start-samples ", file);
+  }
+  const std::string base = absl::StrCat(
       s.pilotlight, " simulate --trace ", s.trace, " --format ", s.format,
       " --start ", absl::FormatDuration(s.start), " --duration ",
       absl::FormatDuration(s.duration), " --endpoints 1 --policies ", s.policy,
       " --model ", s.model, " --gpu ", s.gpu, " --ttft ",
       absl::FormatDuration(s.ttft), " --max-cold-start-fraction 0.01",
       " --concurrency-per-replica ", s.concurrency, " --max-replicas ",
-      s.max_replicas, " --cold-start ",
-      absl::FormatDuration(absl::Seconds(cold_start_s)),
-      " --match-slo 0 --no-progress --json --timeline ", timeline_csv);
-  int rc = 0;
-  const std::string text = Shell(out.command, &rc);
-  const json j = json::parse(text, nullptr, false);
-  if (rc != 0 || !j.is_object() || j["policies"].empty()) {
-    return absl::InternalError(
-        absl::StrCat("`", out.command, "` failed: ", text));
-  }
-  const json& p = j["policies"][0];
-  std::ifstream in(timeline_csv);
-  std::string line;
-  std::getline(in, line);  // header
-  while (std::getline(in, line)) {
-    const std::vector<std::string> f = absl::StrSplit(line, ',');
-    TimelineSample t;
-    if (f.size() >= 4 && absl::SimpleAtod(f[1], &t.t_s) &&
-        absl::SimpleAtoi(f[2], &t.replicas) &&
-        absl::SimpleAtoi(f[3], &t.ready)) {
-      out.timeline.push_back(t);
+      s.max_replicas, cold_start_flag, " --tick ",
+      absl::FormatDuration(kControllerTick),
+      " --match-slo 0 --no-progress --json");
+  const double window_s = absl::ToDoubleSeconds(s.duration);
+  struct Run {
+    int phase = 0;
+    int seed = 0;
+    ReplaySummary summary;
+    std::vector<TimelineSample> timeline;
+    std::string command;
+  };
+  std::vector<Run> runs;
+  const int seeds = cold_starts.empty() ? 1 : 2;
+  for (int phase = 0; phase < 4; ++phase) {
+    for (int seed = 1; seed <= seeds; ++seed) {
+      Run run;
+      run.phase = phase;
+      run.seed = seed;
+      const std::string timeline_csv =
+          absl::StrCat(s.out, "/sim_timeline_", phase, "_", seed, ".csv");
+      run.command =
+          absl::StrCat(base, " --tick-phase ",
+                       absl::FormatDuration(kControllerTick * phase / 4),
+                       " --seed ", seed, " --timeline ", timeline_csv,
+                       " --decision-log ", DecisionLogOf(s, phase, seed));
+      int rc = 0;
+      const std::string text = Shell(run.command, &rc);
+      const json j = json::parse(text, nullptr, false);
+      if (rc != 0 || !j.is_object() || j["policies"].empty()) {
+        return absl::InternalError(
+            absl::StrCat("`", run.command, "` failed: ", text));
+      }
+      const json& p = j["policies"][0];
+      std::ifstream in(timeline_csv);
+      std::string line;
+      std::getline(in, line);  // header
+      while (std::getline(in, line)) {
+        const std::vector<std::string> f = absl::StrSplit(line, ',');
+        TimelineSample t;
+        if (f.size() >= 4 && absl::SimpleAtod(f[1], &t.t_s) &&
+            absl::SimpleAtoi(f[2], &t.replicas) &&
+            absl::SimpleAtoi(f[3], &t.ready)) {
+          run.timeline.push_back(t);
+        }
+      }
+      in.close();
+      std::filesystem::remove(timeline_csv);
+      ReplaySummary& r = run.summary;
+      r.requests = p.value("requests", int64_t{0});
+      r.answered = r.requests - p.value("rejected_requests", int64_t{0});
+      r.cold_start_requests = p.value("cold_start_requests", int64_t{0});
+      r.scale_events = p.value("scale_events", int64_t{0});
+      r.replica_seconds = ReplicaSeconds(run.timeline, window_s);
+      r.ttft_p50_s = p.value("ttft_p50_s", 0.0);
+      r.ttft_p99_s = p.value("ttft_p99_s", 0.0);
+      r.ttft_attainment = p.value("ttft_attainment", 0.0);
+      r.cost_usd = r.replica_seconds * price_per_hour / 3600;
+      runs.push_back(std::move(run));
     }
   }
-  const double window_s = absl::ToDoubleSeconds(s.duration);
-  ReplaySummary& r = out.summary;
-  r.requests = p.value("requests", int64_t{0});
-  r.answered = r.requests - p.value("rejected_requests", int64_t{0});
-  r.cold_start_requests = p.value("cold_start_requests", int64_t{0});
-  r.scale_events = p.value("scale_events", int64_t{0});
-  r.replica_seconds = ReplicaSeconds(out.timeline, window_s);
-  r.ttft_p50_s = p.value("ttft_p50_s", 0.0);
-  r.ttft_p99_s = p.value("ttft_p99_s", 0.0);
-  r.ttft_attainment = p.value("ttft_attainment", 0.0);
-  r.cost_usd = r.replica_seconds * price_per_hour / 3600;
+  Simulated out;
+  std::vector<ReplaySummary> summaries;
+  for (const Run& r : runs) {
+    summaries.push_back(r.summary);
+  }
+  out.spread = Spread(summaries);
+  out.runs = static_cast<int>(runs.size());
+  // The run nearest the median replica-seconds stands for the simulator in
+  // the overlay and in sim_timeline.csv.
+  const Run* pick = &runs.front();
+  for (const Run& r : runs) {
+    if (std::abs(r.summary.replica_seconds -
+                 out.spread.median.replica_seconds) <
+        std::abs(pick->summary.replica_seconds -
+                 out.spread.median.replica_seconds)) {
+      pick = &r;
+    }
+  }
+  out.timeline = pick->timeline;
+  out.command = pick->command;
+  // Its decisions are kept (sim_decisions.jsonl), the others' removed.
+  for (const Run& r : runs) {
+    const std::string log = DecisionLogOf(s, r.phase, r.seed);
+    if (&r == pick) {
+      std::filesystem::rename(log, absl::StrCat(s.out, "/sim_decisions.jsonl"));
+    } else {
+      std::filesystem::remove(log);
+    }
+  }
+  WriteTimeline(absl::StrCat(s.out, "/sim_timeline.csv"), out.timeline);
   return out;
 }
 
@@ -493,20 +575,24 @@ void WriteFiles(const Settings& s, const Replay& live, const Simulated& sim,
                            r.body_ok ? 1 : 0, r.cold ? 1 : 0, r.held_s,
                            r.prompt_tokens, r.output_tokens);
   }
-  std::ofstream tl(absl::StrCat(s.out, "/live_timeline.csv"));
-  tl << "t_s,replicas,ready\n";
-  for (const TimelineSample& t : live.timeline()) {
-    tl << absl::StrFormat("%.3f,%d,%d\n", t.t_s, t.replicas, t.ready);
-  }
+  WriteTimeline(absl::StrCat(s.out, "/live_timeline.csv"), live.timeline());
   json j = {{"trace", s.trace},
             {"policy", s.policy},
             {"start_s", absl::ToDoubleSeconds(s.start)},
+            // live_decisions.jsonl's t is Unix time: minus this, the
+            // slice's time (sim_decisions.jsonl's t).
+            {"slice_start_unix_s",
+             absl::ToDoubleSeconds(live.t0() - absl::UnixEpoch())},
             {"duration_s", absl::ToDoubleSeconds(s.duration)},
             {"simulate", sim.command},
             {"rows", json::array()}};
   for (const ComparedRow& r : rows) {
-    j["rows"].push_back(
-        {{"name", r.name}, {"live", r.live}, {"sim", r.sim}, {"diff", r.diff}});
+    j["rows"].push_back({{"name", r.name},
+                         {"live", r.live},
+                         {"sim", r.sim},
+                         {"sim_min", r.sim_min},
+                         {"sim_max", r.sim_max},
+                         {"diff", r.diff}});
   }
   std::ofstream(absl::StrCat(s.out, "/comparison.json")) << j.dump(2) << "\n";
   std::ofstream(absl::StrCat(s.out, "/comparison.html")) << ComparisonHtml(
@@ -671,23 +757,24 @@ int Main(int argc, char** argv) {
   const ReplaySummary l =
       SummariseLive(live.records(), live.timeline(), live.scale_events(),
                     window_s, absl::ToDoubleSeconds(s.ttft), price);
-  // The simulator gets the cold start the live pods took (created ->
-  // Ready, median), not the annotation's: both sides then start replicas
+  // The simulator gets the cold starts the live pods took (first seen ->
+  // seen Ready), not the annotation's: both sides then start replicas
   // equally slowly, and what differs is the control loop and the service.
-  const double measured = live.cold_starts().empty()
-                              ? s.cold_start_s
-                              : Quantile(live.cold_starts(), 0.5);
-  absl::StatusOr<Simulated> sim = Simulate(s, measured, price);
+  absl::StatusOr<Simulated> sim = Simulate(s, live.cold_starts(), price);
   if (!sim.ok()) {
     std::cerr << "pilotlight-replay: " << sim.status().message() << "\n";
     return 1;
   }
-  std::cout << "simulated: " << sim->command << "\n"
-            << absl::StrFormat(
-                   "live pods: %zu started, cold start (created -> Ready) "
-                   "median %.1f s (annotation %.1f s)\n",
-                   live.cold_starts().size(), measured, s.cold_start_s);
-  const std::vector<ComparedRow> rows = Compare(l, sim->summary);
+  std::cout << absl::StrFormat(
+      "simulated: %d runs (tick phases 0, 0.5, 1, 1.5 s%s); the median "
+      "replica-seconds one: %s\n"
+      "live pods: %zu started, cold start (first seen -> seen Ready, 250 ms "
+      "samples) median %.2f s, p90 %.2f s (annotation %.1f s)\n",
+      sim->runs,
+      live.cold_starts().empty() ? "" : " x 2 draws of the live cold starts",
+      sim->command, live.cold_starts().size(), Median(live.cold_starts()),
+      Quantile(live.cold_starts(), 0.9), s.cold_start_s);
+  const std::vector<ComparedRow> rows = Compare(l, sim->spread);
   PrintComparison(rows, std::cout);
   WriteFiles(s, live, *sim, rows);
   std::cout << "records, timelines and the overlay: " << s.out

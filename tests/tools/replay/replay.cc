@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -61,6 +62,65 @@ ReplaySummary SummariseLive(const std::vector<RequestRecord>& requests,
   return s;
 }
 
+void ColdStartTracker::Observe(double t_s, const std::string& pod, bool ready) {
+  if (done_.contains(pod)) {
+    return;
+  }
+  auto it = first_seen_.find(pod);
+  if (it == first_seen_.end()) {
+    if (ready) {
+      done_.insert(pod);  // its start was not seen
+    } else {
+      first_seen_.emplace(pod, t_s);
+    }
+    return;
+  }
+  if (ready) {
+    cold_starts_.push_back(t_s - it->second);
+    first_seen_.erase(it);
+    done_.insert(pod);
+  }
+}
+
+double Median(std::vector<double> v) {
+  if (v.empty()) {
+    return 0;
+  }
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+SimSpread Spread(const std::vector<ReplaySummary>& runs) {
+  SimSpread out;
+  if (runs.empty()) {
+    return out;
+  }
+  // Each figure on its own: the median run of one figure need not be the
+  // median run of another.
+  const auto each = [&](auto field) {
+    std::vector<double> v;
+    v.reserve(runs.size());
+    for (const ReplaySummary& r : runs) {
+      v.push_back(static_cast<double>(r.*field));
+    }
+    using T = std::remove_reference_t<decltype(runs[0].*field)>;
+    out.median.*field = static_cast<T>(Median(v));
+    out.min.*field = static_cast<T>(*std::min_element(v.begin(), v.end()));
+    out.max.*field = static_cast<T>(*std::max_element(v.begin(), v.end()));
+  };
+  each(&ReplaySummary::requests);
+  each(&ReplaySummary::answered);
+  each(&ReplaySummary::cold_start_requests);
+  each(&ReplaySummary::scale_events);
+  each(&ReplaySummary::replica_seconds);
+  each(&ReplaySummary::ttft_p50_s);
+  each(&ReplaySummary::ttft_p99_s);
+  each(&ReplaySummary::ttft_attainment);
+  each(&ReplaySummary::cost_usd);
+  return out;
+}
+
 double RelativeDifference(double live, double sim) {
   if (sim == 0) {
     return live == 0 ? 0 : (live > 0 ? 1 : -1);
@@ -69,32 +129,36 @@ double RelativeDifference(double live, double sim) {
 }
 
 std::vector<ComparedRow> Compare(const ReplaySummary& live,
-                                 const ReplaySummary& sim) {
-  std::vector<ComparedRow> rows = {
-      {"requests", static_cast<double>(live.requests),
-       static_cast<double>(sim.requests)},
-      {"replica-seconds", live.replica_seconds, sim.replica_seconds},
-      {"cold-start requests", static_cast<double>(live.cold_start_requests),
-       static_cast<double>(sim.cold_start_requests)},
-      {"scale events", static_cast<double>(live.scale_events),
-       static_cast<double>(sim.scale_events)},
-      {"TTFT p50 (s)", live.ttft_p50_s, sim.ttft_p50_s},
-      {"TTFT p99 (s)", live.ttft_p99_s, sim.ttft_p99_s},
-      {"TTFT SLO attainment", live.ttft_attainment, sim.ttft_attainment},
-      {"cost (USD)", live.cost_usd, sim.cost_usd},
-  };
-  for (ComparedRow& r : rows) {
+                                 const SimSpread& sim) {
+  std::vector<ComparedRow> rows;
+  const auto row = [&](const char* name, auto field) {
+    ComparedRow r;
+    r.name = name;
+    r.live = static_cast<double>(live.*field);
+    r.sim = static_cast<double>(sim.median.*field);
+    r.sim_min = static_cast<double>(sim.min.*field);
+    r.sim_max = static_cast<double>(sim.max.*field);
     r.diff = RelativeDifference(r.live, r.sim);
-  }
+    rows.push_back(r);
+  };
+  row("requests", &ReplaySummary::requests);
+  row("replica-seconds", &ReplaySummary::replica_seconds);
+  row("cold-start requests", &ReplaySummary::cold_start_requests);
+  row("scale events", &ReplaySummary::scale_events);
+  row("TTFT p50 (s)", &ReplaySummary::ttft_p50_s);
+  row("TTFT p99 (s)", &ReplaySummary::ttft_p99_s);
+  row("TTFT SLO attainment", &ReplaySummary::ttft_attainment);
+  row("cost (USD)", &ReplaySummary::cost_usd);
   return rows;
 }
 
 void PrintComparison(const std::vector<ComparedRow>& rows, std::ostream& out) {
-  out << absl::StrFormat("%-22s %12s %12s %9s\n", "", "live", "simulated",
-                         "live/sim");
+  out << absl::StrFormat("%-22s %10s %10s %21s %9s\n", "", "live", "sim median",
+                         "sim range", "live/sim");
   for (const ComparedRow& r : rows) {
-    out << absl::StrFormat("%-22s %12.4g %12.4g %+8.1f%%\n", r.name, r.live,
-                           r.sim, 100 * r.diff);
+    out << absl::StrFormat("%-22s %10.4g %10.4g %10.4g-%-10.4g %+8.1f%%%s\n",
+                           r.name, r.live, r.sim, r.sim_min, r.sim_max,
+                           100 * r.diff, r.InSpread() ? "" : " outside");
   }
 }
 
@@ -148,7 +212,8 @@ std::string ComparisonHtml(const std::string& title,
       &html,
       "<p>Replicas (requested and not gone) over the %.0f s slice: "
       "<span style=\"color:#d62728\">live</span> and "
-      "<span style=\"color:#1f77b4\">simulated</span>; dashed: Ready. "
+      "<span style=\"color:#1f77b4\">simulated</span> (the run with the "
+      "median replica-seconds); dashed: Ready. "
       "Axis: 0 to %d replicas.</p>"
       "<svg width=\"920\" height=\"280\" viewBox=\"-10 -10 920 280\">"
       "<rect x=\"0\" y=\"0\" width=\"900\" height=\"260\" fill=\"none\" "
@@ -159,12 +224,14 @@ std::string ComparisonHtml(const std::string& title,
   html += Steps(live, true, window_s, top, "#d62728", "4 3");
   html += Steps(sim, true, window_s, top, "#1f77b4", "4 3");
   html +=
-      "</svg><table><tr><th></th><th>live</th><th>simulated</th>"
-      "<th>live/sim</th></tr>";
+      "</svg><table><tr><th></th><th>live</th><th>simulated (median)"
+      "</th><th>simulated (range)</th><th>live/sim</th></tr>";
   for (const ComparedRow& r : rows) {
-    absl::StrAppendFormat(
-        &html, "<tr><td>%s</td><td>%.4g</td><td>%.4g</td><td>%+.1f%%</td></tr>",
-        r.name, r.live, r.sim, 100 * r.diff);
+    absl::StrAppendFormat(&html,
+                          "<tr><td>%s</td><td>%.4g</td><td>%.4g</td><td>%.4g"
+                          " &ndash; %.4g</td><td>%+.1f%%</td></tr>",
+                          r.name, r.live, r.sim, r.sim_min, r.sim_max,
+                          100 * r.diff);
   }
   html += "</table></body></html>\n";
   return html;

@@ -11,8 +11,10 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <ostream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -69,6 +71,34 @@ ReplaySummary SummariseLive(const std::vector<RequestRecord>& requests,
                             int64_t scale_events, double window_s,
                             double ttft_slo_s, double price_per_hour);
 
+// Cold starts from the pods sampled every 250 ms: from the sample that
+// first shows a pod to the first that shows it Ready. Both ends lag their
+// event by up to one sampling period, so the difference is unbiased at that
+// resolution -- where the API server's timestamps (1 s) made a 10.3 s start
+// read 11 s. A pod first seen Ready is not counted (its start was missed).
+class ColdStartTracker {
+ public:
+  void Observe(double t_s, const std::string& pod, bool ready);
+  const std::vector<double>& cold_starts() const { return cold_starts_; }
+
+ private:
+  std::map<std::string, double> first_seen_;  // pods not yet seen Ready
+  std::set<std::string> done_;
+  std::vector<double> cold_starts_;
+};
+
+// The median (the mean of the middle two of an even count); 0 when empty.
+double Median(std::vector<double> v);
+
+// The simulator's runs of one slice (tick phases and cold-start draws the
+// live run cannot pin down): per figure, the median, least and most.
+struct SimSpread {
+  ReplaySummary median;
+  ReplaySummary min;
+  ReplaySummary max;
+};
+SimSpread Spread(const std::vector<ReplaySummary>& runs);
+
 // (live - sim) / sim; 0 when both are 0, and +-1 when only sim is 0 (a
 // difference from nothing is as large as the comparison can say).
 double RelativeDifference(double live, double sim);
@@ -76,11 +106,14 @@ double RelativeDifference(double live, double sim);
 struct ComparedRow {
   std::string name;
   double live = 0;
-  double sim = 0;
+  double sim = 0;  // the simulated runs' median
+  double sim_min = 0;
+  double sim_max = 0;
   double diff = 0;  // RelativeDifference(live, sim)
+  bool InSpread() const { return live >= sim_min && live <= sim_max; }
 };
 std::vector<ComparedRow> Compare(const ReplaySummary& live,
-                                 const ReplaySummary& sim);
+                                 const SimSpread& sim);
 void PrintComparison(const std::vector<ComparedRow>& rows, std::ostream& out);
 
 // A self-contained HTML page: the two replica timelines (and Ready ones)

@@ -50,7 +50,43 @@ TEST(SummariseLiveTest, TtftFromTheDueTimeAndALostRequestMissesTheSlo) {
   EXPECT_DOUBLE_EQ(s.cost_usd, 19 * 3.6 / 3600);
 }
 
-TEST(CompareTest, RelativeToTheSimulatedSide) {
+TEST(ColdStartTrackerTest, FirstSightToFirstReadySample) {
+  ColdStartTracker t;
+  t.Observe(1.0, "a", false);
+  t.Observe(1.25, "a", false);
+  t.Observe(1.25, "b", false);
+  t.Observe(11.25, "a", true);  // a: 10.25 s
+  t.Observe(11.5, "a", true);   // counted once
+  t.Observe(11.5, "c", true);   // first seen Ready: its start was missed
+  t.Observe(12.0, "c", true);
+  t.Observe(21.75, "b", true);  // b: 20.5 s
+  EXPECT_THAT(t.cold_starts(), ::testing::ElementsAre(10.25, 20.5));
+}
+
+TEST(MedianTest, MiddleOrMeanOfTheMiddleTwo) {
+  EXPECT_DOUBLE_EQ(Median({3, 1, 2}), 2);
+  EXPECT_DOUBLE_EQ(Median({4, 1, 3, 2}), 2.5);
+  EXPECT_DOUBLE_EQ(Median({}), 0);
+}
+
+TEST(SpreadTest, EachFigureOnItsOwn) {
+  std::vector<ReplaySummary> runs(3);
+  runs[0].replica_seconds = 100;
+  runs[0].cold_start_requests = 30;
+  runs[1].replica_seconds = 300;
+  runs[1].cold_start_requests = 10;
+  runs[2].replica_seconds = 200;
+  runs[2].cold_start_requests = 20;
+  const SimSpread s = Spread(runs);
+  EXPECT_DOUBLE_EQ(s.median.replica_seconds, 200);
+  EXPECT_DOUBLE_EQ(s.min.replica_seconds, 100);
+  EXPECT_DOUBLE_EQ(s.max.replica_seconds, 300);
+  EXPECT_EQ(s.median.cold_start_requests, 20);
+  EXPECT_EQ(s.min.cold_start_requests, 10);
+  EXPECT_EQ(s.max.cold_start_requests, 30);
+}
+
+TEST(CompareTest, RelativeToTheSimulatedMedianWithItsSpread) {
   EXPECT_DOUBLE_EQ(RelativeDifference(110, 100), 0.1);
   EXPECT_DOUBLE_EQ(RelativeDifference(90, 100), -0.1);
   EXPECT_DOUBLE_EQ(RelativeDifference(0, 0), 0);
@@ -58,22 +94,30 @@ TEST(CompareTest, RelativeToTheSimulatedSide) {
   ReplaySummary live;
   live.replica_seconds = 120;
   live.cold_start_requests = 9;
-  ReplaySummary sim;
-  sim.replica_seconds = 100;
-  sim.cold_start_requests = 10;
+  SimSpread sim;
+  sim.median.replica_seconds = 100;
+  sim.min.replica_seconds = 90;
+  sim.max.replica_seconds = 110;
+  sim.median.cold_start_requests = 10;
+  sim.min.cold_start_requests = 8;
+  sim.max.cold_start_requests = 12;
   const std::vector<ComparedRow> rows = Compare(live, sim);
   ASSERT_EQ(rows.size(), 8u);
   EXPECT_EQ(rows[1].name, "replica-seconds");
   EXPECT_DOUBLE_EQ(rows[1].diff, 0.2);
+  EXPECT_FALSE(rows[1].InSpread());  // 120 above 90-110
   EXPECT_EQ(rows[2].name, "cold-start requests");
   EXPECT_DOUBLE_EQ(rows[2].diff, -0.1);
+  EXPECT_TRUE(rows[2].InSpread());  // 9 within 8-12
   std::ostringstream out;
   PrintComparison(rows, out);
-  EXPECT_THAT(out.str(), ::testing::HasSubstr("+20.0%"));
+  EXPECT_THAT(out.str(), ::testing::HasSubstr("+20.0% outside"));
+  EXPECT_THAT(out.str(), ::testing::HasSubstr("-10.0%\n"));
   const std::string html =
       ComparisonHtml("t", {{0, 1, 1}}, {{0, 2, 1}}, rows, 10);
   EXPECT_THAT(html, ::testing::HasSubstr("<polyline"));
   EXPECT_THAT(html, ::testing::HasSubstr("replica-seconds"));
+  EXPECT_THAT(html, ::testing::HasSubstr("90 &ndash; 110"));
 }
 
 }  // namespace
