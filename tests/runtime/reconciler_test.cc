@@ -402,6 +402,32 @@ TEST_F(ReconcilerTest, NodeProvisioningEntersTheLeadWhenThePoolIsFull) {
 // ceil(concurrency / (70 % of the capacity)), the last replica gone a
 // stable window plus the grace after the demand, and a request held at
 // zero asks for one at once.
+// --decision-log: a record per decision (per new demand sample), naming
+// the endpoint, with the sample and the replicas the decision set; a
+// reconcile without new demand decides nothing and logs nothing.
+TEST_F(ReconcilerTest, DecisionLogHasARecordPerDecision) {
+  Pool("chat-a100", "a100-80gb", kOnDemand, 1);
+  Endpoint({Variant("chat-a100", ClassName("a100-80gb", kOnDemand))});
+  std::vector<json> lines;
+  reconciler_->set_decision_log(
+      [&](const std::string& line) { lines.push_back(json::parse(line)); });
+  demand_.Set([](absl::Time, int) { return InFlight(3); });
+  Tick();
+  Tick();
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0]["endpoint"], "ml/chat");
+  EXPECT_DOUBLE_EQ(lines[1]["t"].get<double>(),
+                   absl::ToDoubleSeconds(kT0 + kTick - absl::UnixEpoch()));
+  ASSERT_EQ(lines[1]["samples"].size(), 1u);
+  EXPECT_DOUBLE_EQ(lines[1]["samples"][0]["in_flight"].get<double>(), 3);
+  EXPECT_EQ(lines[1]["variants"][0]["ready"], 1);
+  EXPECT_EQ(lines[1]["replicas"][0], Replicas("chat-a100"));
+  // No new demand epoch: the last decision stands, no record.
+  Writers w = out_.writers();
+  ASSERT_TRUE(reconciler_->Reconcile("ml/chat", w, true).ok());
+  EXPECT_EQ(lines.size(), 2u);
+}
+
 TEST_F(ReconcilerTest, KnativePolicySetsReplicasTheKpaWay) {
   Pool("chat-a100", "a100-80gb", kOnDemand, 1);
   Endpoint({Variant("chat-a100", ClassName("a100-80gb", kOnDemand))},
