@@ -77,6 +77,10 @@ const std::vector<FlagSpec>& SimulateFlags() {
       {"tick", false, "DURATION",
        "how often the policies are asked (default 2s, the controller's "
        "--tick)"},
+      {"pool-gpus", false, "N",
+       "GPUs in the node pool: with all but less than a replica's held, "
+       "pilotlight is told no node is free and adds a node's start to its "
+       "cold-start lead, as the controller does (default 0: no bound)"},
       {"rate-window", false, "DURATION",
        "the controller's --rate-window: pilotlight's arrival figure is the "
        "larger of the exact count and the engines' completions over this "
@@ -182,6 +186,10 @@ absl::Status BuildConfig(const ParsedFlags& f, const model::Catalog& catalog,
   PL_RETURN_IF_ERROR(Set(f.Duration("tick"), c.tick));
   if (c.tick < absl::Milliseconds(100) || c.tick > absl::Minutes(1)) {
     return absl::InvalidArgumentError("--tick must be in [100ms, 1m]");
+  }
+  PL_RETURN_IF_ERROR(Set(f.Int("pool-gpus"), c.pool_gpus));
+  if (c.pool_gpus < 0) {
+    return absl::InvalidArgumentError("--pool-gpus must be >= 0");
   }
   PL_RETURN_IF_ERROR(Set(f.Duration("rate-window"), c.prometheus_rate_window));
   if (c.prometheus_rate_window < absl::ZeroDuration()) {

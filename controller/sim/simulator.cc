@@ -710,8 +710,10 @@ class Engine {
       o.variants[v].desired = desired_[v];
       o.variants[v].cold_start = cold_start_stats_[v];
     }
+    double gpus_held = 0;
     for (int id : live_ids_) {
       const Replica& r = replicas_[static_cast<size_t>(id)];
+      gpus_held += models_[static_cast<size_t>(r.variant)].gpus;
       policy::VariantState& vs = o.variants[static_cast<size_t>(r.variant)];
       if (r.state == Replica::State::kReady) {
         ++vs.ready;
@@ -719,6 +721,12 @@ class Engine {
         vs.starting.push_back(config_.epoch + absl::Seconds(r.requested_s));
       } else if (r.state == Replica::State::kDraining) {
         ++vs.terminating;
+      }
+    }
+    if (config_.pool_gpus > 0) {
+      for (size_t v = 0; v < models_.size(); ++v) {
+        o.variants[v].node_free =
+            config_.pool_gpus - gpus_held >= models_[v].gpus;
       }
     }
     for (size_t v = 0; v < models_.size(); ++v) {

@@ -73,6 +73,13 @@ struct SimConfig {
   // activator's exact count by taking the larger; pilotlight is given the
   // same (Observation::completions_per_s). Zero: exact arrivals only.
   absl::Duration prometheus_rate_window = absl::Minutes(1);
+  // GPUs in the node pool the variants share; 0: unbounded. While the
+  // replicas not gone hold all but fewer than one replica's GPUs, the
+  // policy is told no node is free (VariantState::node_free), as the
+  // controller is by the scheduler's view, and prices a node's start into
+  // the next cold start. Placement itself is not delayed (keep
+  // max_replicas within the pool).
+  int pool_gpus = 0;
   absl::Duration billing_granularity = absl::Seconds(1);
   // Replaces the cold-start model's estimate for every variant.
   std::optional<absl::Duration> cold_start;

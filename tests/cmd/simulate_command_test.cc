@@ -159,6 +159,7 @@ TEST(SimulateCommandTest, BadInput) {
       {{"--trace", kTrace, "--tick", "10ms"}, "--tick must be in"},
       {{"--trace", kTrace, "--tick-phase", "2s"}, "--tick-phase must be in"},
       {{"--trace", kTrace, "--rate-window", "-1s"}, "--rate-window must be"},
+      {{"--trace", kTrace, "--pool-gpus", "-1"}, "--pool-gpus must be"},
       {{"--trace", kTrace, "--tick-phase", "-1s"}, "--tick-phase must be in"},
   };
   for (const Case& c : cases) {

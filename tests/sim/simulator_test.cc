@@ -198,6 +198,29 @@ TEST_F(SimulatorTest, CompletionsPerSecondOverThePrometheusRateWindow) {
   }
 }
 
+// A pool of 2 GPUs: with 2 one-GPU replicas up (starting or ready) the
+// policy is told no node is free; with 1, or with no pool bound, it is.
+TEST_F(SimulatorTest, PoolGpusTellThePolicyWhenNoNodeIsFree) {
+  const auto run = [&](int pool) {
+    config_.pool_gpus = pool;
+    std::vector<std::pair<int, bool>> seen;  // (replicas up, node free)
+    Run(OneRequest(101), 200, [&](const Observation& o, double t) {
+      const policy::VariantState& v = o.variants[0];
+      seen.emplace_back(
+          v.ready + static_cast<int>(v.starting.size()) + v.terminating,
+          v.node_free);
+      return t < 150 ? 2 : 1;
+    });
+    return seen;
+  };
+  for (const auto& [up, free] : run(2)) {
+    EXPECT_EQ(free, up < 2) << up;
+  }
+  for (const auto& [up, free] : run(0)) {
+    EXPECT_TRUE(free) << up;
+  }
+}
+
 // A request counts as a cold start when it waited for a replica that was
 // starting when it arrived -- also when others were ready but full -- and
 // not when it only queued behind busy ready replicas.

@@ -443,6 +443,10 @@ struct Simulated {
 };
 
 constexpr absl::Duration kControllerTick = absl::Seconds(2);  // its default
+// The loopback kubelet's GPUs per pool (tests/cluster/up): with all of them
+// held the live controller sees no free node and prices a node's start into
+// its lead; the simulator is told the same pool (--pool-gpus).
+constexpr int kLoopbackPoolGpus = 8;
 
 std::string DecisionLogOf(const Settings& s, int phase, int seed) {
   return absl::StrCat(s.out, "/sim_decisions_", phase, "_", seed, ".jsonl");
@@ -471,8 +475,8 @@ absl::StatusOr<Simulated> Simulate(const Settings& s,
       " --model ", s.model, " --gpu ", s.gpu, " --ttft ",
       absl::FormatDuration(s.ttft), " --max-cold-start-fraction 0.01",
       " --concurrency-per-replica ", s.concurrency, " --max-replicas ",
-      s.max_replicas, cold_start_flag, " --tick ",
-      absl::FormatDuration(kControllerTick),
+      s.max_replicas, " --pool-gpus ", kLoopbackPoolGpus, cold_start_flag,
+      " --tick ", absl::FormatDuration(kControllerTick),
       " --match-slo 0 --no-progress --json");
   const double window_s = absl::ToDoubleSeconds(s.duration);
   struct Run {
