@@ -105,6 +105,28 @@ class ReconcilerTest : public ::testing::Test {
     }
   }
   int Replicas(const std::string& d) { return cluster_.Replicas("ml/" + d); }
+  // Knative's loop at controller ticks 1.99 s apart: half a replica's
+  // capacity in flight for `before` ticks, then 4 x: one tick later the
+  // KPA has panicked up.
+  void KnativeStepAfterJitteredTicks(int before) {
+    Pool("chat-a100", "a100-80gb", policy::CapacityType::kOnDemand, 1);
+    Endpoint({Variant("chat-a100",
+                      ClassName("a100-80gb", policy::CapacityType::kOnDemand))},
+             "Realtime", ReplicaPolicy::kKnative);
+    const absl::Duration step = absl::Milliseconds(1990);
+    demand_.Set([](absl::Time, int) { return InFlight(1); });
+    Tick(step);
+    const int capacity = last_->capacity_per_replica;
+    ASSERT_GT(capacity, 0);
+    demand_.Set([&](absl::Time, int) { return InFlight(0.5 * capacity); });
+    for (int i = 0; i < before; ++i) {
+      Tick(step);
+    }
+    const int was = Replicas("chat-a100");
+    demand_.Set([&](absl::Time, int) { return InFlight(4.0 * capacity); });
+    Tick(step);
+    EXPECT_GT(Replicas("chat-a100"), was) << last_->variants[0].message;
+  }
   int Ready(const std::string& d) { return cluster_.Ready("ml/" + d); }
   bool SawEvent(const std::string& reason) const {
     for (const auto& e : out_.events) {
@@ -426,6 +448,17 @@ TEST_F(ReconcilerTest, DecisionLogHasARecordPerDecision) {
   Writers w = out_.writers();
   ASSERT_TRUE(reconciler_->Reconcile("ml/chat", w, true).ok());
   EXPECT_EQ(lines.size(), 2u);
+}
+
+// The controller's ticks are not exactly 2 s apart: at 1.99 s the KPA
+// still ticks every time (it used to skip one whose gap fell short of 2 s,
+// so a demand step waited a second tick), whichever reconcile the step
+// lands on (after an odd or an even number of them).
+TEST_F(ReconcilerTest, KnativeTicksOnEveryControllerTickDespiteJitter) {
+  KnativeStepAfterJitteredTicks(5);
+}
+TEST_F(ReconcilerTest, KnativeTicksOnEveryControllerTickDespiteJitterEven) {
+  KnativeStepAfterJitteredTicks(6);
 }
 
 TEST_F(ReconcilerTest, KnativePolicySetsReplicasTheKpaWay) {
