@@ -175,6 +175,37 @@ absl::Status Replay::SetUp() {
                      "repository root): ",
                      applied));
   }
+  // A replay before this one may still be terminating: its pods hold the
+  // pool's GPUs (the controller would see no free node) and its endpoint
+  // would be decided for by this run's controller. Wait for it to go.
+  std::string left;
+  std::string said;
+  const bool clear = WaitFor(absl::Seconds(120), [&] {
+    left.clear();
+    absl::StatusOr<json> all = Api("GET", "/api/v1/namespaces");
+    if (!all.ok() || !all->is_object()) {
+      return false;
+    }
+    for (const json& n : all->value("items", json::array())) {
+      const std::string name = n["metadata"].value("name", "");
+      if (absl::StartsWith(name, "replay-")) {
+        absl::StrAppend(&left, left.empty() ? "" : ", ", name, " (",
+                        n.value("status", json::object()).value("phase", ""),
+                        ")");
+      }
+    }
+    if (!left.empty() && left != said) {
+      std::cerr << "replay: waiting for " << left << " to go\n";
+      said = left;
+    }
+    return left.empty();
+  });
+  if (!clear) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "another replay's namespace is still there after 2 min: ", left,
+        "; if no replay is running, delete it (kubectl delete namespace "
+        "...) and run again"));
+  }
   ns_ = absl::StrCat("replay-", ::getpid());
   if (absl::StatusOr<json> r =
           Api("POST", "/api/v1/namespaces", {{"metadata", {{"name", ns_}}}});
