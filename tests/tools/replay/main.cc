@@ -405,6 +405,7 @@ void Replay::Run() {
   std::atomic<size_t> next{0};
   std::atomic<size_t> done{0};
   std::vector<std::thread> senders;
+  senders.reserve(static_cast<size_t>(s_.senders));
   for (int w = 0; w < s_.senders; ++w) {
     senders.emplace_back([&] {
       for (size_t i = next++; i < requests_.size(); i = next++) {
@@ -568,6 +569,7 @@ absl::StatusOr<Simulated> Simulate(const Settings& s,
   }
   Simulated out;
   std::vector<ReplaySummary> summaries;
+  summaries.reserve(runs.size());
   for (const Run& r : runs) {
     summaries.push_back(r.summary);
   }
