@@ -18,6 +18,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "controller/base/status_macros.h"
 #include "controller/cmd/flags.h"
@@ -124,6 +125,10 @@ const std::vector<FlagSpec>& SimulateFlags() {
       {"timeline", false, "FILE.csv",
        "write each policy's replicas, ready replicas, demand, cold-start "
        "requests and cost over time (600 points)"},
+      {"requests", false, "FILE.csv",
+       "write every request as it first starts on a replica: policy, "
+       "endpoint, arrival, start, TTFT, completion (seconds from the "
+       "trace's start), whether it met a cold start, the replica"},
       {"no-progress", true, "",
        "no progress on stderr (a bar on a terminal, else a line every 10 s)"},
       {"help", true, "", "show this help"},
@@ -239,6 +244,14 @@ absl::Status BuildConfig(const ParsedFlags& f, const model::Catalog& catalog,
   }
   c.catalog = &catalog;
   return absl::OkStatus();
+}
+
+// A CSV field, quoted when it holds a comma, quote or line break (RFC 4180).
+std::string CsvField(const std::string& v) {
+  if (v.find_first_of(",\"\r\n") == std::string::npos) {
+    return v;
+  }
+  return absl::StrCat("\"", absl::StrReplaceAll(v, {{"\"", "\"\""}}), "\"");
 }
 
 std::string Money(double usd) { return absl::StrFormat("%.2f", usd); }
@@ -565,6 +578,25 @@ int RunSimulate(const std::vector<std::string>& args, std::ostream& out,
       decision_log << line << "\n";
     };
   }
+  std::ofstream requests_csv;
+  const std::optional<std::string> requests_path = f->String("requests");
+  if (requests_path) {
+    requests_csv.open(*requests_path);
+    if (!requests_csv) {
+      err << "pilotlight simulate: cannot write " << *requests_path << "\n";
+      return kExitUsage;
+    }
+    requests_csv << "policy,endpoint,arrival_s,start_s,ttft_s,done_s,cold,"
+                    "replica,variant\n";
+    options.request_log = [&](const std::string& policy,
+                              const std::string& endpoint,
+                              const sim::RequestRecord& r) {
+      requests_csv << absl::StrFormat("%s,%s,%.3f,%.3f,%.4f,%.3f,%d,%d,%d\n",
+                                      policy, CsvField(endpoint), r.arrival_s,
+                                      r.start_s, r.ttft_s, r.done_s,
+                                      r.cold ? 1 : 0, r.replica, r.variant);
+    };
+  }
   // Progress on stderr: on a terminal a bar redrawn at most 10 times a
   // second; otherwise (a log, CI) one line every 10 s of a long run.
   const bool progress = !f->Bool("no-progress");
@@ -646,6 +678,10 @@ int RunSimulate(const std::vector<std::string>& args, std::ostream& out,
     if (match) {
       PrintMatch(*match, out);
     }
+  }
+  if (requests_csv.is_open() && !requests_csv.flush()) {
+    err << "pilotlight simulate: cannot write " << *requests_path << "\n";
+    return kExitInternal;
   }
   if (timeline_path) {
     std::ofstream csv(*timeline_path);

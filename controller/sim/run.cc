@@ -92,6 +92,11 @@ absl::StatusOr<RunReport> RunSimulation(const Trace& trace,
       if (options.progress) {
         within = [&](double f) { options.progress((done + f) / total, what); };
       }
+      if (options.request_log) {
+        c.request_log = [&](const RequestRecord& r) {
+          options.request_log(names[p], e.name, r);
+        };
+      }
       SimResult r =
           SimulateEndpoint(e, trace.duration_s, c, *models, **policy, within);
       SimResult& into = report.policies[p].result;

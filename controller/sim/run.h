@@ -23,6 +23,11 @@ struct RunOptions {
   // Called with the fraction done as each replay of (endpoint, policy)
   // moves (every hundredth of the trace) and when it ends.
   std::function<void(double fraction, const std::string& what)> progress;
+  // Given every request of every (policy, endpoint) replay as it first
+  // starts (SimConfig::request_log).
+  std::function<void(const std::string& policy, const std::string& endpoint,
+                     const RequestRecord& r)>
+      request_log;
 };
 
 struct PolicyResult {

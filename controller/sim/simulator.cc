@@ -491,8 +491,18 @@ class Engine {
       const auto index = static_cast<size_t>(&req - trace_.requests.data());
       if (!started_[index]) {
         started_[index] = true;
-        if (r.ready_s > req.arrival_s) {
+        const bool cold = r.ready_s > req.arrival_s;
+        if (cold) {
           ++result_.cold_start_requests;  // it waited for this replica
+        }
+        if (config_.request_log) {
+          config_.request_log(RequestRecord{.arrival_s = req.arrival_s,
+                                            .start_s = now_,
+                                            .ttft_s = ttft,
+                                            .done_s = now_ + service,
+                                            .cold = cold,
+                                            .replica = best,
+                                            .variant = r.variant});
         }
         result_.ttft.Add(ttft);
         const bool ttft_ok =

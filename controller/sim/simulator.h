@@ -60,6 +60,19 @@ struct ActivatorModel {
   std::optional<absl::Duration> poke_delay = absl::Milliseconds(10);
 };
 
+// One request as the simulator served it; times in seconds from the trace's
+// start. `done_s` is the completion scheduled at its first start (a request
+// retried after a spot preemption finishes later).
+struct RequestRecord {
+  double arrival_s = 0;
+  double start_s = 0;  // on a replica (arrival + time held or queued)
+  double ttft_s = 0;   // from arrival
+  double done_s = 0;
+  bool cold = false;  // it waited for this replica to become ready
+  int replica = 0;    // the replica's number in this run, from 0
+  int variant = 0;
+};
+
 struct SimConfig {
   policy::EndpointSpec spec;  // model, SLO, variants (baselines use the first)
   const model::Catalog* catalog = nullptr;
@@ -119,6 +132,10 @@ struct SimConfig {
   // (simulate --decision-log), for the run at its default setting; called
   // from the thread simulating the endpoint.
   std::function<void(const std::string& line)> decision_log;
+  // Given each request once, when it first starts on a replica (simulate
+  // --requests), to compare a simulated run with a live one request by
+  // request; called from the thread simulating the endpoint.
+  std::function<void(const RequestRecord& r)> request_log;
 };
 
 // Latency histogram: log-spaced buckets from 1 ms to ~3 h (percentiles to

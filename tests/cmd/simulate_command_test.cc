@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "controller/cmd/size_command.h"
 #include "gmock/gmock.h"
@@ -161,6 +162,8 @@ TEST(SimulateCommandTest, BadInput) {
       {{"--trace", kTrace, "--rate-window", "-1s"}, "--rate-window must be"},
       {{"--trace", kTrace, "--pool-gpus", "-1"}, "--pool-gpus must be"},
       {{"--trace", kTrace, "--tick-phase", "-1s"}, "--tick-phase must be in"},
+      {{"--trace", kTrace, "--requests", "/nonexistent/dir/requests.csv"},
+       "cannot write /nonexistent/dir/requests.csv"},
   };
   for (const Case& c : cases) {
     const Outcome r = Simulate(c.args);
@@ -198,6 +201,52 @@ TEST(SimulateCommandTest, TimelineCsv) {
   ASSERT_EQ(f.size(), 7u);
   EXPECT_EQ(f[5], std::to_string(j["policies"][0].value("cold_start_requests",
                                                         int64_t{-1})));
+}
+
+// --requests: one row per request served and policy, as they start; the
+// cold ones add up to the run's cold-start requests; a request starts no
+// earlier than it arrives and its first token no earlier than it starts.
+TEST(SimulateCommandTest, RequestsCsv) {
+  const std::string path = ::testing::TempDir() + "/requests.csv";
+  const Outcome r =
+      Simulate({"--trace", kTrace, "--policies", "pilotlight,keepalive-10m",
+                "--match-slo", "0", "--json", "--requests", path});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line,
+            "policy,endpoint,arrival_s,start_s,ttft_s,done_s,cold,replica,"
+            "variant");
+  std::map<std::string, int64_t> rows;
+  std::map<std::string, int64_t> cold;
+  while (std::getline(in, line)) {
+    const std::vector<std::string> f = absl::StrSplit(line, ',');
+    ASSERT_EQ(f.size(), 9u) << line;
+    double arrival = 0;
+    double start = 0;
+    double ttft = 0;
+    double done = 0;
+    ASSERT_TRUE(absl::SimpleAtod(f[2], &arrival) &&
+                absl::SimpleAtod(f[3], &start) &&
+                absl::SimpleAtod(f[4], &ttft) && absl::SimpleAtod(f[5], &done))
+        << line;
+    EXPECT_GE(start, arrival) << line;
+    EXPECT_GE(ttft + 0.002, start - arrival) << line;  // rounding of both
+    EXPECT_GE(done, start) << line;
+    ++rows[f[0]];
+    cold[f[0]] += f[6] == "1" ? 1 : 0;
+  }
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["policies"].size(), 2u);
+  for (const nlohmann::json& p : j["policies"]) {
+    const std::string name = p.value("name", "");
+    EXPECT_EQ(rows[name], p.value("requests", int64_t{-1}) -
+                              p.value("rejected_requests", int64_t{0}))
+        << name;
+    EXPECT_EQ(cold[name], p.value("cold_start_requests", int64_t{-1})) << name;
+  }
+  EXPECT_GT(cold["pilotlight"] + cold["keepalive-10m"], 0);
 }
 
 }  // namespace

@@ -480,8 +480,13 @@ constexpr absl::Duration kControllerTick = absl::Seconds(2);  // its default
 // its lead; the simulator is told the same pool (--pool-gpus).
 constexpr int kLoopbackPoolGpus = 8;
 
+// A simulated run's decision log and per-request records; the median run's
+// are kept as sim_decisions.jsonl and sim_requests.csv.
 std::string DecisionLogOf(const Settings& s, int phase, int seed) {
   return absl::StrCat(s.out, "/sim_decisions_", phase, "_", seed, ".jsonl");
+}
+std::string RequestsOf(const Settings& s, int phase, int seed) {
+  return absl::StrCat(s.out, "/sim_requests_", phase, "_", seed, ".csv");
 }
 
 absl::StatusOr<Simulated> Simulate(const Settings& s,
@@ -531,7 +536,8 @@ absl::StatusOr<Simulated> Simulate(const Settings& s,
           absl::StrCat(base, " --tick-phase ",
                        absl::FormatDuration(kControllerTick * phase / 4),
                        " --seed ", seed, " --timeline ", timeline_csv,
-                       " --decision-log ", DecisionLogOf(s, phase, seed));
+                       " --decision-log ", DecisionLogOf(s, phase, seed),
+                       " --requests ", RequestsOf(s, phase, seed));
       int rc = 0;
       const std::string text = Shell(run.command, &rc);
       const json j = json::parse(text, nullptr, false);
@@ -588,13 +594,17 @@ absl::StatusOr<Simulated> Simulate(const Settings& s,
   }
   out.timeline = pick->timeline;
   out.command = pick->command;
-  // Its decisions are kept (sim_decisions.jsonl), the others' removed.
+  // Its decisions and requests are kept, the others' removed.
   for (const Run& r : runs) {
     const std::string log = DecisionLogOf(s, r.phase, r.seed);
+    const std::string requests = RequestsOf(s, r.phase, r.seed);
     if (&r == pick) {
       std::filesystem::rename(log, absl::StrCat(s.out, "/sim_decisions.jsonl"));
+      std::filesystem::rename(requests,
+                              absl::StrCat(s.out, "/sim_requests.csv"));
     } else {
       std::filesystem::remove(log);
+      std::filesystem::remove(requests);
     }
   }
   WriteTimeline(absl::StrCat(s.out, "/sim_timeline.csv"), out.timeline);
