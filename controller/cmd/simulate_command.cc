@@ -90,6 +90,10 @@ const std::vector<FlagSpec>& SimulateFlags() {
       {"tick-phase", false, "DURATION",
        "ticks fall at this offset from the trace's start plus whole ticks, "
        "in [0, tick) (default 0; a live controller's phase is its own)"},
+      {"epoch", false, "UNIX_SECONDS",
+       "the simulated clock's Unix time at the replay's start (default "
+       "1700000000): where the policy's 10 s buckets and time-of-day bins "
+       "fall, as a live controller's clock puts them"},
       {"billing", false, "DURATION",
        "billing granularity: 1s, 1m, 1h (default 1s)"},
       {"max-replicas", false, "N", "replica bound for pilotlight (default 64)"},
@@ -203,6 +207,16 @@ absl::Status BuildConfig(const ParsedFlags& f, const model::Catalog& catalog,
   PL_RETURN_IF_ERROR(Set(f.Duration("tick-phase"), c.tick_phase));
   if (c.tick_phase < absl::ZeroDuration() || c.tick_phase >= c.tick) {
     return absl::InvalidArgumentError("--tick-phase must be in [0, --tick)");
+  }
+  std::optional<double> epoch;
+  PL_RETURN_IF_ERROR(Set(f.Double("epoch"), epoch));
+  if (epoch) {
+    // Within absl::Time's exact range and after 1970: a clock, not a count.
+    if (!(*epoch >= 0 && *epoch < 1e11)) {
+      return absl::InvalidArgumentError(
+          "--epoch wants Unix seconds in [0, 1e11)");
+    }
+    c.epoch = absl::UnixEpoch() + absl::Seconds(*epoch);
   }
   std::optional<absl::Duration> per_1k;
   PL_RETURN_IF_ERROR(Set(f.Duration("ttft-per-1k-prompt"), per_1k));

@@ -162,6 +162,8 @@ TEST(SimulateCommandTest, BadInput) {
       {{"--trace", kTrace, "--rate-window", "-1s"}, "--rate-window must be"},
       {{"--trace", kTrace, "--pool-gpus", "-1"}, "--pool-gpus must be"},
       {{"--trace", kTrace, "--tick-phase", "-1s"}, "--tick-phase must be in"},
+      {{"--trace", kTrace, "--epoch", "-5"}, "--epoch wants Unix seconds"},
+      {{"--trace", kTrace, "--epoch", "soon"}, "--epoch"},
       {{"--trace", kTrace, "--requests", "/nonexistent/dir/requests.csv"},
        "cannot write /nonexistent/dir/requests.csv"},
   };

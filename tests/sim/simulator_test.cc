@@ -172,6 +172,27 @@ TEST_F(SimulatorTest, TickPhaseShiftsEveryTick) {
   }
 }
 
+// The policy's clock is the epoch plus the replay's time: a replay of a live
+// slice passes the live start, so the policy's 10 s buckets and time-of-day
+// bins fall where the live controller's did.
+TEST_F(SimulatorTest, EpochIsThePolicysClockAtTheStart) {
+  config_.activator.poke_delay.reset();  // ticks only
+  config_.epoch = absl::FromUnixMillis(1'796'363'216'843);
+  std::vector<int64_t> seen;  // the policy's clock, Unix ms
+  Run(OneRequest(101), 200, [&](const Observation& o, double /*t*/) {
+    seen.push_back(absl::ToUnixMillis(o.now));
+    return 1;
+  });
+  ASSERT_GT(seen.size(), 50u);
+  // The replay starts a cold start's lead before the slice (time < 0).
+  EXPECT_LE(seen.front(), 1'796'363'216'843);
+  EXPECT_GE(seen.front(), 1'796'363'216'843 - 60'000);
+  for (int64_t ms : seen) {
+    EXPECT_EQ(ms % 2000, 843) << ms;  // every 2 s tick from the epoch
+  }
+  EXPECT_LE(seen.back(), 1'796'363'216'843 + 200'000);
+}
+
 // What the controller's Prometheus arrival figure says: completions over
 // the rate window (1 m), so a request served at ~101 s shows for a minute
 // after it, then not; and not at all with no window.
