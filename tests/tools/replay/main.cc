@@ -82,6 +82,22 @@ struct Settings {
   std::string pilotlight = "build/controller/cmd/pilotlight";
   int senders = 256;
   std::string policy = "pilotlight";  // or knative
+  // Re-run the simulated side against a finished replay's records in this
+  // folder (no cluster needed).
+  std::optional<std::string> resimulate;
+};
+
+// What the live side leaves for the comparison: from a replay just run, or
+// read back from its folder (--resimulate).
+struct LiveRun {
+  std::vector<RequestRecord> records;
+  std::vector<TimelineSample> timeline;
+  int64_t scale_events = 0;
+  std::vector<double> cold_starts;  // pod first seen -> seen Ready, s
+  absl::Time t0;                    // the slice's time 0
+  // Where the controller's ticks fell against the slice (TickPhase of its
+  // decision log); nullopt when it could not be told.
+  std::optional<double> tick_phase_s;
 };
 
 class Replay {
@@ -457,11 +473,92 @@ void Replay::TearDown() {
 
 void WriteTimeline(const std::string& path,
                    const std::vector<TimelineSample>& timeline) {
-  std::ofstream tl(path);
-  tl << "t_s,replicas,ready\n";
-  for (const TimelineSample& t : timeline) {
-    tl << absl::StrFormat("%.3f,%d,%d\n", t.t_s, t.replicas, t.ready);
+  std::ofstream(path) << TimelineCsv(timeline);
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    return absl::NotFoundError(absl::StrCat("cannot read ", path));
   }
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The live controller's tick phase from its decision log (`t` in Unix
+// seconds), against the slice start t0.
+std::optional<double> LiveTickPhase(const std::string& decision_log,
+                                    absl::Time t0, absl::Duration tick) {
+  std::ifstream in(decision_log);
+  std::vector<double> times;
+  std::string line;
+  while (std::getline(in, line)) {
+    const json j = json::parse(line, nullptr, false);
+    if (j.is_object() && j.contains("t") && j["t"].is_number()) {
+      times.push_back(j["t"].get<double>() -
+                      absl::ToDoubleSeconds(t0 - absl::UnixEpoch()));
+    }
+  }
+  return TickPhase(times, absl::ToDoubleSeconds(tick));
+}
+
+// A finished replay read back from its folder: its records, timeline and
+// cold starts, the slice start and the live scale events from
+// comparison.json, the tick phase from its decision log.
+absl::StatusOr<LiveRun> ReadLiveRun(const std::string& dir,
+                                    absl::Duration tick) {
+  LiveRun live;
+  absl::StatusOr<std::string> text = ReadFile(dir + "/requests.csv");
+  if (!text.ok()) {
+    return text.status();
+  }
+  absl::StatusOr<std::vector<RequestRecord>> records = ParseRequestsCsv(*text);
+  if (!records.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(dir, "/requests.csv: ", records.status().message()));
+  }
+  live.records = *std::move(records);
+  text = ReadFile(dir + "/live_timeline.csv");
+  if (!text.ok()) {
+    return text.status();
+  }
+  absl::StatusOr<std::vector<TimelineSample>> timeline =
+      ParseTimelineCsv(*text);
+  if (!timeline.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(dir, "/live_timeline.csv: ", timeline.status().message()));
+  }
+  live.timeline = *std::move(timeline);
+  text = ReadFile(dir + "/cold_starts.csv");
+  if (text.ok()) {  // milliseconds under a `value` header
+    for (absl::string_view v : absl::StrSplit(*text, '\n')) {
+      double ms = 0;
+      if (absl::SimpleAtod(v, &ms)) {
+        live.cold_starts.push_back(ms / 1000);
+      }
+    }
+  }
+  text = ReadFile(dir + "/comparison.json");
+  if (!text.ok()) {
+    return text.status();
+  }
+  const json c = json::parse(*text, nullptr, false);
+  if (!c.is_object() || !c.contains("slice_start_unix_s") ||
+      !c["slice_start_unix_s"].is_number()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(dir, "/comparison.json has no slice_start_unix_s"));
+  }
+  live.t0 =
+      absl::UnixEpoch() + absl::Seconds(c["slice_start_unix_s"].get<double>());
+  for (const json& row : c.value("rows", json::array())) {
+    if (row.value("name", "") == "scale events") {
+      live.scale_events = std::llround(row.value("live", 0.0));
+    }
+  }
+  live.tick_phase_s =
+      LiveTickPhase(dir + "/live_decisions.jsonl", live.t0, tick);
+  return live;
 }
 
 // The simulated side: `pilotlight simulate` on the same slice and settings,
@@ -472,6 +569,7 @@ struct Simulated {
   std::vector<TimelineSample> timeline;  // of the median replica-seconds run
   std::string command;                   // that run's
   int runs = 0;
+  std::string runs_are;  // what varied between the runs, for the printout
 };
 
 constexpr absl::Duration kControllerTick = absl::Seconds(2);  // its default
@@ -489,9 +587,9 @@ std::string RequestsOf(const Settings& s, int phase, int seed) {
   return absl::StrCat(s.out, "/sim_requests_", phase, "_", seed, ".csv");
 }
 
-absl::StatusOr<Simulated> Simulate(const Settings& s,
-                                   const std::vector<double>& cold_starts,
+absl::StatusOr<Simulated> Simulate(const Settings& s, const LiveRun& live,
                                    double price_per_hour) {
+  const std::vector<double>& cold_starts = live.cold_starts;
   std::string cold_start_flag;
   if (cold_starts.empty()) {
     cold_start_flag = absl::StrCat(
@@ -514,6 +612,8 @@ absl::StatusOr<Simulated> Simulate(const Settings& s,
       " --concurrency-per-replica ", s.concurrency, " --max-replicas ",
       s.max_replicas, " --pool-gpus ", kLoopbackPoolGpus, cold_start_flag,
       " --tick ", absl::FormatDuration(kControllerTick),
+      absl::StrFormat(" --epoch %.3f",
+                      absl::ToDoubleSeconds(live.t0 - absl::UnixEpoch())),
       " --match-slo 0 --no-progress --json");
   const double window_s = absl::ToDoubleSeconds(s.duration);
   struct Run {
@@ -523,9 +623,30 @@ absl::StatusOr<Simulated> Simulate(const Settings& s,
     std::vector<TimelineSample> timeline;
     std::string command;
   };
+  // At the live controller's own tick phase when its decisions tell it,
+  // with eight draws of the live cold starts; else at four phases (0, 0.5,
+  // 1, 1.5 s) with two draws each. (With the annotation's fixed cold start
+  // a draw changes nothing: one per phase.)
+  std::vector<absl::Duration> phases;
+  int seeds = cold_starts.empty() ? 1 : 2;
+  Simulated out;
+  if (live.tick_phase_s && !cold_starts.empty()) {
+    phases = {absl::Milliseconds(std::llround(1000 * *live.tick_phase_s))};
+    seeds = 8;
+    out.runs_are = absl::StrFormat(
+        "at the live controller's tick phase, %s, x 8 draws of the live "
+        "cold starts",
+        absl::FormatDuration(phases[0]));
+  } else {
+    for (int q = 0; q < 4; ++q) {
+      phases.push_back(kControllerTick * q / 4);
+    }
+    out.runs_are = absl::StrCat(
+        "tick phases 0, 0.5, 1, 1.5 s",
+        cold_starts.empty() ? "" : " x 2 draws of the live cold starts");
+  }
   std::vector<Run> runs;
-  const int seeds = cold_starts.empty() ? 1 : 2;
-  for (int phase = 0; phase < 4; ++phase) {
+  for (int phase = 0; phase < std::ssize(phases); ++phase) {
     for (int seed = 1; seed <= seeds; ++seed) {
       Run run;
       run.phase = phase;
@@ -534,7 +655,7 @@ absl::StatusOr<Simulated> Simulate(const Settings& s,
           absl::StrCat(s.out, "/sim_timeline_", phase, "_", seed, ".csv");
       run.command =
           absl::StrCat(base, " --tick-phase ",
-                       absl::FormatDuration(kControllerTick * phase / 4),
+                       absl::FormatDuration(phases[static_cast<size_t>(phase)]),
                        " --seed ", seed, " --timeline ", timeline_csv,
                        " --decision-log ", DecisionLogOf(s, phase, seed),
                        " --requests ", RequestsOf(s, phase, seed));
@@ -561,10 +682,10 @@ absl::StatusOr<Simulated> Simulate(const Settings& s,
       in.close();
       std::filesystem::remove(timeline_csv);
       ReplaySummary& r = run.summary;
-      r.requests = p.value("requests", int64_t{0});
-      r.answered = r.requests - p.value("rejected_requests", int64_t{0});
-      r.cold_start_requests = p.value("cold_start_requests", int64_t{0});
-      r.scale_events = p.value("scale_events", int64_t{0});
+      r.requests = p.value("requests", 0.0);
+      r.answered = r.requests - p.value("rejected_requests", 0.0);
+      r.cold_start_requests = p.value("cold_start_requests", 0.0);
+      r.scale_events = p.value("scale_events", 0.0);
       r.replica_seconds = ReplicaSeconds(run.timeline, window_s);
       r.ttft_p50_s = p.value("ttft_p50_s", 0.0);
       r.ttft_p99_s = p.value("ttft_p99_s", 0.0);
@@ -573,7 +694,6 @@ absl::StatusOr<Simulated> Simulate(const Settings& s,
       runs.push_back(std::move(run));
     }
   }
-  Simulated out;
   std::vector<ReplaySummary> summaries;
   summaries.reserve(runs.size());
   for (const Run& r : runs) {
@@ -611,28 +731,29 @@ absl::StatusOr<Simulated> Simulate(const Settings& s,
   return out;
 }
 
-void WriteFiles(const Settings& s, const Replay& live, const Simulated& sim,
+void WriteFiles(const Settings& s, const LiveRun& live, const Simulated& sim,
                 const std::vector<ComparedRow>& rows) {
-  std::ofstream req(absl::StrCat(s.out, "/requests.csv"));
-  req << "due_s,sent_s,first_byte_s,done_s,status,body_ok,cold,held_s,"
-         "prompt_tokens,output_tokens\n";
-  for (const RequestRecord& r : live.records()) {
-    req << absl::StrFormat("%.3f,%.3f,%.3f,%.3f,%d,%d,%d,%.3f,%u,%u\n", r.due_s,
-                           r.sent_s, r.first_byte_s, r.done_s, r.status,
-                           r.body_ok ? 1 : 0, r.cold ? 1 : 0, r.held_s,
-                           r.prompt_tokens, r.output_tokens);
+  namespace fs = std::filesystem;
+  if (!s.resimulate ||
+      fs::weakly_canonical(*s.resimulate) != fs::weakly_canonical(s.out)) {
+    std::ofstream(absl::StrCat(s.out, "/requests.csv"))
+        << RequestsCsv(live.records);
+    WriteTimeline(absl::StrCat(s.out, "/live_timeline.csv"), live.timeline);
   }
-  WriteTimeline(absl::StrCat(s.out, "/live_timeline.csv"), live.timeline());
   json j = {{"trace", s.trace},
             {"policy", s.policy},
             {"start_s", absl::ToDoubleSeconds(s.start)},
             // live_decisions.jsonl's t is Unix time: minus this, the
             // slice's time (sim_decisions.jsonl's t).
             {"slice_start_unix_s",
-             absl::ToDoubleSeconds(live.t0() - absl::UnixEpoch())},
+             absl::ToDoubleSeconds(live.t0 - absl::UnixEpoch())},
             {"duration_s", absl::ToDoubleSeconds(s.duration)},
             {"simulate", sim.command},
+            {"simulated_runs", absl::StrCat(sim.runs, " ", sim.runs_are)},
             {"rows", json::array()}};
+  if (live.tick_phase_s) {
+    j["live_tick_phase_s"] = *live.tick_phase_s;
+  }
   for (const ComparedRow& r : rows) {
     j["rows"].push_back({{"name", r.name},
                          {"live", r.live},
@@ -647,7 +768,7 @@ void WriteFiles(const Settings& s, const Replay& live, const Simulated& sim,
                    "): ", std::filesystem::path(s.trace).filename().string(),
                    " from ", absl::FormatDuration(s.start), ", ",
                    absl::FormatDuration(s.duration)),
-      live.timeline(), sim.timeline, rows, absl::ToDoubleSeconds(s.duration));
+      live.timeline, sim.timeline, rows, absl::ToDoubleSeconds(s.duration));
 }
 
 int Main(int argc, char** argv) {
@@ -675,6 +796,12 @@ int Main(int argc, char** argv) {
        "pilotlight (default) or knative: the controller's --policy and the "
        "simulated policy"},
       {"out", false, "DIR", "where the records go (default build/replay)"},
+      {"resimulate", false, "DIR",
+       "no live run: compare a finished replay's records in DIR (its "
+       "requests, timeline, cold starts and decision log) with a new "
+       "simulated side, written to DIR (or --out); pass the run's own "
+       "--trace, --start, --duration, --concurrency, --max-replicas and "
+       "--policy"},
       {"max-diff", false, "F",
        "exit 1 when replica-seconds or cold-start requests differ by more "
        "than this share, or a request was not answered"},
@@ -706,7 +833,8 @@ int Main(int argc, char** argv) {
   s.format = f.String("format").value_or(s.format);
   s.model = f.String("model").value_or(s.model);
   s.gpu = f.String("gpu").value_or(s.gpu);
-  s.out = f.String("out").value_or(s.out);
+  s.resimulate = f.String("resimulate");
+  s.out = f.String("out").value_or(s.resimulate.value_or(s.out));
   s.policy = f.String("policy").value_or(s.policy);
   if (s.policy != "pilotlight" && s.policy != "knative") {
     return fail("--policy " + s.policy + ": want pilotlight or knative");
@@ -716,7 +844,7 @@ int Main(int argc, char** argv) {
                      .value_or(testcluster::TestKubeconfig().value_or(""));
   s.prometheus =
       f.String("prometheus").value_or(testcluster::TestPrometheusUrl());
-  if (s.kubeconfig.empty() || s.prometheus.empty()) {
+  if (!s.resimulate && (s.kubeconfig.empty() || s.prometheus.empty())) {
     return fail(
         "no test cluster: run tests/cluster/up and set PILOTLIGHT_CLUSTER_DIR "
         "(or pass --kubeconfig and --prometheus)");
@@ -786,44 +914,65 @@ int Main(int argc, char** argv) {
   }
   spec.model = *profile;
   sim::ShapeFromTrace(*trace, spec);
-  Replay live(s, requests, spec.workload);
-  if (absl::Status st = live.SetUp(); !st.ok()) {
-    std::cerr << "pilotlight-replay: " << st.message() << "\n";
-    return 1;
-  }
-  std::cerr << "replay: namespace " << live.ns() << ", logs in " << s.out
-            << "\n";
-  live.Run();
-  live.TearDown();
-  if (g_stop.load()) {
-    std::cerr << "pilotlight-replay: stopped; namespace, controller and "
-                 "activator removed\n";
-    return 130;
+  LiveRun run;
+  if (s.resimulate) {
+    absl::StatusOr<LiveRun> read = ReadLiveRun(*s.resimulate, kControllerTick);
+    if (!read.ok()) {
+      return fail(std::string(read.status().message()));
+    }
+    if (read->records.size() != requests.size()) {
+      return fail(absl::StrFormat(
+          "%s holds %zu requests, the slice %zu: not this slice's replay "
+          "(pass its --trace, --start and --duration)",
+          *s.resimulate, read->records.size(), requests.size()));
+    }
+    run = *std::move(read);
+  } else {
+    Replay live(s, requests, spec.workload);
+    if (absl::Status st = live.SetUp(); !st.ok()) {
+      std::cerr << "pilotlight-replay: " << st.message() << "\n";
+      return 1;
+    }
+    std::cerr << "replay: namespace " << live.ns() << ", logs in " << s.out
+              << "\n";
+    live.Run();
+    live.TearDown();
+    if (g_stop.load()) {
+      std::cerr << "pilotlight-replay: stopped; namespace, controller and "
+                   "activator removed\n";
+      return 130;
+    }
+    run.records = live.records();
+    run.timeline = live.timeline();
+    run.scale_events = live.scale_events();
+    run.cold_starts = live.cold_starts();
+    run.t0 = live.t0();
+    run.tick_phase_s = LiveTickPhase(
+        absl::StrCat(s.out, "/live_decisions.jsonl"), run.t0, kControllerTick);
   }
   const double window_s = absl::ToDoubleSeconds(s.duration);
   const ReplaySummary l =
-      SummariseLive(live.records(), live.timeline(), live.scale_events(),
-                    window_s, absl::ToDoubleSeconds(s.ttft), price);
+      SummariseLive(run.records, run.timeline, run.scale_events, window_s,
+                    absl::ToDoubleSeconds(s.ttft), price);
   // The simulator gets the cold starts the live pods took (first seen ->
   // seen Ready), not the annotation's: both sides then start replicas
   // equally slowly, and what differs is the control loop and the service.
-  absl::StatusOr<Simulated> sim = Simulate(s, live.cold_starts(), price);
+  // It runs on the live slice's clock (--epoch) and, when the decision log
+  // tells it, at the live controller's tick phase.
+  absl::StatusOr<Simulated> sim = Simulate(s, run, price);
   if (!sim.ok()) {
     std::cerr << "pilotlight-replay: " << sim.status().message() << "\n";
     return 1;
   }
   std::cout << absl::StrFormat(
-      "simulated: %d runs (tick phases 0, 0.5, 1, 1.5 s%s); the median "
-      "replica-seconds one: %s\n"
+      "simulated: %d runs (%s); the median replica-seconds one: %s\n"
       "live pods: %zu started, cold start (first seen -> seen Ready, 250 ms "
       "samples) median %.2f s, p90 %.2f s (annotation %.1f s)\n",
-      sim->runs,
-      live.cold_starts().empty() ? "" : " x 2 draws of the live cold starts",
-      sim->command, live.cold_starts().size(), Median(live.cold_starts()),
-      Quantile(live.cold_starts(), 0.9), s.cold_start_s);
+      sim->runs, sim->runs_are, sim->command, run.cold_starts.size(),
+      Median(run.cold_starts), Quantile(run.cold_starts, 0.9), s.cold_start_s);
   const std::vector<ComparedRow> rows = Compare(l, sim->spread);
   PrintComparison(rows, std::cout);
-  WriteFiles(s, live, *sim, rows);
+  WriteFiles(s, run, *sim, rows);
   std::cout << "records, timelines and the overlay: " << s.out
             << "/comparison.html\n";
   if (l.answered != l.requests) {

@@ -2,12 +2,29 @@
 
 #include <algorithm>
 #include <cmath>
-#include <type_traits>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 
 namespace pilotlight::tools {
+
+const std::vector<SummaryField>& SummaryFields() {
+  static const auto* const fields = new std::vector<SummaryField>{
+      {"requests", &ReplaySummary::requests, true},
+      {"answered", &ReplaySummary::answered, false},
+      {"replica-seconds", &ReplaySummary::replica_seconds, true},
+      {"cold-start requests", &ReplaySummary::cold_start_requests, true},
+      {"scale events", &ReplaySummary::scale_events, true},
+      {"TTFT p50 (s)", &ReplaySummary::ttft_p50_s, true},
+      {"TTFT p99 (s)", &ReplaySummary::ttft_p99_s, true},
+      {"TTFT SLO attainment", &ReplaySummary::ttft_attainment, true},
+      {"cost (USD)", &ReplaySummary::cost_usd, true},
+  };
+  return *fields;
+}
 
 double ReplicaSeconds(const std::vector<TimelineSample>& timeline,
                       double window_s) {
@@ -39,7 +56,7 @@ ReplaySummary SummariseLive(const std::vector<RequestRecord>& requests,
                             double ttft_slo_s, double price_per_hour) {
   ReplaySummary s;
   std::vector<double> ttft;
-  int64_t within = 0;
+  double within = 0;
   for (const RequestRecord& r : requests) {
     ++s.requests;
     s.cold_start_requests += r.cold ? 1 : 0;
@@ -51,13 +68,11 @@ ReplaySummary SummariseLive(const std::vector<RequestRecord>& requests,
       within += t <= ttft_slo_s ? 1 : 0;
     }
   }
-  s.scale_events = scale_events;
+  s.scale_events = static_cast<double>(scale_events);
   s.replica_seconds = ReplicaSeconds(timeline, window_s);
   s.ttft_p50_s = Quantile(ttft, 0.5);
   s.ttft_p99_s = Quantile(ttft, 0.99);
-  s.ttft_attainment = s.requests > 0 ? static_cast<double>(within) /
-                                           static_cast<double>(s.requests)
-                                     : 0;
+  s.ttft_attainment = s.requests > 0 ? within / s.requests : 0;
   s.cost_usd = s.replica_seconds * price_per_hour / 3600;
   return s;
 }
@@ -98,26 +113,16 @@ SimSpread Spread(const std::vector<ReplaySummary>& runs) {
   }
   // Each figure on its own: the median run of one figure need not be the
   // median run of another.
-  const auto each = [&](auto field) {
+  for (const SummaryField& f : SummaryFields()) {
     std::vector<double> v;
     v.reserve(runs.size());
     for (const ReplaySummary& r : runs) {
-      v.push_back(static_cast<double>(r.*field));
+      v.push_back(r.*f.field);
     }
-    using T = std::remove_reference_t<decltype(runs[0].*field)>;
-    out.median.*field = static_cast<T>(Median(v));
-    out.min.*field = static_cast<T>(*std::min_element(v.begin(), v.end()));
-    out.max.*field = static_cast<T>(*std::max_element(v.begin(), v.end()));
-  };
-  each(&ReplaySummary::requests);
-  each(&ReplaySummary::answered);
-  each(&ReplaySummary::cold_start_requests);
-  each(&ReplaySummary::scale_events);
-  each(&ReplaySummary::replica_seconds);
-  each(&ReplaySummary::ttft_p50_s);
-  each(&ReplaySummary::ttft_p99_s);
-  each(&ReplaySummary::ttft_attainment);
-  each(&ReplaySummary::cost_usd);
+    out.median.*f.field = Median(v);
+    out.min.*f.field = *std::min_element(v.begin(), v.end());
+    out.max.*f.field = *std::max_element(v.begin(), v.end());
+  }
   return out;
 }
 
@@ -131,25 +136,153 @@ double RelativeDifference(double live, double sim) {
 std::vector<ComparedRow> Compare(const ReplaySummary& live,
                                  const SimSpread& sim) {
   std::vector<ComparedRow> rows;
-  const auto row = [&](const char* name, auto field) {
+  for (const SummaryField& f : SummaryFields()) {
+    if (!f.compared) {
+      continue;
+    }
     ComparedRow r;
-    r.name = name;
-    r.live = static_cast<double>(live.*field);
-    r.sim = static_cast<double>(sim.median.*field);
-    r.sim_min = static_cast<double>(sim.min.*field);
-    r.sim_max = static_cast<double>(sim.max.*field);
+    r.name = f.name;
+    r.live = live.*f.field;
+    r.sim = sim.median.*f.field;
+    r.sim_min = sim.min.*f.field;
+    r.sim_max = sim.max.*f.field;
     r.diff = RelativeDifference(r.live, r.sim);
     rows.push_back(r);
-  };
-  row("requests", &ReplaySummary::requests);
-  row("replica-seconds", &ReplaySummary::replica_seconds);
-  row("cold-start requests", &ReplaySummary::cold_start_requests);
-  row("scale events", &ReplaySummary::scale_events);
-  row("TTFT p50 (s)", &ReplaySummary::ttft_p50_s);
-  row("TTFT p99 (s)", &ReplaySummary::ttft_p99_s);
-  row("TTFT SLO attainment", &ReplaySummary::ttft_attainment);
-  row("cost (USD)", &ReplaySummary::cost_usd);
+  }
   return rows;
+}
+
+std::optional<double> TickPhase(const std::vector<double>& decision_times_s,
+                                double tick_s) {
+  constexpr double kWithin = 0.05;
+  if (decision_times_s.size() < 10 || !(tick_s > 0)) {
+    return std::nullopt;
+  }
+  std::vector<double> phase;
+  phase.reserve(decision_times_s.size());
+  for (double t : decision_times_s) {
+    phase.push_back(std::fmod(std::fmod(t, tick_s) + tick_s, tick_s));
+  }
+  // The phase with the most others within 50 ms of it (around the circle).
+  const auto near = [&](double a, double b) {
+    const double d = std::abs(a - b);
+    return std::min(d, tick_s - d) <= kWithin;
+  };
+  size_t best = 0;
+  size_t best_count = 0;
+  for (size_t i = 0; i < phase.size(); ++i) {
+    const auto n = static_cast<size_t>(
+        std::count_if(phase.begin(), phase.end(),
+                      [&](double p) { return near(p, phase[i]); }));
+    if (n > best_count) {
+      best = i;
+      best_count = n;
+    }
+  }
+  if (2 * best_count < phase.size()) {
+    return std::nullopt;
+  }
+  // Their median, unwrapped around the chosen one.
+  std::vector<double> close;
+  for (double p : phase) {
+    if (near(p, phase[best])) {
+      double d = p - phase[best];
+      d -= tick_s * std::round(d / tick_s);
+      close.push_back(phase[best] + d);
+    }
+  }
+  const double m = Median(close);
+  return std::fmod(m + tick_s, tick_s);
+}
+
+std::string RequestsCsv(const std::vector<RequestRecord>& records) {
+  std::string out =
+      "due_s,sent_s,first_byte_s,done_s,status,body_ok,cold,held_s,"
+      "prompt_tokens,output_tokens\n";
+  for (const RequestRecord& r : records) {
+    absl::StrAppendFormat(&out, "%.3f,%.3f,%.3f,%.3f,%d,%d,%d,%.3f,%u,%u\n",
+                          r.due_s, r.sent_s, r.first_byte_s, r.done_s, r.status,
+                          r.body_ok ? 1 : 0, r.cold ? 1 : 0, r.held_s,
+                          r.prompt_tokens, r.output_tokens);
+  }
+  return out;
+}
+
+namespace {
+
+// The data rows of a CSV with a header, split on commas.
+std::vector<std::vector<std::string>> Rows(const std::string& text) {
+  std::vector<std::vector<std::string>> rows;
+  bool header = true;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    if (header) {
+      header = false;
+      continue;
+    }
+    if (!line.empty()) {
+      rows.push_back(absl::StrSplit(line, ','));
+    }
+  }
+  return rows;
+}
+
+absl::Status BadRow(size_t i, const std::vector<std::string>& f) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("line ", i + 2, ": not a record: ", absl::StrJoin(f, ",")));
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<RequestRecord>> ParseRequestsCsv(
+    const std::string& text) {
+  std::vector<RequestRecord> out;
+  const std::vector<std::vector<std::string>> rows = Rows(text);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const std::vector<std::string>& f = rows[i];
+    RequestRecord r;
+    int body_ok = 0;
+    int cold = 0;
+    if (f.size() != 10 || !absl::SimpleAtod(f[0], &r.due_s) ||
+        !absl::SimpleAtod(f[1], &r.sent_s) ||
+        !absl::SimpleAtod(f[2], &r.first_byte_s) ||
+        !absl::SimpleAtod(f[3], &r.done_s) ||
+        !absl::SimpleAtoi(f[4], &r.status) ||
+        !absl::SimpleAtoi(f[5], &body_ok) || !absl::SimpleAtoi(f[6], &cold) ||
+        !absl::SimpleAtod(f[7], &r.held_s) ||
+        !absl::SimpleAtoi(f[8], &r.prompt_tokens) ||
+        !absl::SimpleAtoi(f[9], &r.output_tokens)) {
+      return BadRow(i, f);
+    }
+    r.body_ok = body_ok != 0;
+    r.cold = cold != 0;
+    out.push_back(r);
+  }
+  return out;
+}
+
+std::string TimelineCsv(const std::vector<TimelineSample>& timeline) {
+  std::string out = "t_s,replicas,ready\n";
+  for (const TimelineSample& t : timeline) {
+    absl::StrAppendFormat(&out, "%.3f,%d,%d\n", t.t_s, t.replicas, t.ready);
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<TimelineSample>> ParseTimelineCsv(
+    const std::string& text) {
+  std::vector<TimelineSample> out;
+  const std::vector<std::vector<std::string>> rows = Rows(text);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const std::vector<std::string>& f = rows[i];
+    TimelineSample t;
+    if (f.size() != 3 || !absl::SimpleAtod(f[0], &t.t_s) ||
+        !absl::SimpleAtoi(f[1], &t.replicas) ||
+        !absl::SimpleAtoi(f[2], &t.ready)) {
+      return BadRow(i, f);
+    }
+    out.push_back(t);
+  }
+  return out;
 }
 
 void PrintComparison(const std::vector<ComparedRow>& rows, std::ostream& out) {

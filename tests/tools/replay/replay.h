@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
+
 namespace pilotlight::tools {
 
 // One request as the replay saw it; times in seconds from the slice start.
@@ -42,18 +44,29 @@ struct TimelineSample {
   int ready = 0;
 };
 
-// The figures both sides are reduced to, over [0, window_s).
+// The figures both sides are reduced to, over [0, window_s). Counts are
+// doubles: the median of an even number of simulated runs may fall between
+// two counts (81.5 cold-start requests), and is compared as such.
 struct ReplaySummary {
-  int64_t requests = 0;
-  int64_t answered = 0;  // 200 with a complete body
-  int64_t cold_start_requests = 0;
-  int64_t scale_events = 0;
+  double requests = 0;
+  double answered = 0;  // 200 with a complete body
+  double cold_start_requests = 0;
+  double scale_events = 0;
   double replica_seconds = 0;
   double ttft_p50_s = 0;
   double ttft_p99_s = 0;
   double ttft_attainment = 0;  // share of requests with TTFT <= the SLO
   double cost_usd = 0;
 };
+
+// Every figure of a ReplaySummary once, by the name the comparison prints;
+// `compared`: a row of the comparison (`answered` is checked on its own).
+struct SummaryField {
+  const char* name;
+  double ReplaySummary::*field;
+  bool compared;
+};
+const std::vector<SummaryField>& SummaryFields();
 
 // The integral of `replicas` over [0, window_s), each sample holding until
 // the next (the last one until window_s); before the first sample, zero.
@@ -86,6 +99,24 @@ class ColdStartTracker {
   std::set<std::string> done_;
   std::vector<double> cold_starts_;
 };
+
+// The phase (in [0, tick_s)) of a live controller's ticks against the
+// slice, from the times of its decisions (seconds from the slice start):
+// the median phase of those within 50 ms of the most common one. The
+// controller also decides between ticks (activator pokes and reports), so
+// the phase needs most decisions to agree: nullopt with fewer than 10
+// decisions or under half of them within 50 ms of each other.
+std::optional<double> TickPhase(const std::vector<double>& decision_times_s,
+                                double tick_s);
+
+// requests.csv and live_timeline.csv (what WriteFiles writes, what
+// --resimulate reads back). A malformed row is an error naming its line.
+std::string RequestsCsv(const std::vector<RequestRecord>& records);
+absl::StatusOr<std::vector<RequestRecord>> ParseRequestsCsv(
+    const std::string& text);
+std::string TimelineCsv(const std::vector<TimelineSample>& timeline);
+absl::StatusOr<std::vector<TimelineSample>> ParseTimelineCsv(
+    const std::string& text);
 
 // The median (the mean of the middle two of an even count); 0 when empty.
 double Median(std::vector<double> v);

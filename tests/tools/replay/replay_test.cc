@@ -2,7 +2,10 @@
 // live summary, and the comparison's relative differences.
 #include "tests/tools/replay/replay.h"
 
+#include <algorithm>
+#include <optional>
 #include <sstream>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -84,6 +87,89 @@ TEST(SpreadTest, EachFigureOnItsOwn) {
   EXPECT_EQ(s.median.cold_start_requests, 20);
   EXPECT_EQ(s.min.cold_start_requests, 10);
   EXPECT_EQ(s.max.cold_start_requests, 30);
+}
+
+// An even number of runs: a count's median falls between two counts and is
+// kept so (it was truncated, 81.5 -> 81, when counts were integers).
+TEST(SpreadTest, ACountsMedianMayFallBetweenTwo) {
+  std::vector<ReplaySummary> runs(2);
+  runs[0].cold_start_requests = 81;
+  runs[1].cold_start_requests = 82;
+  EXPECT_DOUBLE_EQ(Spread(runs).median.cold_start_requests, 81.5);
+}
+
+// Ticks every 2 s at 1.09 s past the slice's start, with decisions between
+// them (pokes) and jitter of a few ms: the phase is the ticks'.
+TEST(TickPhaseTest, TheTicksPhaseDespitePokesAndJitter) {
+  std::vector<double> t;
+  for (int k = 0; k < 100; ++k) {
+    t.push_back(1.09 + 2 * k + 0.002 * (k % 3 - 1));
+  }
+  t.insert(t.end(), {0.3, 17.71, 55.05, 101.5});  // pokes
+  const std::optional<double> p = TickPhase(t, 2);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_NEAR(*p, 1.09, 0.003);
+}
+
+// Near the wrap: ticks at 1.99 and 0.01 s past whole ticks are one phase,
+// and times before the slice (negative) count as their phase.
+TEST(TickPhaseTest, AroundTheWrapAndBeforeTheStart) {
+  std::vector<double> t;
+  for (int k = -5; k < 50; ++k) {
+    t.push_back(2 * k + (k % 2 == 0 ? 1.995 : 0.005));
+  }
+  const std::optional<double> p = TickPhase(t, 2);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_LT(std::min(*p, 2 - *p), 0.006) << *p;
+}
+
+TEST(TickPhaseTest, NoneWithoutAgreementOrDecisions) {
+  EXPECT_FALSE(TickPhase({1, 3, 5}, 2).has_value());  // fewer than 10
+  std::vector<double> spread;
+  for (int k = 0; k < 40; ++k) {
+    spread.push_back(k * 0.37);  // phases all over the tick
+  }
+  EXPECT_FALSE(TickPhase(spread, 2).has_value());
+}
+
+// What the replay writes it reads back (--resimulate); a bad row is an
+// error naming its line.
+TEST(CsvTest, RequestsAndTimelineRoundTrip) {
+  RequestRecord r;
+  r.due_s = 1.5;
+  r.sent_s = 1.501;
+  r.first_byte_s = 12.25;
+  r.done_s = 14;
+  r.status = 200;
+  r.body_ok = true;
+  r.cold = true;
+  r.held_s = 10.5;
+  r.prompt_tokens = 4808;
+  r.output_tokens = 10;
+  RequestRecord lost;
+  lost.due_s = 2;
+  absl::StatusOr<std::vector<RequestRecord>> back =
+      ParseRequestsCsv(RequestsCsv({r, lost}));
+  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_EQ(back->size(), 2u);
+  EXPECT_DOUBLE_EQ((*back)[0].first_byte_s, 12.25);
+  EXPECT_TRUE((*back)[0].cold && (*back)[0].body_ok);
+  EXPECT_EQ((*back)[0].prompt_tokens, 4808u);
+  EXPECT_EQ((*back)[1].status, 0);
+  EXPECT_DOUBLE_EQ((*back)[1].first_byte_s, -1);
+
+  absl::StatusOr<std::vector<TimelineSample>> tl =
+      ParseTimelineCsv(TimelineCsv({{-0.5, 0, 0}, {3.25, 2, 1}}));
+  ASSERT_TRUE(tl.ok()) << tl.status();
+  ASSERT_EQ(tl->size(), 2u);
+  EXPECT_DOUBLE_EQ((*tl)[1].t_s, 3.25);
+  EXPECT_EQ((*tl)[1].replicas, 2);
+
+  const absl::StatusOr<std::vector<TimelineSample>> bad =
+      ParseTimelineCsv("t_s,replicas,ready\n1,2,3\n1,two,3\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), ::testing::HasSubstr("line 3"));
+  EXPECT_FALSE(ParseRequestsCsv("h\n1,2,3\n").ok());
 }
 
 TEST(CompareTest, RelativeToTheSimulatedMedianWithItsSpread) {
