@@ -96,7 +96,9 @@ const std::vector<FlagSpec>& SimulateFlags() {
        "fall, as a live controller's clock puts them"},
       {"billing", false, "DURATION",
        "billing granularity: 1s, 1m, 1h (default 1s)"},
-      {"max-replicas", false, "N", "replica bound for pilotlight (default 64)"},
+      {"max-replicas", false, "N",
+       "the endpoint's replica bound: pilotlight's, and knative's "
+       "max-scale (default 64)"},
       {"spot-preemptions-per-hour", false, "F",
        "zone-wide spot preemption events per hour per spot variant "
        "(default 0)"},

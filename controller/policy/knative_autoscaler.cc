@@ -1,9 +1,14 @@
 #include "controller/policy/knative_autoscaler.h"
 
+#include <algorithm>
+
 namespace pilotlight::policy {
 
-KnativeAutoscaler::KnativeAutoscaler(int slots, double target_utilization)
+KnativeAutoscaler::KnativeAutoscaler(int slots, double target_utilization,
+                                     int min_scale, int max_scale)
     : window_(absl::Seconds(60), absl::Seconds(1)) {
+  scaler_.min_scale = std::max(0, min_scale);
+  scaler_.max_scale = std::max(0, max_scale);
   spec_.target_value = slots * target_utilization;
   spec_.total_value = slots;
   scaler_.stable_window = absl::Seconds(60);

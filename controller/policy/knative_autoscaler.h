@@ -29,8 +29,11 @@ namespace pilotlight::policy {
 class KnativeAutoscaler {
  public:
   // `slots`: requests a replica serves at once; the target is
-  // slots x target_utilization.
-  KnativeAutoscaler(int slots, double target_utilization);
+  // slots x target_utilization. `min_scale`, `max_scale`: the revision's
+  // autoscaling.knative.dev/min-scale and max-scale (0: unbounded), which
+  // the KPA applies to every answer -- the endpoint's replica bounds.
+  KnativeAutoscaler(int slots, double target_utilization, int min_scale = 0,
+                    int max_scale = 0);
 
   // One tick at `now` with the requests seen (being served, and waiting:
   // the concurrency is their sum) and the replicas ready and asked for:

@@ -101,8 +101,10 @@ class PilotlightPolicy final : public ScalingPolicy {
 // runs live.
 class KnativePolicy final : public ScalingPolicy {
  public:
-  KnativePolicy(size_t variants, int slots, double target_utilization)
-      : variants_(variants), scaler_(slots, target_utilization) {}
+  KnativePolicy(size_t variants, int slots, double target_utilization,
+                int min_scale, int max_scale)
+      : variants_(variants),
+        scaler_(slots, target_utilization, min_scale, max_scale) {}
   std::string name() const override { return "knative"; }
   std::vector<int> Tick(const Observation& o) override {
     return OnFirst(variants_, scaler_.Tick(o.now, o.in_flight, o.queued,
@@ -560,7 +562,9 @@ absl::StatusOr<ScalingPolicyPtr> MakePolicy(const std::string& name,
         ctx.knob ? nullptr : c.decision_log));
   }
   if (name == "knative") {
-    return ScalingPolicyPtr(new KnativePolicy(n, m.slots, value));
+    // The endpoint's replica bounds as min-scale and max-scale.
+    return ScalingPolicyPtr(new KnativePolicy(
+        n, m.slots, value, c.spec.min_replicas, c.spec.max_replicas));
   }
   if (name == "keda") {
     return ScalingPolicyPtr(new KedaPolicy(n, m.slots, value));
