@@ -108,6 +108,14 @@ const std::vector<FlagSpec>& SimulateFlags() {
        "slot is rejected (default 1000; 0: none)"},
       {"poke-delay", false, "DURATION",
        "an arrival at zero asks the policy this much later (default 10ms)"},
+      {"cold-start-resolution", false, "DURATION",
+       "the resolution of the timestamps the controller learns cold starts "
+       "from (a pod's creation and Ready stamps: the API server's 1s, the "
+       "default; 0: exact)"},
+      {"report-lag", false, "DURATION",
+       "how old the demand each tick sees is: the controller decides on the "
+       "activator's last report (one a second), in [0, --tick) (default 0: "
+       "the tick's instant; pilotlight-replay measures the live one)"},
       {"no-poke", true, "",
        "no activator poke: demand at zero waits for the next tick"},
       {"no-idle-skip", true, "",
@@ -209,6 +217,16 @@ absl::Status BuildConfig(const ParsedFlags& f, const model::Catalog& catalog,
   PL_RETURN_IF_ERROR(Set(f.Duration("tick-phase"), c.tick_phase));
   if (c.tick_phase < absl::ZeroDuration() || c.tick_phase >= c.tick) {
     return absl::InvalidArgumentError("--tick-phase must be in [0, --tick)");
+  }
+  PL_RETURN_IF_ERROR(
+      Set(f.Duration("cold-start-resolution"), c.cold_start_resolution));
+  if (c.cold_start_resolution < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--cold-start-resolution must be >= 0");
+  }
+  PL_RETURN_IF_ERROR(Set(f.Duration("report-lag"), c.activator.report_lag));
+  if (c.activator.report_lag < absl::ZeroDuration() ||
+      c.activator.report_lag >= c.tick) {
+    return absl::InvalidArgumentError("--report-lag must be in [0, --tick)");
   }
   std::optional<double> epoch;
   PL_RETURN_IF_ERROR(Set(f.Double("epoch"), epoch));

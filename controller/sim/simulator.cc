@@ -12,6 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "controller/policy/time_window.h"
 #include "controller/policy/variant_model.h"
 
 namespace pilotlight::sim {
@@ -270,10 +271,16 @@ class Engine {
                                     : std::numeric_limits<double>::infinity();
     double next_report = report_every;
     // Run past the last arrival until every request is served.
+    const double report_lag =
+        absl::ToDoubleSeconds(config_.activator.report_lag);
     while (next_tick <= duration_s_ || next_ < trace_.requests.size() ||
            !queue_.empty() || !completions_.empty()) {
+      if (report_lag > 0) {
+        ProcessUntil(next_tick - report_lag);
+        reported_ = Seen();  // the activator's last report before the tick
+      }
       ProcessUntil(next_tick);
-      Tick(next_tick);
+      Tick(next_tick, /*poke=*/false);
       if (next_tick >= next_point) {
         Point(next_tick);
         next_point += point_every;
@@ -326,7 +333,7 @@ class Engine {
         // The activator's poke: the policy decides now, not at the tick.
         poke_at_ = std::numeric_limits<double>::infinity();
         ++result_.pokes;
-        Tick(t);
+        Tick(t, /*poke=*/true);
       } else if (t == t_preempt) {
         Preempt(preemptions_[next_preemption_++]);
       } else if (t == t_done) {
@@ -360,12 +367,12 @@ class Engine {
           --starting_count_;
           r.ready_s = t;
           ++ready_count_;
-          Learn(r.variant, t - r.requested_s);
+          Learn(r.variant, Measured(r.requested_s, t));
           Dispatch();
         }
       } else {
         const Request& req = trace_.requests[next_++];
-        ++arrivals_since_tick_;
+        ++arrivals_;
         ++result_.requests;
         const ActivatorModel& a = config_.activator;
         if (a.max_held > 0 && std::ssize(queue_) >= a.max_held && !FreeSlot()) {
@@ -522,6 +529,20 @@ class Engine {
 
   // Records a measured cold start (the last 64 per variant) and refreshes
   // the p50/p90 the policies see -- once per replica start, not per tick.
+  // A cold start as the controller measures it: from the pod's creation
+  // to its Ready stamp, both at SimConfig::cold_start_resolution.
+  double Measured(double requested_s, double ready_s) const {
+    const absl::Duration res = config_.cold_start_resolution;
+    if (res <= absl::ZeroDuration()) {
+      return ready_s - requested_s;
+    }
+    const auto stamp = [&](double s) {
+      return policy::FloorDiv(
+          config_.epoch + absl::Seconds(s) - absl::UnixEpoch(), res);
+    };
+    return absl::ToDoubleSeconds(res * (stamp(ready_s) - stamp(requested_s)));
+  }
+
   void Learn(int variant, double seconds) {
     const auto v = static_cast<size_t>(variant);
     std::vector<double>& l = learned_[v];
@@ -695,13 +716,32 @@ class Engine {
     }
   }
 
-  void Tick(double t) {
+  // The demand the activator would report now.
+  struct Demand {
+    int in_flight = 0;
+    size_t queued = 0;
+    int64_t arrivals = 0;  // since the start
+  };
+  Demand Seen() const { return {in_flight_, queue_.size(), arrivals_}; }
+
+  // A tick (or a poke's decision) at `t`: the policy sees the demand of
+  // the activator's last report (ActivatorModel::report_lag; a poke's is
+  // its own, sent at once) and the replicas of now.
+  void Tick(double t, bool poke) {
     now_ = t;
+    const Demand seen =
+        poke || config_.activator.report_lag <= absl::ZeroDuration()
+            ? Seen()
+            : reported_;
     Observation o;
     o.now = config_.epoch + absl::Seconds(t);
-    o.in_flight = in_flight_;
-    o.queued = static_cast<double>(queue_.size());
-    o.arrivals = static_cast<double>(arrivals_since_tick_);
+    o.in_flight = seen.in_flight;
+    o.queued = static_cast<double>(seen.queued);
+    // Arrivals counted since the last decision's report (a report before
+    // a poke's is older than the poke: nothing new).
+    o.arrivals =
+        static_cast<double>(std::max<int64_t>(0, seen.arrivals - counted_));
+    counted_ = std::max(counted_, seen.arrivals);
     if (config_.prometheus_rate_window > absl::ZeroDuration()) {
       const double window =
           absl::ToDoubleSeconds(config_.prometheus_rate_window);
@@ -712,7 +752,6 @@ class Engine {
     }
     const double dt = t - last_tick_;
     o.output_tokens_per_s = dt > 0 ? tokens_since_tick_ / dt : 0;
-    arrivals_since_tick_ = 0;
     tokens_since_tick_ = 0;
     last_tick_ = t;
     o.variants.resize(models_.size());
@@ -810,7 +849,9 @@ class Engine {
   int ready_count_ = 0;
   int starting_count_ = 0;  // replicas asked for and not yet ready (or gone)
   int in_flight_ = 0;
-  int64_t arrivals_since_tick_ = 0;
+  int64_t arrivals_ = 0;  // since the start
+  int64_t counted_ = 0;   // arrivals a decision has been told of
+  Demand reported_;       // the last report before the coming tick
   double tokens_since_tick_ = 0;
   std::vector<int> desired_;
   std::vector<std::vector<double>> learned_;

@@ -58,6 +58,12 @@ struct ActivatorModel {
   // later (the measured first request -> /scale patch); unset: no poke, the
   // next tick sees it.
   std::optional<absl::Duration> poke_delay = absl::Milliseconds(10);
+  // How old the demand a tick sees is: the controller decides on the
+  // activator's last report (one a second, at the activator's own phase
+  // against the controller's ticks), so requests in flight, held and
+  // arrived are as of this long before the tick; in [0, tick). A poke is
+  // reported at once. 0: the tick sees the demand of its instant.
+  absl::Duration report_lag;
 };
 
 // One request as the simulator served it; times in seconds from the trace's
@@ -100,6 +106,11 @@ struct SimConfig {
   // replacing the model's estimate and `cold_start` (e.g. the Alibaba
   // trace's base-model load latencies; see LoadColdStartSamples).
   std::vector<double> cold_start_samples;
+  // The resolution of the timestamps a live controller learns cold starts
+  // from: a pod's creationTimestamp and Ready condition, which the API
+  // server keeps in whole seconds (10.2 s reads 10 or 11 s by where the
+  // start falls in its second). The policies learn the same. 0: exact.
+  absl::Duration cold_start_resolution = absl::Seconds(1);
   model::EngineTuning tuning;
   // Where the simulated clock starts (time of day matters to the policy's
   // seasonal profile).

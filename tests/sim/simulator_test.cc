@@ -4,6 +4,7 @@
 #include <cmath>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -191,6 +192,55 @@ TEST_F(SimulatorTest, EpochIsThePolicysClockAtTheStart) {
     EXPECT_EQ(ms % 2000, 843) << ms;  // every 2 s tick from the epoch
   }
   EXPECT_LE(seen.back(), 1'796'363'216'843 + 200'000);
+}
+
+// The policy learns cold starts as the controller does, from whole-second
+// stamps: a 10.2 s start requested on a whole second reads 10 s, one
+// requested at x.9 s (ready at x+11.1 s) reads 11 s; exact with no
+// resolution.
+TEST_F(SimulatorTest, ColdStartsAreLearnedFromWholeSecondStamps) {
+  config_.cold_start_samples = {10.2};
+  const auto learned = [&](absl::Duration phase, absl::Duration resolution) {
+    config_.tick_phase = phase;
+    config_.cold_start_resolution = resolution;
+    config_.activator.poke_delay.reset();
+    absl::Duration p90;
+    Run(OneRequest(101), 200, [&](const Observation& o, double /*t*/) {
+      p90 = std::max(p90, o.variants[0].cold_start.p90);
+      return o.queued + o.in_flight > 0 || o.variants[0].ready > 0 ? 1 : 0;
+    });
+    return p90;
+  };
+  EXPECT_EQ(learned(absl::ZeroDuration(), absl::Seconds(1)), absl::Seconds(10));
+  EXPECT_EQ(learned(absl::Milliseconds(900), absl::Seconds(1)),
+            absl::Seconds(11));
+  EXPECT_EQ(learned(absl::Milliseconds(900), absl::ZeroDuration()),
+            absl::Milliseconds(10200));
+}
+
+// The controller decides on the activator's last report: with a 1 s
+// report lag, a request arriving at 101.5 s is not in the demand of the
+// tick at 102 s (the report of 101 s), but in that of the tick at 104 s
+// (of 103 s); with no lag, the tick at 102 s sees it.
+TEST_F(SimulatorTest, ReportLagShowsTheDemandOfTheLastReport) {
+  const auto run = [&](absl::Duration lag) {
+    config_.activator.report_lag = lag;
+    std::map<int, std::pair<double, double>> seen;  // tick -> (arrivals, in)
+    Run(OneRequest(101.5), 200, [&](const Observation& o, double t) {
+      seen[static_cast<int>(std::lround(t))] = {o.arrivals, o.in_flight};
+      return 1;  // warm throughout: no poke
+    });
+    return seen;
+  };
+  auto now = run(absl::ZeroDuration());
+  EXPECT_EQ(now[102].first, 1);
+  EXPECT_EQ(now[102].second, 1);
+  EXPECT_EQ(now[104].first, 0);
+  auto lagged = run(absl::Seconds(1));
+  EXPECT_EQ(lagged[102].first, 0);
+  EXPECT_EQ(lagged[102].second, 0);
+  EXPECT_EQ(lagged[104].first, 1);
+  EXPECT_EQ(lagged[106].first, 0);  // counted once
 }
 
 // What the controller's Prometheus arrival figure says: completions over

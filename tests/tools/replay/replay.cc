@@ -195,6 +195,45 @@ std::optional<double> TickPhase(const std::vector<double>& decision_times_s,
   return std::fmod(m + tick_s, tick_s);
 }
 
+std::optional<double> ReportLag(const std::vector<RequestRecord>& records,
+                                const std::vector<DemandSample>& samples,
+                                double max_lag_s) {
+  if (samples.size() < 20) {
+    return std::nullopt;
+  }
+  std::vector<double> starts;
+  std::vector<double> ends;
+  for (const RequestRecord& r : records) {
+    if (r.done_s >= r.sent_s) {
+      starts.push_back(r.sent_s);
+      ends.push_back(r.done_s);
+    }
+  }
+  std::sort(starts.begin(), starts.end());
+  std::sort(ends.begin(), ends.end());
+  // Requests sent at or before t and not done by t.
+  const auto concurrency = [&](double t) {
+    const auto sent = std::upper_bound(starts.begin(), starts.end(), t);
+    const auto done = std::upper_bound(ends.begin(), ends.end(), t);
+    return static_cast<double>(sent - starts.begin()) -
+           static_cast<double>(done - ends.begin());
+  };
+  std::optional<double> best;
+  double best_error = 0;
+  for (int step = 0; 0.05 * step < max_lag_s - 1e-9; ++step) {
+    const double lag = 0.05 * step;
+    double error = 0;
+    for (const DemandSample& s : samples) {
+      error += std::abs(s.concurrency - concurrency(s.t_s - lag));
+    }
+    if (!best || error < best_error - 1e-9) {
+      best = lag;
+      best_error = error;
+    }
+  }
+  return best;
+}
+
 std::string RequestsCsv(const std::vector<RequestRecord>& records) {
   std::string out =
       "due_s,sent_s,first_byte_s,done_s,status,body_ok,cold,held_s,"

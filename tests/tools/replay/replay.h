@@ -109,6 +109,24 @@ class ColdStartTracker {
 std::optional<double> TickPhase(const std::vector<double>& decision_times_s,
                                 double tick_s);
 
+// One demand sample of the live controller (its decision log): seconds
+// from the slice start, requests in flight + held.
+struct DemandSample {
+  double t_s = 0;
+  double concurrency = 0;
+};
+
+// How old the live controller's demand was when it decided: the lag, in
+// 50 ms steps in [0, max_lag_s), at which the requests' own concurrency
+// (sent -> done, as the activator counts them) best matches the samples
+// (least mean absolute difference; the smaller lag on a tie). The
+// activator reports once a second at its own phase, so the lag is where
+// its reports fall before the controller's ticks. nullopt with fewer than
+// 20 samples.
+std::optional<double> ReportLag(const std::vector<RequestRecord>& records,
+                                const std::vector<DemandSample>& samples,
+                                double max_lag_s);
+
 // requests.csv and live_timeline.csv (what WriteFiles writes, what
 // --resimulate reads back). A malformed row is an error naming its line.
 std::string RequestsCsv(const std::vector<RequestRecord>& records);

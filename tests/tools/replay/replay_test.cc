@@ -132,6 +132,43 @@ TEST(TickPhaseTest, NoneWithoutAgreementOrDecisions) {
   EXPECT_FALSE(TickPhase(spread, 2).has_value());
 }
 
+// Requests sent and done at times spread over each second; the
+// controller's samples at x.09 s read the concurrency of 0.8 s before (a
+// report at x.29 s of the second before): the lag found is 0.8 s.
+TEST(ReportLagTest, TheLagAtWhichTheSamplesMatchTheRequests) {
+  std::vector<RequestRecord> records;
+  for (int s = 0; s < 200; ++s) {
+    for (int i = 0; i < 1 + s % 4; ++i) {
+      RequestRecord r;
+      r.due_s = r.sent_s = s + 0.05 * ((7 * s + 3 * i) % 20);
+      r.done_s = r.sent_s + 2 + 0.05 * ((11 * s + 5 * i) % 20);
+      records.push_back(r);
+    }
+  }
+  const auto truth = [&](double t) {
+    double n = 0;
+    for (const RequestRecord& r : records) {
+      n += r.sent_s <= t && t < r.done_s ? 1 : 0;
+    }
+    return n;
+  };
+  std::vector<DemandSample> samples;
+  for (int k = 5; k < 95; ++k) {
+    const double t = 2 * k + 1.09;
+    samples.push_back({t, truth(t - 0.8)});
+  }
+  const std::optional<double> lag = ReportLag(records, samples, 1.0);
+  ASSERT_TRUE(lag.has_value());
+  EXPECT_NEAR(*lag, 0.8, 0.051);
+  // Samples of the tick's own instant: no lag.
+  for (DemandSample& d : samples) {
+    d.concurrency = truth(d.t_s);
+  }
+  EXPECT_DOUBLE_EQ(ReportLag(records, samples, 1.0).value_or(-1), 0);
+  samples.resize(10);
+  EXPECT_FALSE(ReportLag(records, samples, 1.0).has_value());
+}
+
 // What the replay writes it reads back (--resimulate); a bad row is an
 // error naming its line.
 TEST(CsvTest, RequestsAndTimelineRoundTrip) {
