@@ -31,6 +31,9 @@ int main(int argc, char** argv) {
        "typical prompt of the traffic, for prefill interference (1024)"},
       {"output-tokens", false, "N", "typical output of the traffic (256)"},
       {"context", false, "N", "KV room per sequence, tokens (8192)"},
+      {"drain-timeout", false, "DURATION",
+       "on SIGTERM, the longest it lets running requests finish (default "
+       "30s; keep it within the pod's terminationGracePeriodSeconds)"},
       {"help", true, "", "show this help"},
   };
   pilotlight::cmd::ParsedFlags flags;
@@ -78,6 +81,16 @@ int main(int argc, char** argv) {
   if (*scale) {
     o.time_scale = **scale;
   }
+  absl::Duration drain_timeout = absl::Seconds(30);
+  if (absl::StatusOr<std::optional<absl::Duration>> d =
+          flags.Duration("drain-timeout");
+      !d.ok() || (*d && **d < absl::ZeroDuration())) {
+    std::cerr << "--drain-timeout: "
+              << (d.ok() ? "must be >= 0" : d.status().message()) << "\n";
+    return 2;
+  } else if (*d) {
+    drain_timeout = **d;
+  }
   absl::StatusOr<std::optional<double>> slowdown = flags.Double("slowdown");
   if (!slowdown.ok()) {
     std::cerr << slowdown.status().message() << "\n";
@@ -109,10 +122,10 @@ int main(int argc, char** argv) {
   }
   std::cout << "listening on " << o.address << ":" << *port << " ("
             << (*server)->slots() << " slots)" << std::endl;
-  std::thread stopper([&stop_signals, s = server->get()] {
+  std::thread stopper([&stop_signals, drain_timeout, s = server->get()] {
     int sig = 0;
     sigwait(&stop_signals, &sig);
-    s->Drain();
+    s->Drain(absl::Milliseconds(500), drain_timeout);
   });
   (*server)->Serve();  // returns once Drain() has let the requests finish
   // Joined before the server goes (ThreadSanitizer found the detached

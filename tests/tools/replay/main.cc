@@ -87,6 +87,9 @@ struct Settings {
   std::optional<std::string> resimulate;
 };
 
+// The replay's pods' grace period and their model servers' drain timeout.
+constexpr int kDrainSeconds = 60;
+
 // What the live side leaves for the comparison: from a replay just run, or
 // read back from its folder (--resimulate).
 struct LiveRun {
@@ -98,6 +101,8 @@ struct LiveRun {
   // Where the controller's ticks fell against the slice (TickPhase of its
   // decision log); nullopt when it could not be told.
   std::optional<double> tick_phase_s;
+  // How old the controller's demand was when it decided (ReportLag).
+  std::optional<double> report_lag_s;
 };
 
 class Replay {
@@ -258,7 +263,13 @@ absl::Status Replay::SetUp() {
       "--max-num-seqs",  absl::StrCat(s_.concurrency),
       "--prompt-tokens", absl::StrCat(shape_.prompt_tokens),
       "--output-tokens", absl::StrCat(shape_.output_tokens),
-      "--context",       absl::StrCat(shape_.context_tokens)};
+      "--context",       absl::StrCat(shape_.context_tokens),
+      "--drain-timeout", absl::StrCat(kDrainSeconds, "s")};
+  // A scale-down takes the pods the ReplicaSet picks, busy ones too: their
+  // streams finish within the grace period (the loopback kubelet honours
+  // up to a minute) -- Mooncake's longest generations run ~40 s, past the
+  // default 30 s, and were cut (1 request lost per 20-minute replay).
+  tmpl["spec"]["terminationGracePeriodSeconds"] = kDrainSeconds;
   if (absl::StatusOr<json> r = Api(
           "POST",
           absl::StrCat("/apis/apps/v1/namespaces/", ns_, "/deployments"), d);
@@ -486,21 +497,36 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
   return text.str();
 }
 
-// The live controller's tick phase from its decision log (`t` in Unix
-// seconds), against the slice start t0.
-std::optional<double> LiveTickPhase(const std::string& decision_log,
-                                    absl::Time t0, absl::Duration tick) {
-  std::ifstream in(decision_log);
+// From the live controller's decision log (`t` and each sample's `at` in
+// Unix seconds, against the slice start t0): where its ticks fell against
+// the slice (TickPhase) and how old its demand was (ReportLag).
+void ReadDecisionLog(const std::string& path, absl::Duration tick,
+                     LiveRun& live) {
+  std::ifstream in(path);
+  const double t0 = absl::ToDoubleSeconds(live.t0 - absl::UnixEpoch());
   std::vector<double> times;
+  std::vector<DemandSample> samples;
   std::string line;
   while (std::getline(in, line)) {
     const json j = json::parse(line, nullptr, false);
-    if (j.is_object() && j.contains("t") && j["t"].is_number()) {
-      times.push_back(j["t"].get<double>() -
-                      absl::ToDoubleSeconds(t0 - absl::UnixEpoch()));
+    if (!j.is_object() || !j.contains("t") || !j["t"].is_number()) {
+      continue;
+    }
+    times.push_back(j["t"].get<double>() - t0);
+    for (const json& d : j.value("samples", json::array())) {
+      // Only samples with the activator's counts (not partial ones).
+      if (d.contains("at") && d["at"].is_number() && d.contains("in_flight") &&
+          d["in_flight"].is_number() && d.contains("queued") &&
+          d["queued"].is_number()) {
+        samples.push_back(
+            {d["at"].get<double>() - t0,
+             d["in_flight"].get<double>() + d["queued"].get<double>()});
+      }
     }
   }
-  return TickPhase(times, absl::ToDoubleSeconds(tick));
+  live.tick_phase_s = TickPhase(times, absl::ToDoubleSeconds(tick));
+  // The activator reports once a second.
+  live.report_lag_s = ReportLag(live.records, samples, 1.0);
 }
 
 // A finished replay read back from its folder: its records, timeline and
@@ -556,8 +582,7 @@ absl::StatusOr<LiveRun> ReadLiveRun(const std::string& dir,
       live.scale_events = std::llround(row.value("live", 0.0));
     }
   }
-  live.tick_phase_s =
-      LiveTickPhase(dir + "/live_decisions.jsonl", live.t0, tick);
+  ReadDecisionLog(dir + "/live_decisions.jsonl", tick, live);
   return live;
 }
 
@@ -614,6 +639,10 @@ absl::StatusOr<Simulated> Simulate(const Settings& s, const LiveRun& live,
       " --tick ", absl::FormatDuration(kControllerTick),
       absl::StrFormat(" --epoch %.3f",
                       absl::ToDoubleSeconds(live.t0 - absl::UnixEpoch())),
+      live.report_lag_s
+          ? absl::StrFormat(" --report-lag %dms",
+                            std::lround(1000 * *live.report_lag_s))
+          : "",
       " --match-slo 0 --no-progress --json");
   const double window_s = absl::ToDoubleSeconds(s.duration);
   struct Run {
@@ -753,6 +782,9 @@ void WriteFiles(const Settings& s, const LiveRun& live, const Simulated& sim,
             {"rows", json::array()}};
   if (live.tick_phase_s) {
     j["live_tick_phase_s"] = *live.tick_phase_s;
+  }
+  if (live.report_lag_s) {
+    j["live_report_lag_s"] = *live.report_lag_s;
   }
   for (const ComparedRow& r : rows) {
     j["rows"].push_back({{"name", r.name},
@@ -947,8 +979,8 @@ int Main(int argc, char** argv) {
     run.scale_events = live.scale_events();
     run.cold_starts = live.cold_starts();
     run.t0 = live.t0();
-    run.tick_phase_s = LiveTickPhase(
-        absl::StrCat(s.out, "/live_decisions.jsonl"), run.t0, kControllerTick);
+    ReadDecisionLog(absl::StrCat(s.out, "/live_decisions.jsonl"),
+                    kControllerTick, run);
   }
   const double window_s = absl::ToDoubleSeconds(s.duration);
   const ReplaySummary l =
@@ -967,9 +999,15 @@ int Main(int argc, char** argv) {
   std::cout << absl::StrFormat(
       "simulated: %d runs (%s); the median replica-seconds one: %s\n"
       "live pods: %zu started, cold start (first seen -> seen Ready, 250 ms "
-      "samples) median %.2f s, p90 %.2f s (annotation %.1f s)\n",
+      "samples) median %.2f s, p90 %.2f s (annotation %.1f s)\n"
+      "live controller: ticks at %s past whole ticks, deciding on demand "
+      "%s old\n",
       sim->runs, sim->runs_are, sim->command, run.cold_starts.size(),
-      Median(run.cold_starts), Quantile(run.cold_starts, 0.9), s.cold_start_s);
+      Median(run.cold_starts), Quantile(run.cold_starts, 0.9), s.cold_start_s,
+      run.tick_phase_s ? absl::StrFormat("%.3f s", *run.tick_phase_s)
+                       : "(not told)",
+      run.report_lag_s ? absl::StrFormat("%.2f s", *run.report_lag_s)
+                       : "(not told)");
   const std::vector<ComparedRow> rows = Compare(l, sim->spread);
   PrintComparison(rows, std::cout);
   WriteFiles(s, run, *sim, rows);
