@@ -24,10 +24,22 @@ policy::DemandSample MergedDemand::Read(
     absl::StrAppend(&missing, a.lost);
     s.partial = true;
   }
-  const double running = s.in_flight.value_or(0);
-  const double unseen = std::max(0.0, a.in_flight - running);
-  if (s.queued || a.held > 0 || unseen > 0) {
-    s.queued = s.queued.value_or(0) + unseen + a.held;
+  // The activators' forwarded requests are all at pods: the engines see
+  // them as running or waiting once scraped. Those not seen yet (the
+  // scrape lags a burst, or has not reached new pods at all) run: the
+  // activator forwards no more to a pod than its concurrency. They used
+  // to count as waiting, which the policy discounts as a backlog a
+  // replica asked for now would not serve (by service time / cold-start
+  // lead, ~0.1 with a node to start) -- so 38 requests running on 4 new
+  // pods read as ~3.
+  const double waiting = s.queued.value_or(0);
+  const double running =
+      std::max(s.in_flight.value_or(0), a.in_flight - waiting);
+  if (s.in_flight || a.in_flight > 0) {
+    s.in_flight = running;
+  }
+  if (s.queued || a.held > 0) {
+    s.queued = waiting + a.held;
   }
   if (s.arrivals || a.arrivals > 0) {
     s.arrivals = std::max(s.arrivals.value_or(0), a.arrivals);

@@ -4,10 +4,12 @@
 // the model servers report) merged with the activators' stream (what waits
 // for a replica), without counting a request twice:
 //
-//   queued    = engines' waiting + the activators' in-flight beyond what
-//               the engines report running (forwarded, not yet seen) +
-//               held at the activators (never reached a pod)
-//   in_flight = engines' running
+//   in_flight = engines' running, or the activators' in-flight less the
+//               engines' waiting when more (forwarded, not yet scraped:
+//               running, as the activator forwards a pod no more than
+//               its concurrency)
+//   queued    = engines' waiting + held at the activators (never reached
+//               a pod)
 //   arrivals  = max(Prometheus, activators): a request through the
 //               activator reaches a pod too, one sent straight to a pod is
 //               seen by Prometheus alone

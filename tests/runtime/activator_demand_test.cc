@@ -154,13 +154,22 @@ TEST_F(ActivatorDemandTest, MergeCountsEachRequestOnce) {
        4,
        0,
        5},
-      // 6 forwarded, engines report 4 running (scrape lag): 2 more waiting.
+      // 6 forwarded, engines report 4 running and 1 waiting (scrape lag):
+      // the 6th runs; 1 waits at an engine, 1 at the activator.
       {"forwarded, not yet scraped",
        Prom(4, 1, 1),
        {.arrivals_total = 13, .in_flight = 6, .held = 1},
-       4,
-       4,
+       5,
+       2,
        6},
+      // New pods not scraped at all: the engines' signals are missing, the
+      // 38 forwarded requests run (they are not a backlog).
+      {"forwarded to pods Prometheus has not seen",
+       policy::DemandSample{},
+       {.arrivals_total = 51, .in_flight = 38},
+       38,
+       -1,
+       38},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
