@@ -11,8 +11,10 @@
 // cold-start header recorded; the Deployment's pods sampled every 250 ms.
 // Simulated: `pilotlight simulate --policies pilotlight` on the same slice,
 // the same SLO, per-replica concurrency, replica bound, and the cold starts
-// the live pods were measured to take, at four tick phases: the median and
-// the range of those runs against the live figures.
+// the live pods were measured to take, on the live run's clock, tick phase
+// and demand age (from the controller's decision log), eight draws of the
+// cold starts: the median and the range of those runs against the live
+// figures. --resimulate re-runs that side against a finished replay.
 #include <signal.h>
 #include <unistd.h>
 
@@ -514,8 +516,9 @@ void ReadDecisionLog(const std::string& path, absl::Duration tick,
     }
     times.push_back(j["t"].get<double>() - t0);
     for (const json& d : j.value("samples", json::array())) {
-      // Only samples with the activator's counts (not partial ones).
-      if (d.contains("at") && d["at"].is_number() && d.contains("in_flight") &&
+      // Whole samples with both counts.
+      if (!d.value("partial", false) && d.contains("at") &&
+          d["at"].is_number() && d.contains("in_flight") &&
           d["in_flight"].is_number() && d.contains("queued") &&
           d["queued"].is_number()) {
         samples.push_back(
@@ -660,7 +663,9 @@ absl::StatusOr<Simulated> Simulate(const Settings& s, const LiveRun& live,
   int seeds = cold_starts.empty() ? 1 : 2;
   Simulated out;
   if (live.tick_phase_s && !cold_starts.empty()) {
-    phases = {absl::Milliseconds(std::llround(1000 * *live.tick_phase_s))};
+    const int64_t tick_ms = absl::ToInt64Milliseconds(kControllerTick);
+    phases = {
+        absl::Milliseconds(std::llround(1000 * *live.tick_phase_s) % tick_ms)};
     seeds = 8;
     out.runs_are = absl::StrFormat(
         "at the live controller's tick phase, %s, x 8 draws of the live "
