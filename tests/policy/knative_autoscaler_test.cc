@@ -12,7 +12,8 @@ namespace {
 
 // Ticks every 2 s for `seconds` with `concurrency` in flight, the replicas
 // asked for ready at once; the last answer.
-int TickFor(KnativeAutoscaler& k, double concurrency, int seconds, int& current) {
+int TickFor(KnativeAutoscaler& k, double concurrency, int seconds,
+            int& current) {
   const absl::Time t0 = absl::FromUnixSeconds(1'700'000'000);
   for (int s = 0; s <= seconds; s += 2) {
     current = k.Tick(t0 + absl::Seconds(s), concurrency, 0, current, current);
