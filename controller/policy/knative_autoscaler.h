@@ -28,6 +28,10 @@ namespace pilotlight::policy {
 
 class KnativeAutoscaler {
  public:
+  // config-autoscaler's container-concurrency-target-percentage (70 %):
+  // the simulator's knative knob default and the live --policy knative.
+  static constexpr double kDefaultTargetUtilization = 0.7;
+
   // `slots`: requests a replica serves at once; the target is
   // slots x target_utilization. `min_scale`, `max_scale`: the revision's
   // autoscaling.knative.dev/min-scale and max-scale (0: unbounded), which

@@ -351,8 +351,9 @@ const policy::Decision& Reconciler::Knative(Endpoint& e, const Observed& o,
                         : std::max(1, d.capacity_per_replica);
   if (!e.knative) {
     // The endpoint's bounds as the revision's min-scale and max-scale.
-    e.knative.emplace(slots, 0.7, e.parsed->spec.min_replicas,
-                      e.parsed->spec.max_replicas);
+    e.knative.emplace(slots,
+                      policy::KnativeAutoscaler::kDefaultTargetUtilization,
+                      e.parsed->spec.min_replicas, e.parsed->spec.max_replicas);
   }
   const policy::VariantState& v = o.snap.variants[0];
   const double queued = e.last_sample.queued.value_or(0);

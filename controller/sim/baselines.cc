@@ -527,7 +527,13 @@ std::optional<PolicyKnob> KnobOf(const std::string& policy) {
                       1.0,
                       {1.0, 0.85, 0.7, 0.55, 0.4, 0.3, 0.2, 0.15, 0.1}};
   }
-  if (policy == "knative" || policy == "keda") {
+  if (policy == "knative") {
+    return PolicyKnob{"target utilisation",
+                      "",
+                      policy::KnativeAutoscaler::kDefaultTargetUtilization,
+                      {0.7, 0.55, 0.4, 0.3, 0.2, 0.15, 0.1}};
+  }
+  if (policy == "keda") {
     return PolicyKnob{
         "target utilisation", "", 0.7, {0.7, 0.55, 0.4, 0.3, 0.2, 0.15, 0.1}};
   }
