@@ -24,22 +24,23 @@ policy::DemandSample MergedDemand::Read(
     absl::StrAppend(&missing, a.lost);
     s.partial = true;
   }
-  // The activators' forwarded requests are all at pods: the engines see
-  // them as running or waiting once scraped. Those not seen yet (the
-  // scrape lags a burst, or has not reached new pods at all) run: the
-  // activator forwards no more to a pod than its concurrency. They used
-  // to count as waiting, which the policy discounts as a backlog a
-  // replica asked for now would not serve (by service time / cold-start
-  // lead, ~0.1 with a node to start) -- so 38 requests running on 4 new
-  // pods read as ~3.
+  // Forwarded requests the engines have not reported: while the engines'
+  // running is read, those beyond it count as waiting (the scrape lags;
+  // the activator's count is fresher, and taking the larger of the two
+  // as running overcounts on a falling edge: a 3-minute replay read 8 in
+  // flight where 5 were). When it is missing altogether -- new pods not
+  // scraped yet -- they run: the activator forwards a pod no more than its
+  // concurrency, and as "waiting" the policy discounted them as a backlog
+  // (by service time / lead, ~0.08 with a node to start): 38 requests on
+  // 4 new pods read as ~3 on the Mooncake replay.
   const double waiting = s.queued.value_or(0);
-  const double running =
-      std::max(s.in_flight.value_or(0), a.in_flight - waiting);
-  if (s.in_flight || a.in_flight > 0) {
-    s.in_flight = running;
+  if (!s.in_flight && a.in_flight > 0) {
+    s.in_flight = std::max(0.0, a.in_flight - waiting);
   }
-  if (s.queued || a.held > 0) {
-    s.queued = waiting + a.held;
+  const double running = s.in_flight.value_or(0);
+  const double unseen = std::max(0.0, a.in_flight - running - waiting);
+  if (s.queued || a.held > 0 || unseen > 0) {
+    s.queued = waiting + unseen + a.held;
   }
   if (s.arrivals || a.arrivals > 0) {
     s.arrivals = std::max(s.arrivals.value_or(0), a.arrivals);

@@ -4,12 +4,13 @@
 // the model servers report) merged with the activators' stream (what waits
 // for a replica), without counting a request twice:
 //
-//   in_flight = engines' running, or the activators' in-flight less the
-//               engines' waiting when more (forwarded, not yet scraped:
-//               running, as the activator forwards a pod no more than
-//               its concurrency)
-//   queued    = engines' waiting + held at the activators (never reached
-//               a pod)
+//   in_flight = engines' running; while Prometheus has none (new pods
+//               not scraped yet), the activators' in-flight less the
+//               engines' waiting (forwarded requests run: the activator
+//               sends a pod no more than its concurrency)
+//   queued    = engines' waiting + the activators' in-flight beyond the
+//               engines' running and waiting (forwarded, not yet seen) +
+//               held at the activators (never reached a pod)
 //   arrivals  = max(Prometheus, activators): a request through the
 //               activator reaches a pod too, one sent straight to a pod is
 //               seen by Prometheus alone

@@ -155,12 +155,13 @@ TEST_F(ActivatorDemandTest, MergeCountsEachRequestOnce) {
        0,
        5},
       // 6 forwarded, engines report 4 running and 1 waiting (scrape lag):
-      // the 6th runs; 1 waits at an engine, 1 at the activator.
+      // the 6th counts as waiting, with the one at an engine and the one
+      // held at the activator.
       {"forwarded, not yet scraped",
        Prom(4, 1, 1),
        {.arrivals_total = 13, .in_flight = 6, .held = 1},
-       5,
-       2,
+       4,
+       3,
        6},
       // New pods not scraped at all: the engines' signals are missing, the
       // 38 forwarded requests run (they are not a backlog).
