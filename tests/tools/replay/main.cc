@@ -47,6 +47,7 @@
 #include "controller/model/catalog.h"
 #include "controller/sim/load_trace.h"
 #include "controller/sim/run.h"
+#include "controller/sim/trace.h"
 #include "httplib.h"
 #include "nlohmann/json.hpp"
 #include "tests/cluster/process.h"
@@ -489,16 +490,6 @@ void WriteTimeline(const std::string& path,
   std::ofstream(path) << TimelineCsv(timeline);
 }
 
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) {
-    return absl::NotFoundError(absl::StrCat("cannot read ", path));
-  }
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 // From the live controller's decision log (`t` and each sample's `at` in
 // Unix seconds, against the slice start t0): where its ticks fell against
 // the slice (TickPhase) and how old its demand was (ReportLag).
@@ -538,7 +529,7 @@ void ReadDecisionLog(const std::string& path, absl::Duration tick,
 absl::StatusOr<LiveRun> ReadLiveRun(const std::string& dir,
                                     absl::Duration tick) {
   LiveRun live;
-  absl::StatusOr<std::string> text = ReadFile(dir + "/requests.csv");
+  absl::StatusOr<std::string> text = sim::ReadMaybeGzip(dir + "/requests.csv");
   if (!text.ok()) {
     return text.status();
   }
@@ -548,7 +539,7 @@ absl::StatusOr<LiveRun> ReadLiveRun(const std::string& dir,
         absl::StrCat(dir, "/requests.csv: ", records.status().message()));
   }
   live.records = *std::move(records);
-  text = ReadFile(dir + "/live_timeline.csv");
+  text = sim::ReadMaybeGzip(dir + "/live_timeline.csv");
   if (!text.ok()) {
     return text.status();
   }
@@ -559,7 +550,7 @@ absl::StatusOr<LiveRun> ReadLiveRun(const std::string& dir,
         absl::StrCat(dir, "/live_timeline.csv: ", timeline.status().message()));
   }
   live.timeline = *std::move(timeline);
-  text = ReadFile(dir + "/cold_starts.csv");
+  text = sim::ReadMaybeGzip(dir + "/cold_starts.csv");
   if (text.ok()) {  // milliseconds under a `value` header
     for (absl::string_view v : absl::StrSplit(*text, '\n')) {
       double ms = 0;
@@ -568,7 +559,7 @@ absl::StatusOr<LiveRun> ReadLiveRun(const std::string& dir,
       }
     }
   }
-  text = ReadFile(dir + "/comparison.json");
+  text = sim::ReadMaybeGzip(dir + "/comparison.json");
   if (!text.ok()) {
     return text.status();
   }
