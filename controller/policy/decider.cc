@@ -1198,32 +1198,42 @@ void Decider::TrackReneeds(int before, int now_target, absl::Time now) {
                        absl::InfiniteFuture());
   }
   const absl::Duration range = IdleHistogram::kBin * IdleHistogram::kBins;
+  bool evidence = false;
   for (int k = 2; k <= std::ssize(dropped_at_) + 1; ++k) {
     absl::Time& at = dropped_at_[static_cast<size_t>(k - 2)];
     if (k <= now_target) {
       if (at != absl::InfiniteFuture()) {
         reneed_gaps_.Record(now - at);
         at = absl::InfiniteFuture();
+        evidence = true;
       }
     } else if (k <= before && at == absl::InfiniteFuture()) {
       at = now;
     } else if (at != absl::InfiniteFuture() && now - at > range) {
       reneed_gaps_.Record(now - at);
       at = absl::InfiniteFuture();
+      evidence = true;
     }
+  }
+  if (evidence) {
+    reneed_events_ = std::min(reneed_events_ + 1, IdleHistogram::kMinSamples);
   }
 }
 
 // Keep replicas above the first until at most the SLO's cold-start fraction
-// of the re-needs would come after the hold (once 5 are recorded), up to
-// the stabilisation window's reach.
+// of the re-needs would come after the hold, up to the stabilisation
+// window's reach -- scaled by the evidence: a fifth of that span per tick
+// that recorded a re-need, in full from the fifth. Evidence counts per tick,
+// not per level: the levels one burst drops and needs again together are
+// one observation of its gap, and counting them apiece made the hold jump
+// from nothing to its full span on whether a burst reached one level more
+// (docs/benchmarks.md, "Live versus simulated", item 8).
 absl::Duration Decider::LearnedHold(const EndpointSpec& spec) const {
-  if (reneed_gaps_.samples() < IdleHistogram::kMinSamples) {
-    return absl::ZeroDuration();
-  }
-  return std::min(
+  if (reneed_events_ == 0) return absl::ZeroDuration();
+  const absl::Duration full = std::min(
       reneed_gaps_.KeepAliveCovering(spec.slo.max_cold_start_fraction),
       kLoadTargetWindow);
+  return full * reneed_events_ / IdleHistogram::kMinSamples;
 }
 
 // Rule 8 and the make-before-break of rule 7: the target split over the

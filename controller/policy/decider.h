@@ -34,7 +34,8 @@
 //      learned hold: replicas above the first are kept until at most the
 //      SLO's cold-start fraction of the endpoint's own re-needs (a level
 //      needed again after the target fell below it) would come later
-//      (up to 30 min). With coarse billing (DeciderConfig::
+//      (up to 30 min), a fifth of that span per burst seen re-needing
+//      (in full from the fifth). With coarse billing (DeciderConfig::
 //      billing_granularity) no replica is released inside a period it has
 //      paid for. Bounds [min, max] always hold.
 //   7. Tier: the cheapest tier meeting the SLO at the forecast; switch after
@@ -288,6 +289,8 @@ class Decider {
   static constexpr int kTrackedLevels = 64;
   std::vector<absl::Time> dropped_at_;  // InfiniteFuture: not pending
   IdleHistogram reneed_gaps_;
+  // Calls that recorded a gap (the hold's evidence), up to kMinSamples.
+  int reneed_events_ = 0;
   void TrackReneeds(int before, int now_target, absl::Time now);
   absl::Duration LearnedHold(const EndpointSpec& spec) const;
 

@@ -848,8 +848,8 @@ namespace {
 // Rule 6's learned hold: bursts that need 3 replicas every 5 minutes (a
 // steady 1 between them). The first few bursts the extra replicas leave
 // after max(60 s, the cold start) and are started again for the next one;
-// once 5 re-needs are recorded the hold covers the 5-minute gap and the
-// later bursts find them running. Bursts 40 minutes apart -- beyond the
+// with each burst's re-need the hold grows, and from the fifth it covers
+// the 5-minute gap and the later bursts find them running. Bursts 40 minutes apart -- beyond the
 // hold's 30-minute reach -- keep the short hold: the extras are not worth
 // keeping.
 TEST(DeciderTest, LearnedHoldKeepsReplicasNeededAgainSoon) {
@@ -888,6 +888,51 @@ TEST(DeciderTest, LearnedHoldKeepsReplicasNeededAgainSoon) {
         EXPECT_LE(lowest, 2);
       }
     }
+  }
+}
+
+// The learned hold grows with its evidence, one step per burst: bursts of
+// 3 replicas (levels 2 and 3 dropped and needed again together) every 5
+// minutes. Per gap, how long the third replica stays after the burst: the
+// short hold after the first burst, a fifth of the learned span more after
+// each burst that re-needed it -- the two levels one burst re-needs count
+// once -- until it spans the gap (here from the fourth: four fifths of the
+// 5-minute bin the gaps fall in). Counted per level, two re-needs a burst,
+// the hold jumped from the short one to its full span at the third.
+TEST(DeciderTest, LearnedHoldGrowsAFifthPerBurstThatNeededItAgain) {
+  World w = OneA100();
+  absl::Time t = Steady(w, T0(), absl::Minutes(2), 5);
+  const int cap = w.last().capacity_per_replica;
+  ASSERT_GT(cap, 0);
+  const absl::Duration kGap = absl::Minutes(5) - absl::Seconds(40);
+  std::vector<absl::Duration> kept;  // per gap: 3 replicas kept this long
+  for (int burst = 0; burst < 8; ++burst) {
+    t = Steady(w, t, absl::Seconds(40), 2.5 * cap);
+    ASSERT_GE(w.TotalDesired(), 3) << w.last().message;
+    const absl::Time end = t;
+    absl::Duration held = kGap;
+    for (; t < end + kGap; t += kTick) {
+      w.Step(t, {World::Sample(t, 5, 1)});
+      if (held == kGap && w.TotalDesired() < 3) held = t - end;
+    }
+    kept.push_back(held);
+  }
+  std::string all;
+  for (const absl::Duration d : kept) {
+    absl::StrAppend(&all, " ", absl::FormatDuration(d));
+  }
+  SCOPED_TRACE(absl::StrCat("kept:", all));
+  // No evidence or one fifth: the stabilisation window and the cold start
+  // (60 s each here) are the longer holds. Then a step a burst, until the
+  // hold spans the gap.
+  EXPECT_EQ(kept[0], kept[1]);
+  EXPECT_LT(kept[1], kept[2]);
+  const absl::Duration step = kept[3] - kept[2];
+  EXPECT_GE(step, absl::Seconds(30));
+  EXPECT_LE(step, absl::Seconds(75));
+  EXPECT_LT(kept[3], kGap);  // three fifths: still released
+  for (size_t g = 4; g < kept.size(); ++g) {
+    EXPECT_EQ(kept[g], kGap) << "gap after burst " << g;
   }
 }
 
