@@ -1230,9 +1230,9 @@ void Decider::TrackReneeds(int before, int now_target, absl::Time now) {
 // (docs/benchmarks.md, "Live versus simulated", item 8).
 absl::Duration Decider::LearnedHold(const EndpointSpec& spec) const {
   if (reneed_events_ == 0) return absl::ZeroDuration();
-  const absl::Duration full = std::min(
-      reneed_gaps_.KeepAliveCovering(spec.slo.max_cold_start_fraction),
-      kLoadTargetWindow);
+  const absl::Duration full =
+      std::min(reneed_gaps_.KeepAliveCovering(spec.slo.max_cold_start_fraction),
+               kLoadTargetWindow);
   return full * reneed_events_ / IdleHistogram::kMinSamples;
 }
 

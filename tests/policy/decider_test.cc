@@ -848,10 +848,10 @@ namespace {
 // Rule 6's learned hold: bursts that need 3 replicas every 5 minutes (a
 // steady 1 between them). The first few bursts the extra replicas leave
 // after max(60 s, the cold start) and are started again for the next one;
-// with each burst's re-need the hold grows, and from the fifth it covers
-// the 5-minute gap and the later bursts find them running. Bursts 40 minutes apart -- beyond the
-// hold's 30-minute reach -- keep the short hold: the extras are not worth
-// keeping.
+// with each burst's re-need the hold grows until it covers the 5-minute gap
+// and the later bursts find them running. Bursts 40 minutes apart -- beyond
+// the hold's 30-minute reach -- keep the short hold: the extras are not
+// worth keeping.
 TEST(DeciderTest, LearnedHoldKeepsReplicasNeededAgainSoon) {
   for (const absl::Duration every : {absl::Minutes(5), absl::Minutes(40)}) {
     SCOPED_TRACE(absl::FormatDuration(every));
