@@ -1229,7 +1229,9 @@ void Decider::TrackReneeds(int before, int now_target, absl::Time now) {
 // from nothing to its full span on whether a burst reached one level more
 // (docs/benchmarks.md, "Live versus simulated", item 8).
 absl::Duration Decider::LearnedHold(const EndpointSpec& spec) const {
-  if (reneed_events_ == 0) return absl::ZeroDuration();
+  if (reneed_events_ == 0) {
+    return absl::ZeroDuration();
+  }
   const absl::Duration full =
       std::min(reneed_gaps_.KeepAliveCovering(spec.slo.max_cold_start_fraction),
                kLoadTargetWindow);
