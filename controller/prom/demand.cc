@@ -74,6 +74,13 @@ DemandQueries PresetQueries(MetricsServer server, absl::Duration rate_window) {
       q.in_flight = ByPod("sglang:num_running_reqs");
       q.queued = ByPod("sglang:num_queue_reqs");
       q.tokens_per_s = ByPod("sglang:gen_throughput");
+      q.itl_sum = Rate("sglang:inter_token_latency_seconds_sum", rate_window);
+      q.itl_count =
+          Rate("sglang:inter_token_latency_seconds_count", rate_window);
+      q.ttft_sum = Rate("sglang:time_to_first_token_seconds_sum", rate_window);
+      q.ttft_count =
+          Rate("sglang:time_to_first_token_seconds_count", rate_window);
+      q.prompt_tokens = Rate("sglang:prompt_tokens_total", rate_window);
       return q;
     }
     case MetricsServer::kTgi: {
@@ -81,6 +88,11 @@ DemandQueries PresetQueries(MetricsServer server, absl::Duration rate_window) {
       q.in_flight = ByPod("tgi_batch_current_size");
       q.queued = ByPod("tgi_queue_size");
       q.arrival_rate = Rate("tgi_request_success", rate_window);
+      q.itl_sum =
+          Rate("tgi_request_mean_time_per_token_duration_sum", rate_window);
+      q.itl_count =
+          Rate("tgi_request_mean_time_per_token_duration_count", rate_window);
+      q.itl_tokens = Rate("tgi_request_generated_tokens_sum", rate_window);
       return q;
     }
     case MetricsServer::kTriton: {

@@ -16,10 +16,20 @@
 //           vllm:time_to_first_token_seconds _sum/_count, and of
 //           vllm:prompt_tokens_total
 //   sglang  sglang:num_running_reqs, sglang:num_queue_reqs,
-//           sglang:gen_throughput (no request counter)
-//   tgi     tgi_batch_current_size, tgi_queue_size, rate(tgi_request_success)
+//           sglang:gen_throughput (no arrival rate: sglang:num_requests_total
+//           has no series before a pod's first request, and a missing
+//           signal says Degraded); for calibration the rates
+//           of sglang:inter_token_latency_seconds and
+//           sglang:time_to_first_token_seconds _sum/_count, and of
+//           sglang:prompt_tokens_total
+//   tgi     tgi_batch_current_size, tgi_queue_size, rate(tgi_request_success);
+//           for calibration the rates of
+//           tgi_request_mean_time_per_token_duration _sum/_count (each
+//           request's mean) and of tgi_request_generated_tokens_sum (the
+//           tokens behind them); TGI has no TTFT histogram
 //   triton  nv_inference_pending_request_count,
-//           rate(nv_inference_request_success) (no running gauge)
+//           rate(nv_inference_request_success) (no running gauge; no
+//           per-token latency in Triton's own metrics: no calibration)
 // A signal a preset lacks is left unset: the policy then works from the
 // others. A pod with no series for a signal is missing, never zero.
 #pragma once
@@ -50,8 +60,9 @@ struct DemandQueries {
   // The engine's own latency histograms, for calibrating the sizing model
   // (model/calibration.h): rates of their _sum and _count, and of prompt
   // tokens. Optional: absent series never count as missing demand.
-  std::string itl_sum;    // inter-token latency seconds/s
-  std::string itl_count;  // tokens/s behind it
+  std::string itl_sum;     // inter-token latency seconds/s
+  std::string itl_count;   // tokens/s behind it (requests/s for TGI)
+  std::string itl_tokens;  // tokens/s behind it when itl_count is not
   std::string ttft_sum;
   std::string ttft_count;     // first tokens/s
   std::string prompt_tokens;  // prompt tokens/s

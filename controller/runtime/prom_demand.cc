@@ -28,8 +28,8 @@ PromDemand::RefreshStats PromDemand::Refresh(
     if (s.ok()) {
       const prom::DemandQueries q = prom::PresetQueries(*s, rate_window_);
       queries.insert({q.in_flight, q.queued, q.arrival_rate, q.tokens_per_s,
-                      q.itl_sum, q.itl_count, q.ttft_sum, q.ttft_count,
-                      q.prompt_tokens});
+                      q.itl_sum, q.itl_count, q.itl_tokens, q.ttft_sum,
+                      q.ttft_count, q.prompt_tokens});
     }
   });
   queries.erase("");
@@ -135,10 +135,17 @@ std::optional<policy::EngineLatency> PromDemand::LatencyOf(
   if (!itl_sum || !itl_count || *itl_count <= 0) {
     return std::nullopt;
   }
+  // The tokens behind the mean: its own count, or (TGI, whose histogram is
+  // of each request's mean) the generated tokens.
+  const std::optional<double> tokens =
+      q.itl_tokens.empty() ? itl_count : quiet_sum(q.itl_tokens);
+  if (!tokens || *tokens <= 0) {
+    return std::nullopt;
+  }
   const double window = absl::ToDoubleSeconds(tick_);
   policy::EngineLatency l;
   l.itl_s = *itl_sum / *itl_count;
-  l.itl_tokens = *itl_count * window;
+  l.itl_tokens = *tokens * window;
   const std::optional<double> ttft_sum = quiet_sum(q.ttft_sum);
   const std::optional<double> ttft_count = quiet_sum(q.ttft_count);
   const std::optional<double> prompts = quiet_sum(q.prompt_tokens);

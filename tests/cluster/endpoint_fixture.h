@@ -55,6 +55,10 @@ class EndpointFixture : public ::testing::Test {
         absl::AsciiStrToLower(
             ::testing::UnitTest::GetInstance()->current_test_info()->name()));
     ns_ = ns_.substr(0, 60);
+    // A parametrised test's name ends in "/N": not a DNS label.
+    for (char& c : ns_) {
+      if (!absl::ascii_isalnum(static_cast<unsigned char>(c))) c = '-';
+    }
     ASSERT_TRUE(
         Request("POST", "/api/v1/namespaces", {{"metadata", {{"name", ns_}}}})
             .ok());

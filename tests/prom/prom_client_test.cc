@@ -204,8 +204,31 @@ TEST(PresetQueriesTest, OneBatchedQueryPerSignal) {
   EXPECT_EQ(v.ttft_sum,
             "sum by (namespace, pod) "
             "(rate(vllm:time_to_first_token_seconds_sum[30s]))");
+  EXPECT_TRUE(v.itl_tokens.empty());  // the count is of tokens
+  // SGLang's histograms by their own names.
+  const DemandQueries sg =
+      PresetQueries(MetricsServer::kSglang, absl::Seconds(30));
+  EXPECT_EQ(sg.itl_sum,
+            "sum by (namespace, pod) "
+            "(rate(sglang:inter_token_latency_seconds_sum[30s]))");
+  EXPECT_EQ(sg.ttft_count,
+            "sum by (namespace, pod) "
+            "(rate(sglang:time_to_first_token_seconds_count[30s]))");
+  EXPECT_EQ(sg.prompt_tokens,
+            "sum by (namespace, pod) (rate(sglang:prompt_tokens_total[30s]))");
+  // TGI's is of each request's mean: the tokens behind it are counted apart,
+  // and it has no TTFT histogram.
+  const DemandQueries tgi =
+      PresetQueries(MetricsServer::kTgi, absl::Seconds(30));
+  EXPECT_EQ(tgi.itl_count,
+            "sum by (namespace, pod) "
+            "(rate(tgi_request_mean_time_per_token_duration_count[30s]))");
+  EXPECT_EQ(tgi.itl_tokens,
+            "sum by (namespace, pod) "
+            "(rate(tgi_request_generated_tokens_sum[30s]))");
+  EXPECT_TRUE(tgi.ttft_sum.empty());
   EXPECT_TRUE(
-      PresetQueries(MetricsServer::kTgi, absl::Seconds(30)).itl_sum.empty());
+      PresetQueries(MetricsServer::kTriton, absl::Seconds(30)).itl_sum.empty());
   EXPECT_EQ(*ParseMetricsServer("tgi"), MetricsServer::kTgi);
   EXPECT_FALSE(ParseMetricsServer("vLLM").ok());
 }

@@ -63,8 +63,18 @@ class ControllerProcess : public testcluster::Process {
   }
 };
 
+// A controller and the load it is under.
+struct Calibrated {
+  std::unique_ptr<ControllerProcess> controller;
+  std::unique_ptr<tools::LoadGenerator> load;
+};
+
 class ControllerTest : public testcluster::EndpointFixture {
  protected:
+  // One endpoint of model servers 1.5x slower than the sizing model, whose
+  // metrics are `flavour`'s, under 8 clients: below.
+  Calibrated CalibrateUnderLoad(const std::string& flavour);
+
   // `concurrency` closed-loop clients of 32-token completions on app=chat.
   std::unique_ptr<tools::LoadGenerator> Load(int concurrency) const {
     tools::LoadOptions lo;
@@ -136,13 +146,15 @@ TEST_F(ControllerTest, ScalesUpUnderLoadDownAfterAndToZero) {
 
 // The model servers run 1.5x slower than the sizing model says (a GPU
 // slower than the catalog): the controller learns the factor from their own
-// inter-token latency histograms through Prometheus, sizes each replica
-// with it, and the replica count follows. At a 17 ms TPOT SLO the model
-// gives an A100 20 sequences and the slower server 3 (pilotlight size
-// --tpot 17ms --calibration ...); 8 clients then need 3 replicas, not 1.
-TEST_F(ControllerTest, CalibratesCapacityFromTheServersOwnLatency) {
-  ASSERT_TRUE(CreateDeployment("chat-a100", 1, "a100-80gb", "spot",
-                               {"--slowdown", "1.5"})
+// latency histograms through Prometheus (the names of `flavour`'s metrics
+// preset), sizes each replica with it. At a 17 ms TPOT SLO the model gives
+// an A100 20 sequences and the slower server 3 (pilotlight size --tpot 17ms
+// --calibration ...). Returns the controller, under the running load, once
+// its factor is within 10 % of 1.5 (or the wait ran out: a failure).
+Calibrated ControllerTest::CalibrateUnderLoad(const std::string& flavour) {
+  Calibrated c;
+  EXPECT_TRUE(CreateDeployment("chat-a100", 1, "a100-80gb", "spot",
+                               {"--slowdown", "1.5", "--metrics", flavour})
                   .ok());
   json spec = Spec();
   spec.erase("concurrencyPerReplica");
@@ -150,25 +162,30 @@ TEST_F(ControllerTest, CalibratesCapacityFromTheServersOwnLatency) {
       {{{"deployment", "chat-a100"}, {"gpuClass", "a100-80gb-spot"}}});
   spec["slo"]["tpotSeconds"] = 0.017;
   spec["replicas"] = {{"min", 1}, {"max", 4}};
-  ASSERT_TRUE(CreateAutoscaler("chat", spec).ok());
-  ASSERT_TRUE(WaitFor(absl::Seconds(30),
+  spec["metrics"] = {{"server", flavour}};
+  EXPECT_TRUE(CreateAutoscaler("chat", spec).ok());
+  EXPECT_TRUE(WaitFor(absl::Seconds(30),
                       [&] { return ReadyReplicas("chat-a100") == 1; }));
-  const std::unique_ptr<ControllerProcess> controller = StartController();
-  ASSERT_GT(controller->Port(), 0) << controller->Log();
-
-  const std::unique_ptr<tools::LoadGenerator> load = Load(8);
+  c.controller = StartController();
+  EXPECT_GT(c.controller->Port(), 0) << c.controller->Log();
+  c.load = Load(8);
   const absl::Time start = absl::Now();
-  load->Start();
+  c.load->Start();
   // The factor in use, every tick, from /metrics.
   double factor = 1;
   const bool calibrated = WaitFor(absl::Seconds(150), [&] {
-    factor = controller->Metric("pilotlight_decode_calibration_ratio");
+    factor = c.controller->Metric("pilotlight_decode_calibration_ratio");
     return std::abs(factor - 1.5) <= 0.15;
   });
-  const absl::Duration took = absl::Now() - start;
-  EXPECT_TRUE(calibrated) << factor << "\n" << controller->Log();
-  std::cout << "calibrated to " << factor << "x in "
-            << absl::FormatDuration(took) << "\n";
+  EXPECT_TRUE(calibrated) << factor << "\n" << c.controller->Log();
+  std::cout << flavour << ": calibrated to " << factor << "x in "
+            << absl::FormatDuration(absl::Now() - start) << "\n";
+  return c;
+}
+
+// vLLM's histograms; 8 clients then need 3 replicas, not 1.
+TEST_F(ControllerTest, CalibratesCapacityFromTheServersOwnLatency) {
+  const Calibrated c = CalibrateUnderLoad("vllm");
   // The replicas follow: 8 clients over 3 a replica, where the model's 20
   // would have kept one.
   int peak = 0;
@@ -192,9 +209,32 @@ TEST_F(ControllerTest, CalibratesCapacityFromTheServersOwnLatency) {
   EXPECT_LE(demand.value("capacityPerReplica", 0), 3) << demand.dump();
   EXPECT_NEAR(demand.value("decodeCalibration", 0.0), 1.5, 0.15);
   EXPECT_THAT(demand.value("calibration", ""), HasSubstr("x predicted"));
-  load->Stop();
-  EXPECT_EQ(load->errors(), 0);
+  c.load->Stop();
+  EXPECT_EQ(c.load->errors(), 0);
 }
+
+// The same from SGLang's histograms (sglang:inter_token_latency_seconds)
+// and TGI's (each request's mean time per token, weighted by
+// tgi_request_generated_tokens): the stand-in servers export each engine's
+// own names, and the factor reaches the status.
+class EngineCalibrationTest
+    : public ControllerTest,
+      public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(EngineCalibrationTest, CalibratesFromTheEnginesOwnHistograms) {
+  const Calibrated c = CalibrateUnderLoad(GetParam());
+  EXPECT_TRUE(WaitFor(absl::Seconds(10), [&] {
+    const json demand = Autoscaler("chat")["status"]
+                            .value("economics", json::object())
+                            .value("demand", json::object());
+    return std::abs(demand.value("decodeCalibration", 0.0) - 1.5) <= 0.15;
+  })) << Autoscaler("chat").dump();
+  c.load->Stop();
+  EXPECT_EQ(c.load->errors(), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Engines, EngineCalibrationTest,
+                         ::testing::Values("sglang", "tgi"));
 
 // Prometheus gone, or answering something that is not its API: hold the
 // replicas (never scale down), say Degraded, count the errors.

@@ -21,7 +21,7 @@ int main(int argc, char** argv) {
       {"tensor-parallel", false, "N", "GPUs per replica (default 1)"},
       {"served-model-name", false, "NAME", "name in /v1/models"},
       {"metrics", false, "F",
-       "vllm, tgi or triton metric names (default vllm)"},
+       "vllm, sglang, tgi or triton metric names (default vllm)"},
       {"time-scale", false, "F", "multiply every latency (default 1)"},
       {"slowdown", false, "F",
        "run F times slower than the sizing model (default 1)"},
@@ -49,12 +49,15 @@ int main(int argc, char** argv) {
   o.gpu_class = flags.String("gpu").value_or(o.gpu_class);
   o.served_model_name = flags.String("served-model-name").value_or("");
   const std::string flavor = flags.String("metrics").value_or("vllm");
-  if (flavor == "tgi") {
+  if (flavor == "sglang") {
+    o.metrics = pilotlight::tools::MetricsFlavor::kSglang;
+  } else if (flavor == "tgi") {
     o.metrics = pilotlight::tools::MetricsFlavor::kTgi;
   } else if (flavor == "triton") {
     o.metrics = pilotlight::tools::MetricsFlavor::kTriton;
   } else if (flavor != "vllm") {
-    std::cerr << "--metrics " << flavor << ": want vllm, tgi or triton\n";
+    std::cerr << "--metrics " << flavor
+              << ": want vllm, sglang, tgi or triton\n";
     return 2;
   }
   for (const auto& [name, target] :

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
+#include <mutex>
 #include <sstream>
 #include <thread>
 #include <utility>
@@ -25,33 +27,34 @@
 
 namespace pilotlight::tools {
 
-// The metric names of each server family, as vLLM, TGI and Triton export
-// them -- the names the operator's presets query (controller/prom/demand.cc).
+// The metric names of each server family, as vLLM, SGLang, TGI and Triton
+// export them -- the names the operator's presets query
+// (controller/prom/demand.cc). vLLM and SGLang observe every token's
+// latency; TGI observes per request its mean time per token and its token
+// counts as histograms, and has no TTFT histogram. Triton's core server
+// has no per-token latency: its names here are the stand-in's own.
 struct ModelServer::Metrics {
-  prometheus::Gauge* running;
-  prometheus::Gauge* waiting;
-  prometheus::Gauge* kv_usage;
-  prometheus::Histogram* ttft;
-  prometheus::Histogram* itl;
-  prometheus::Counter* prompt_tokens;
-  prometheus::Counter* generation_tokens;
-  prometheus::Counter* success;
+  prometheus::Gauge* running = nullptr;
+  prometheus::Gauge* waiting = nullptr;
+  prometheus::Gauge* kv_usage = nullptr;       // not in TGI
+  prometheus::Histogram* ttft = nullptr;       // not in TGI
+  prometheus::Histogram* itl = nullptr;        // per token
+  prometheus::Histogram* mean_tpot = nullptr;  // per request (TGI)
+  prometheus::Counter* prompt_tokens = nullptr;
+  prometheus::Counter* generation_tokens = nullptr;
+  prometheus::Histogram* input_length = nullptr;      // per request (TGI)
+  prometheus::Histogram* generated_tokens = nullptr;  // per request (TGI)
+  prometheus::Counter* success = nullptr;
+  // SGLang's sglang:gen_throughput: tokens/s, as of the last whole second
+  // with a token (SGLang sets it as it logs decode steps; idle, it stays).
+  prometheus::Gauge* gen_throughput = nullptr;
+  std::mutex throughput_mu;
+  int64_t throughput_second = -1;
+  int throughput_tokens = 0;
 
   Metrics(prometheus::Registry& r, MetricsFlavor flavor,
           const std::string& model) {
     const prometheus::Labels labels = {{"model_name", model}};
-    const auto name = [&](const char* vllm, const char* tgi,
-                          const char* triton) {
-      switch (flavor) {
-        case MetricsFlavor::kTgi:
-          return std::string(tgi);
-        case MetricsFlavor::kTriton:
-          return std::string(triton);
-        case MetricsFlavor::kVllm:
-          break;
-      }
-      return std::string(vllm);
-    };
     const auto gauge = [&](const std::string& n, const char* help) {
       return &prometheus::BuildGauge().Name(n).Help(help).Register(r).Add(
           labels);
@@ -60,41 +63,128 @@ struct ModelServer::Metrics {
       return &prometheus::BuildCounter().Name(n).Help(help).Register(r).Add(
           labels);
     };
+    const auto histogram = [&](const std::string& n, const char* help,
+                               const prometheus::Histogram::BucketBoundaries&
+                                   b) {
+      return &prometheus::BuildHistogram().Name(n).Help(help).Register(r).Add(
+          labels, b);
+    };
     const prometheus::Histogram::BucketBoundaries latency = {
         0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5,
         0.75,  1,     2.5,  5,    7.5,  10,   20,   40,  80};
-    const auto histogram = [&](const std::string& n, const char* help) {
-      return &prometheus::BuildHistogram().Name(n).Help(help).Register(r).Add(
-          labels, latency);
+    if (flavor == MetricsFlavor::kTgi) {
+      running = gauge("tgi_batch_current_size", "Current batch size");
+      waiting = gauge("tgi_queue_size", "Current queue size");
+      mean_tpot = histogram("tgi_request_mean_time_per_token_duration",
+                            "Mean time per token per request", latency);
+      const prometheus::Histogram::BucketBoundaries tokens = {
+          1, 8, 64, 256, 1024, 4096, 16384};
+      input_length = histogram("tgi_request_input_length",
+                               "Input tokens per request", tokens);
+      generated_tokens = histogram("tgi_request_generated_tokens",
+                                   "Generated tokens per request", tokens);
+      success = counter("tgi_request_success", "Successful requests");
+      return;
+    }
+    const auto name = [&](const char* vllm, const char* sglang,
+                          const char* triton) {
+      switch (flavor) {
+        case MetricsFlavor::kSglang:
+          return std::string(sglang);
+        case MetricsFlavor::kTriton:
+          return std::string(triton);
+        case MetricsFlavor::kVllm:
+        case MetricsFlavor::kTgi:
+          break;
+      }
+      return std::string(vllm);
     };
-    running = gauge(name("vllm:num_requests_running", "tgi_batch_current_size",
+    running = gauge(name("vllm:num_requests_running", "sglang:num_running_reqs",
                          "nv_inference_exec_count_running"),
                     "Requests running on the engine");
-    waiting = gauge(name("vllm:num_requests_waiting", "tgi_queue_size",
+    waiting = gauge(name("vllm:num_requests_waiting", "sglang:num_queue_reqs",
                          "nv_inference_pending_request_count"),
                     "Requests waiting for a slot");
-    kv_usage = gauge(name("vllm:kv_cache_usage_perc", "tgi_kv_cache_usage",
+    kv_usage = gauge(name("vllm:kv_cache_usage_perc", "sglang:token_usage",
                           "nv_kv_cache_usage_perc"),
                      "KV-cache usage, 0 to 1");
     ttft = histogram(name("vllm:time_to_first_token_seconds",
-                          "tgi_request_time_to_first_token_seconds",
+                          "sglang:time_to_first_token_seconds",
                           "nv_time_to_first_token_seconds"),
-                     "Time to first token");
+                     "Time to first token", latency);
     itl = histogram(name("vllm:inter_token_latency_seconds",
-                         "tgi_request_mean_time_per_token_duration",
+                         "sglang:inter_token_latency_seconds",
                          "nv_inter_token_latency_seconds"),
-                    "Time per output token");
-    prompt_tokens = counter(
-        name("vllm:prompt_tokens_total", "tgi_request_input_length_total",
-             "nv_prompt_tokens_total"),
-        "Prompt tokens processed");
-    generation_tokens = counter(name("vllm:generation_tokens_total",
-                                     "tgi_request_generated_tokens_total",
-                                     "nv_generation_tokens_total"),
-                                "Tokens generated");
-    success = counter(name("vllm:request_success_total", "tgi_request_success",
-                           "nv_inference_request_success"),
-                      "Requests finished");
+                    "Time per output token", latency);
+    prompt_tokens =
+        counter(name("vllm:prompt_tokens_total", "sglang:prompt_tokens_total",
+                     "nv_prompt_tokens_total"),
+                "Prompt tokens processed");
+    generation_tokens = counter(
+        name("vllm:generation_tokens_total", "sglang:generation_tokens_total",
+             "nv_generation_tokens_total"),
+        "Tokens generated");
+    success =
+        counter(name("vllm:request_success_total", "sglang:num_requests_total",
+                     "nv_inference_request_success"),
+                "Requests finished");
+    if (flavor == MetricsFlavor::kSglang) {
+      gen_throughput =
+          gauge("sglang:gen_throughput", "Generation throughput, tokens/s");
+    }
+  }
+
+  void KvUsage(double fraction) {
+    if (kv_usage != nullptr) {
+      kv_usage->Set(fraction);
+    }
+  }
+  // The first token, `ttft_s` after the request arrived (model time).
+  void FirstToken(double ttft_s, int prompt) {
+    if (ttft != nullptr) {
+      ttft->Observe(ttft_s);
+    }
+    if (prompt_tokens != nullptr) {
+      prompt_tokens->Increment(prompt);
+    }
+    if (input_length != nullptr) {
+      input_length->Observe(prompt);
+    }
+  }
+  // `n` tokens generated, `tpot_s` apart.
+  void Tokens(int n, double tpot_s) {
+    if (itl != nullptr) {
+      for (int i = 0; i < n; ++i) {
+        itl->Observe(tpot_s);
+      }
+    }
+    if (generation_tokens != nullptr) {
+      generation_tokens->Increment(n);
+    }
+    if (gen_throughput != nullptr) {
+      const int64_t second = absl::ToUnixSeconds(absl::Now());
+      const std::lock_guard<std::mutex> lock(throughput_mu);
+      if (second != throughput_second) {
+        if (throughput_second >= 0) {
+          gen_throughput->Set(second == throughput_second + 1
+                                  ? throughput_tokens
+                                  : 0);  // a silent second between
+        }
+        throughput_second = second;
+        throughput_tokens = 0;
+      }
+      throughput_tokens += n;
+    }
+  }
+  // The request done after `n` tokens at `tpot_s` each.
+  void Finished(int n, double tpot_s) {
+    success->Increment();
+    if (mean_tpot != nullptr && n > 0) {
+      mean_tpot->Observe(tpot_s);
+    }
+    if (generated_tokens != nullptr) {
+      generated_tokens->Observe(n);
+    }
   }
 };
 
@@ -282,27 +372,26 @@ void ModelServer::Routes() {
       {
         std::lock_guard<std::mutex> lock(mu_);
         kv_tokens_ += prompt_tokens + max_tokens;
-        metrics_->kv_usage->Set(
-            std::min(1.0, kv_tokens_ / kv_capacity_tokens_));
+        metrics_->KvUsage(std::min(1.0, kv_tokens_ / kv_capacity_tokens_));
       }
       Sleep(options_.time_scale * replica_->TtftSeconds(prompt_tokens));
       const double ttft = std::chrono::duration<double>(
                               std::chrono::steady_clock::now() - start)
                               .count();
       // In model time, as the inter-token histogram is.
-      metrics_->ttft->Observe(options_.time_scale > 0
-                                  ? ttft / options_.time_scale
-                                  : replica_->TtftSeconds(prompt_tokens));
-      metrics_->prompt_tokens->Increment(prompt_tokens);
+      metrics_->FirstToken(options_.time_scale > 0
+                               ? ttft / options_.time_scale
+                               : replica_->TtftSeconds(prompt_tokens),
+                           prompt_tokens);
       const double tpot = TpotSeconds(batch);
-      const auto finish = [this, prompt_tokens, max_tokens] {
+      const auto finish = [this, prompt_tokens, max_tokens, tpot](int tokens) {
         {
           std::lock_guard<std::mutex> lock(mu_);
           kv_tokens_ -= prompt_tokens + max_tokens;
-          metrics_->kv_usage->Set(
+          metrics_->KvUsage(
               std::min(1.0, std::max(0.0, kv_tokens_) / kv_capacity_tokens_));
         }
-        metrics_->success->Increment();
+        metrics_->Finished(tokens, tpot);
         Release();
       };
       const auto chunk = [this, id, chat](int i, bool last) {
@@ -322,11 +411,8 @@ void ModelServer::Routes() {
         return c;
       };
       if (!stream) {
-        for (int i = 0; i < max_tokens; ++i) {
-          metrics_->itl->Observe(tpot);
-        }
         Sleep(options_.time_scale * tpot * max_tokens);
-        metrics_->generation_tokens->Increment(max_tokens);
+        metrics_->Tokens(max_tokens, tpot);
         std::string text;
         for (int i = 0; i < max_tokens; ++i) {
           absl::StrAppend(&text, " tok", i);
@@ -346,7 +432,7 @@ void ModelServer::Routes() {
              {{"prompt_tokens", prompt_tokens},
               {"completion_tokens", max_tokens},
               {"total_tokens", prompt_tokens + max_tokens}}}};
-        finish();
+        finish(max_tokens);
         res.set_content(j.dump(), "application/json");
         return;
       }
@@ -358,8 +444,7 @@ void ModelServer::Routes() {
                                                 httplib::DataSink& sink) {
             if (*sent < max_tokens) {
               Sleep(options_.time_scale * tpot);
-              metrics_->itl->Observe(tpot);
-              metrics_->generation_tokens->Increment();
+              metrics_->Tokens(1, tpot);
               const std::string ev = absl::StrCat(
                   "data: ", chunk(*sent, *sent + 1 == max_tokens).dump(),
                   "\n\n");
@@ -371,7 +456,7 @@ void ModelServer::Routes() {
             sink.done();
             return true;
           },
-          [finish](bool) { finish(); });
+          [finish, sent](bool) { finish(*sent); });
     };
   };
   server_->Post("/v1/completions", complete(false));

@@ -44,7 +44,7 @@ class Registry;
 
 namespace pilotlight::tools {
 
-enum class MetricsFlavor { kVllm, kTgi, kTriton };
+enum class MetricsFlavor { kVllm, kSglang, kTgi, kTriton };
 
 struct ModelServerOptions {
   std::string address = "127.0.0.1";

@@ -189,14 +189,68 @@ TEST(ModelServerServiceTest, TpotIsTheSimulatorsForTheSameShape) {
   EXPECT_FALSE(ModelServer::Create(o).ok());
 }
 
+// A value of the exposition text `m`: the line starting with `series`
+// followed by a space; -1 when there is none.
+double Value(const std::string& m, const std::string& series) {
+  const std::string key = series + " ";
+  for (size_t at = m.find(key); at != std::string::npos;
+       at = m.find(key, at + 1)) {
+    if (at == 0 || m[at - 1] == '\n') {
+      return std::stod(m.substr(at + key.size()));
+    }
+  }
+  return -1;
+}
+
+// TGI's names and shapes: each request's mean time per token and its token
+// counts as histograms (observed once a request), no TTFT histogram, no
+// vLLM name.
 TEST_F(ModelServerTest, BadBodyAndTgiNames) {
   Start(MetricsFlavor::kTgi);
-  auto r = Client().Post("/v1/completions", "not json", "application/json");
+  auto bad = Client().Post("/v1/completions", "not json", "application/json");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_THAT(bad->body, HasSubstr("not a JSON object"));
+  auto r =
+      Client().Post("/v1/completions",
+                    R"({"prompt": "count to five please", "max_tokens": 6})",
+                    "application/json");
   ASSERT_TRUE(r);
-  EXPECT_EQ(r->status, 400);
-  EXPECT_THAT(r->body, HasSubstr("not a JSON object"));
+  ASSERT_EQ(r->status, 200) << r->body;
   const std::string m = Metrics();
+  const std::string l = "{model_name=\"llama-3.1-8b\"}";
   EXPECT_THAT(m, HasSubstr("tgi_queue_size"));
+  EXPECT_EQ(Value(m, "tgi_request_mean_time_per_token_duration_count" + l), 1)
+      << m;
+  EXPECT_GT(Value(m, "tgi_request_mean_time_per_token_duration_sum" + l), 0);
+  EXPECT_EQ(Value(m, "tgi_request_generated_tokens_sum" + l), 6);
+  EXPECT_EQ(Value(m, "tgi_request_input_length_sum" + l), 5);
+  EXPECT_EQ(Value(m, "tgi_request_success" + l), 1);
+  EXPECT_THAT(m, ::testing::Not(HasSubstr("time_to_first_token")));
+  EXPECT_THAT(m, ::testing::Not(HasSubstr("vllm:")));
+}
+
+// SGLang's names: a latency observation per token, TTFT and prompt tokens
+// per request, its generation throughput gauge.
+TEST_F(ModelServerTest, SglangNames) {
+  Start(MetricsFlavor::kSglang);
+  for (int i = 0; i < 2; ++i) {
+    auto r =
+        Client().Post("/v1/completions",
+                      R"({"prompt": "count to five please", "max_tokens": 6})",
+                      "application/json");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+  }
+  const std::string m = Metrics();
+  const std::string l = "{model_name=\"llama-3.1-8b\"}";
+  EXPECT_EQ(Value(m, "sglang:inter_token_latency_seconds_count" + l), 12) << m;
+  EXPECT_EQ(Value(m, "sglang:time_to_first_token_seconds_count" + l), 2);
+  EXPECT_EQ(Value(m, "sglang:prompt_tokens_total" + l), 10);
+  EXPECT_EQ(Value(m, "sglang:generation_tokens_total" + l), 12);
+  EXPECT_EQ(Value(m, "sglang:num_requests_total" + l), 2);
+  EXPECT_GE(Value(m, "sglang:gen_throughput" + l), 0);
+  EXPECT_THAT(m, HasSubstr("sglang:num_running_reqs"));
   EXPECT_THAT(m, ::testing::Not(HasSubstr("vllm:")));
 }
 
