@@ -54,6 +54,10 @@ class PatchWatcher final : public ReplicaPatcher {
     }
     return st;
   }
+  absl::Status SetDeletionCost(const std::string& ns, const std::string& pod,
+                               int32_t cost) override {
+    return real_.SetDeletionCost(ns, pod, cost);
+  }
   std::optional<absl::Time> TakePatched() {
     return std::exchange(patched_at_, std::nullopt);
   }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,14 @@ class DemandSource {
   virtual policy::DemandSample Read(const api::AutoscalerResource& endpoint,
                                     const std::vector<std::string>& ready_pods,
                                     absl::Time now, std::string& missing) = 0;
+
+  // Requests on each of `pods` ("ns/name") as last read (running + waiting):
+  // which pods a scale-down should spare. A pod not known is left out.
+  virtual std::map<std::string, double> BusyPods(
+      const api::AutoscalerResource& /*endpoint*/,
+      const std::vector<std::string>& /*pods*/) const {
+    return {};
+  }
 };
 
 }  // namespace pilotlight::runtime

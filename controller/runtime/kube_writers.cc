@@ -20,6 +20,19 @@ absl::Status KubeWriters::Scale(const std::string& ns,
       .status();
 }
 
+absl::Status KubeWriters::SetDeletionCost(const std::string& ns,
+                                          const std::string& pod,
+                                          int32_t cost) {
+  return client_
+      .Request(
+          "PATCH", absl::StrCat("/api/v1/namespaces/", ns, "/pods/", pod),
+          json{{"metadata",
+                {{"annotations", {{kPodDeletionCost, absl::StrCat(cost)}}}}}}
+              .dump(),
+          "application/merge-patch+json")
+      .status();
+}
+
 absl::Status KubeWriters::PatchStatus(const std::string& ns,
                                       const std::string& name,
                                       const json& status) {

@@ -36,6 +36,12 @@ class MergedDemand final : public DemandSource {
   policy::DemandSample Read(const api::AutoscalerResource& endpoint,
                             const std::vector<std::string>& ready_pods,
                             absl::Time now, std::string& missing) override;
+  // The engines' own figures per pod (the activators report per endpoint).
+  std::map<std::string, double> BusyPods(
+      const api::AutoscalerResource& endpoint,
+      const std::vector<std::string>& pods) const override {
+    return prom_.BusyPods(endpoint, pods);
+  }
 
  private:
   DemandSource& prom_;

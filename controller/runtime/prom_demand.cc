@@ -86,6 +86,29 @@ policy::DemandSample PromDemand::Read(
   return s;
 }
 
+std::map<std::string, double> PromDemand::BusyPods(
+    const api::AutoscalerResource& endpoint,
+    const std::vector<std::string>& pods) const {
+  const prom::DemandQueries q = QueriesOf(endpoint.metrics);
+  const std::lock_guard<std::mutex> lock(mu_);
+  std::map<std::string, double> busy;
+  for (const std::string& query : {q.in_flight, q.queued}) {
+    if (query.empty()) {
+      continue;
+    }
+    const auto it = answers_.find(query);
+    if (it == answers_.end() || !it->second.ok()) {
+      continue;
+    }
+    for (const std::string& pod : pods) {
+      if (const auto v = it->second->find(pod); v != it->second->end()) {
+        busy[pod] += v->second;
+      }
+    }
+  }
+  return busy;
+}
+
 std::optional<double> PromDemand::SumOverPods(
     const std::string& query, const std::vector<std::string>& pods,
     const char* what, std::string* missing) const {

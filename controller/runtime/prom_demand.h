@@ -38,6 +38,9 @@ class PromDemand final : public DemandSource {
   policy::DemandSample Read(const api::AutoscalerResource& endpoint,
                             const std::vector<std::string>& ready_pods,
                             absl::Time now, std::string& missing) override;
+  std::map<std::string, double> BusyPods(
+      const api::AutoscalerResource& endpoint,
+      const std::vector<std::string>& pods) const override;
 
  private:
   prom::DemandQueries QueriesOf(const api::MetricsSpec& m) const;

@@ -69,7 +69,8 @@ struct Reconciler::Endpoint {
 // One reconcile's view of the variants.
 struct Reconciler::Observed {
   policy::Snapshot snap;
-  std::vector<std::string> ready_pods;  // of every variant
+  std::vector<std::string> ready_pods;                 // of every variant
+  std::vector<std::vector<std::string>> variant_pods;  // ready, per variant
 };
 
 Reconciler::Reconciler(policy::DeciderConfig config, ReconcilerInputs in,
@@ -279,6 +280,7 @@ Reconciler::Observed Reconciler::Observe(
     }
     o.ready_pods.insert(o.ready_pods.end(), v.ready_pods.begin(),
                         v.ready_pods.end());
+    o.variant_pods.push_back(v.ready_pods);
     if (v.spot) {
       o.snap.spot.push_back(*std::move(v.spot));
     }
@@ -377,6 +379,35 @@ const policy::Decision& Reconciler::Knative(Endpoint& e, const Observed& o,
   return *e.knative_decision;
 }
 
+// Before a scale-down: each ready pod's deletion cost is the requests on it
+// (running + waiting, as Prometheus last read them), so the ReplicaSet
+// removes the idle pods first and a busy pod's streams are not cut short
+// by its grace period. Only costs that changed are written. Best effort: a
+// pod that could not be annotated (gone meanwhile, no RBAC) is logged, and
+// the scale-down goes on.
+void Reconciler::SpareBusyPods(const Endpoint& e,
+                               const std::vector<std::string>& pods,
+                               Writers& w) {
+  for (const auto& [key, requests] : in_.demand.BusyPods(*e.parsed, pods)) {
+    const kube::ObjectCache::ObjectPtr pod = in_.pods.Get(key);
+    if (!pod || !std::isfinite(requests)) {
+      continue;
+    }
+    const auto cost =
+        static_cast<int32_t>(std::clamp(std::round(requests), 0.0, 1e9));
+    if (StringField(*pod, {"metadata", "annotations", kPodDeletionCost}) ==
+        absl::StrCat(cost)) {
+      continue;
+    }
+    const std::string name = StringField(*pod, {"metadata", "name"});
+    if (absl::Status st = w.patcher.SetDeletionCost(e.subject.ns, name, cost);
+        !st.ok()) {
+      LogJson("warn", "pod deletion cost not set",
+              {{"pod", key}, {"cost", cost}, {"error", st.ToString()}});
+    }
+  }
+}
+
 // Stage 4 (the leader only): patch the variants whose replicas differ.
 absl::Status Reconciler::Act(const Endpoint& e, const policy::Decision& d,
                              const Observed& o, Writers& w,
@@ -386,6 +417,9 @@ absl::Status Reconciler::Act(const Endpoint& e, const policy::Decision& d,
     const int32_t from = o.snap.variants[i].desired;
     if (v.replicas == from) {
       continue;
+    }
+    if (v.replicas > 0 && v.replicas < from) {
+      SpareBusyPods(e, o.variant_pods[i], w);
     }
     // A failed patch is retried with back-off; nothing after it was done.
     PL_RETURN_IF_ERROR(w.patcher.Scale(e.subject.ns, v.deployment, v.replicas));

@@ -97,6 +97,8 @@ class Reconciler {
                                      int64_t generation, absl::Time now);
   absl::Status Act(const Endpoint& e, const policy::Decision& d,
                    const Observed& o, Writers& w, std::string& scaled);
+  void SpareBusyPods(const Endpoint& e, const std::vector<std::string>& pods,
+                     Writers& w);
   absl::Status Publish(Endpoint& e, const policy::Decision& d,
                        const Observed& o, const std::string& scaled, Writers& w,
                        bool leading, absl::Time now);

@@ -1,9 +1,10 @@
 // File: controller/runtime/writers.h
 //
 // The reconciler's edges toward the cluster, as three narrow interfaces:
-// patch a Deployment's replicas (/scale), write an InferenceAutoscaler's
-// status, record an Event. KubeWriters implements them over one API client
-// (one per worker thread); tests record what was asked instead.
+// patch a Deployment's replicas (/scale) and its pods' deletion cost, write
+// an InferenceAutoscaler's status, record an Event. KubeWriters implements them
+// over one API client (one per worker thread); tests record what was asked
+// instead.
 #pragma once
 
 #include <cstdint>
@@ -14,12 +15,21 @@
 
 namespace pilotlight::runtime {
 
+// The annotation a ReplicaSet ranks its pods by when it scales down.
+inline constexpr char kPodDeletionCost[] =
+    "controller.kubernetes.io/pod-deletion-cost";
+
 class ReplicaPatcher {
  public:
   virtual ~ReplicaPatcher() = default;
   virtual absl::Status Scale(const std::string& ns,
                              const std::string& deployment,
                              int32_t replicas) = 0;
+  // Sets the pod's controller.kubernetes.io/pod-deletion-cost: a
+  // ReplicaSet scaling down removes the pods of lower cost first.
+  virtual absl::Status SetDeletionCost(const std::string& ns,
+                                       const std::string& pod,
+                                       int32_t cost) = 0;
 };
 
 class StatusWriter {

@@ -15,12 +15,14 @@
 // Events.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "controller/base/json_fields.h"
@@ -112,6 +114,18 @@ class FakeCluster {
     d["spec"]["replicas"] = replicas;
     index.OnDeployment(deployments.Put(d), d);
   }
+  // Sets an annotation on pod `key` ("ns/name"), if it is there.
+  void AnnotatePod(const std::string& key, const std::string& name,
+                   const std::string& value, absl::Time now) {
+    const kube::ObjectCache::ObjectPtr p = pods.Get(key);
+    if (p == nullptr) {
+      return;
+    }
+    json pod = *p;
+    pod["metadata"]["annotations"][name] = value;
+    index.OnPod(pods.Put(pod), pod, now);
+  }
+
   int Replicas(const std::string& key) const {
     return static_cast<int>(
         IntField(*deployments.Get(key), {"spec", "replicas"}));
@@ -219,11 +233,22 @@ class FakeCluster {
       }
     }
     const int want = static_cast<int>(IntField(d, {"spec", "replicas"}));
-    // Scale down: not-ready pods first, the newest first.
+    // Scale down as a ReplicaSet ranks its pods: not-ready pods first,
+    // then the lower controller.kubernetes.io/pod-deletion-cost, then the
+    // newest.
+    const auto cost = [&](const std::string& p) {
+      int64_t c = 0;
+      (void)absl::SimpleAtoi(
+          StringField(*pods.Get(p),
+                      {"metadata", "annotations", runtime::kPodDeletionCost}),
+          &c);
+      return c;
+    };
     std::stable_sort(live.begin(), live.end(),
                      [&](const auto& a, const auto& b) {
-                       return runtime::PodReady(*pods.Get(a)) >
-                              runtime::PodReady(*pods.Get(b));
+                       const bool ra = runtime::PodReady(*pods.Get(a));
+                       const bool rb = runtime::PodReady(*pods.Get(b));
+                       return ra != rb ? ra > rb : cost(a) > cost(b);
                      });
     while (static_cast<int>(live.size()) > want) {
       DeletePod(live.back(), now);
@@ -301,6 +326,19 @@ class FakeDemand final : public runtime::DemandSource {
   // A metric that cannot be read (Prometheus down), or back.
   void SetMissing(std::string what) { missing_ = std::move(what); }
   void NextEpoch() { ++epoch_; }
+  // Requests per pod ("ns/name") for BusyPods.
+  void SetBusy(std::map<std::string, double> busy) { busy_ = std::move(busy); }
+  std::map<std::string, double> BusyPods(
+      const api::AutoscalerResource&,
+      const std::vector<std::string>& pods) const override {
+    std::map<std::string, double> out;
+    for (const std::string& p : pods) {
+      if (const auto it = busy_.find(p); it != busy_.end()) {
+        out.emplace(p, it->second);
+      }
+    }
+    return out;
+  }
 
   int64_t Epoch(const std::string& /*endpoint*/) const override {
     return epoch_;
@@ -324,6 +362,7 @@ class FakeDemand final : public runtime::DemandSource {
   Fn fn_;
   std::string missing_;
   int64_t epoch_ = 0;
+  std::map<std::string, double> busy_;
 };
 
 // Records what the reconciler writes; /scale patches go to the cluster.
@@ -340,12 +379,24 @@ class RecordingWriters final : public runtime::ReplicaPatcher,
     std::string reason;
     std::string message;
   };
+  struct Cost {
+    std::string pod;
+    int32_t cost;
+    int before_patch;  // how many /scale patches came before it
+  };
   explicit RecordingWriters(FakeCluster& cluster) : cluster_(cluster) {}
 
   absl::Status Scale(const std::string& ns, const std::string& deployment,
                      int32_t replicas) override {
     patches.push_back({deployment, replicas});
     cluster_.SetReplicas(absl::StrCat(ns, "/", deployment), replicas);
+    return absl::OkStatus();
+  }
+  absl::Status SetDeletionCost(const std::string& ns, const std::string& pod,
+                               int32_t cost) override {
+    costs.push_back({pod, cost, static_cast<int>(patches.size())});
+    cluster_.AnnotatePod(absl::StrCat(ns, "/", pod), runtime::kPodDeletionCost,
+                         absl::StrCat(cost), absl::InfinitePast());
     return absl::OkStatus();
   }
   absl::Status PatchStatus(const std::string&, const std::string&,
@@ -373,6 +424,7 @@ class RecordingWriters final : public runtime::ReplicaPatcher,
   }
 
   std::vector<Patch> patches;
+  std::vector<Cost> costs;
   std::vector<Event> events;
   int status_writes = 0;
 

@@ -128,9 +128,25 @@ TEST_F(ControllerTest, ScalesUpUnderLoadDownAfterAndToZero) {
   EXPECT_GT(load->done(), 0);
   EXPECT_EQ(load->errors(), 0);
 
+  // On the way down (3 -> 1 before 0) the pods left get their deletion
+  // cost, the requests on them, from the controller (through the API
+  // server: the ReplicaSet then takes idle pods first).
+  bool cost_seen = false;
   EXPECT_TRUE(WaitFor(absl::Seconds(120), [&] {
+    if (!cost_seen) {
+      const absl::StatusOr<json> pods =
+          Request("GET", absl::StrCat("/api/v1/namespaces/", ns_, "/pods"));
+      for (const json& p :
+           pods.ok() ? pods->value("items", json::array()) : json::array()) {
+        cost_seen = cost_seen ||
+                    p["metadata"]
+                        .value("annotations", json::object())
+                        .contains("controller.kubernetes.io/pod-deletion-cost");
+      }
+    }
     return Replicas("chat-l4") == 0 && Replicas("chat-a100") == 0;
   })) << controller->Log();
+  EXPECT_TRUE(cost_seen) << controller->Log();
   EXPECT_TRUE(WaitFor(absl::Seconds(10), [&] {
     return Condition(Autoscaler("chat"), "ScaledToZero") == "True";
   }));

@@ -197,6 +197,51 @@ TEST_F(ReconcilerTest, ScalesToZeroAndBack) {
 // re-parses that leave the variants alone (every status write changes the
 // resourceVersion), replaced when a variant changes, removed with the
 // endpoint.
+// A scale-down spares the busy pods: before the /scale patch each ready
+// pod's deletion cost is set to the requests on it, so the ReplicaSet takes
+// the idle ones -- here the pod it would otherwise have taken first (the
+// newest) is the busy one, and it is the one left. Costs are written only
+// when they change.
+TEST_F(ReconcilerTest, ScaleDownSparesBusyPods) {
+  Pool("chat-a100", "a100-80gb", policy::CapacityType::kOnDemand, 3);
+  Endpoint({Variant("chat-a100",
+                    ClassName("a100-80gb", policy::CapacityType::kOnDemand))});
+  demand_.Set([](absl::Time, int) { return InFlight(1); });
+  Tick();
+  const int capacity = last_->capacity_per_replica;
+  ASSERT_GT(capacity, 0);
+  demand_.Set([&](absl::Time, int) { return InFlight(2.5 * capacity); });
+  RunFor(absl::Minutes(2));
+  ASSERT_EQ(Replicas("chat-a100"), 3);
+  const std::vector<std::string> pods = cluster_.index.PodsOf("ml/chat-a100");
+  ASSERT_EQ(pods.size(), 3U);
+  const std::string busy = pods.back();
+  demand_.SetBusy({{pods[0], 0}, {pods[1], 0.4}, {busy, 3}});
+  const size_t patched = out_.patches.size();
+  demand_.Set([](absl::Time, int) { return InFlight(3); });
+  for (int i = 0; i < 300 && Replicas("chat-a100") == 3; ++i) {
+    Tick();
+  }
+  ASSERT_LT(Replicas("chat-a100"), 3);
+  RunFor(absl::Minutes(5));
+  EXPECT_EQ(Replicas("chat-a100"), 1);
+  cluster_.Settle(clock_.Now());
+  // Written once each, before the first scale-down's patch.
+  ASSERT_GT(out_.patches.size(), patched);
+  EXPECT_LT(out_.patches[patched].replicas, 3);
+  const size_t first_down = patched;
+  std::map<std::string, int32_t> costs;
+  for (const auto& c : out_.costs) {
+    EXPECT_EQ(c.before_patch, static_cast<int>(first_down)) << c.pod;
+    EXPECT_TRUE(costs.emplace(absl::StrCat("ml/", c.pod), c.cost).second)
+        << c.pod << " written twice";
+  }
+  EXPECT_EQ(costs, (std::map<std::string, int32_t>{
+                       {pods[0], 0}, {pods[1], 0}, {busy, 3}}));
+  EXPECT_EQ(cluster_.index.PodsOf("ml/chat-a100"),
+            std::vector<std::string>{busy});
+}
+
 TEST_F(ReconcilerTest, SeriesFollowTheSpecsVariants) {
   Pool("chat-a100", "a100-80gb", kOnDemand, 1);
   Pool("chat-l4", "l4", kOnDemand, 1);
