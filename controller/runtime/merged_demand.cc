@@ -16,6 +16,15 @@ policy::DemandSample MergedDemand::Read(
     const std::vector<std::string>& ready_pods, absl::Time now,
     std::string& missing) {
   policy::DemandSample s = prom_.Read(endpoint, ready_pods, now, missing);
+  if (s.latency) {
+    const int64_t epoch = prom_.Epoch(endpoint.spec.name);
+    const std::lock_guard<std::mutex> lock(mu_);
+    auto [it, fresh] = latency_epoch_.try_emplace(endpoint.spec.name, epoch);
+    if (!fresh && it->second == epoch) {
+      s.latency.reset();  // this window was handed on already
+    }
+    it->second = epoch;
+  }
   const ActivatorRead a = activators_.Read(endpoint.spec.name);
   if (!a.lost.empty()) {
     // What is seen is a lower bound: the policy scales up for it (a

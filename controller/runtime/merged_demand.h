@@ -22,6 +22,10 @@
 // once) but never down on demand it cannot see.
 #pragma once
 
+#include <map>
+#include <mutex>
+#include <string>
+
 #include "controller/runtime/activator_demand.h"
 #include "controller/runtime/demand_source.h"
 
@@ -46,6 +50,11 @@ class MergedDemand final : public DemandSource {
  private:
   DemandSource& prom_;
   ActivatorDemand& activators_;
+  // Per endpoint, the Prometheus epoch whose engine latency was handed on:
+  // a read between two refreshes (an activator's poke) reads the same
+  // window and must not feed the calibrator it twice.
+  std::mutex mu_;
+  std::map<std::string, int64_t> latency_epoch_;
 };
 
 }  // namespace pilotlight::runtime

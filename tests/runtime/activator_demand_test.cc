@@ -127,6 +127,34 @@ TEST_F(ActivatorDemandTest,
   EXPECT_THAT(table_.Read(kEp).lost, IsEmpty());
 }
 
+// The engines' latency window reaches the calibrator once per Prometheus
+// refresh: a poke between two refreshes reads the same answers again, and
+// handing that window on twice would double its weight (and reach the
+// calibration's minimum count on half the tokens).
+TEST_F(ActivatorDemandTest, EngineLatencyOncePerPrometheusRefresh) {
+  fakes::FakeDemand prom;
+  MergedDemand merged(prom, table_);
+  api::AutoscalerResource ep;
+  ep.spec.name = kEp;
+  prom.Set([](absl::Time, int) {
+    policy::DemandSample s = Prom(4, 0, 1);
+    s.latency = policy::EngineLatency{.itl_s = 0.02, .itl_tokens = 100};
+    return s;
+  });
+  std::string missing;
+  const auto read = [&] {
+    return merged.Read(ep, {}, clock_.Now(), missing).latency.has_value();
+  };
+  EXPECT_TRUE(read());
+  EXPECT_FALSE(read());  // a poke: the same refresh
+  EXPECT_FALSE(read());
+  prom.NextEpoch();
+  EXPECT_TRUE(read());  // the next refresh
+  EXPECT_FALSE(read());
+  // Demand itself is read every time.
+  EXPECT_EQ(merged.Read(ep, {}, clock_.Now(), missing).in_flight, 4);
+}
+
 TEST_F(ActivatorDemandTest, MergeCountsEachRequestOnce) {
   clock_.Advance(absl::Seconds(11));
   fakes::FakeDemand prom;
