@@ -193,10 +193,6 @@ TEST_F(ReconcilerTest, ScalesToZeroAndBack) {
   EXPECT_EQ(out_.Condition("ScaledToZero"), "False Serving");
 }
 
-// The per-endpoint series: made at the first publish, kept across
-// re-parses that leave the variants alone (every status write changes the
-// resourceVersion), replaced when a variant changes, removed with the
-// endpoint.
 // A scale-down spares the busy pods: before the /scale patch each ready
 // pod's deletion cost is set to the requests on it, so the ReplicaSet takes
 // the idle ones -- here the pod it would otherwise have taken first (the
@@ -229,10 +225,9 @@ TEST_F(ReconcilerTest, ScaleDownSparesBusyPods) {
   // Written once each, before the first scale-down's patch.
   ASSERT_GT(out_.patches.size(), patched);
   EXPECT_LT(out_.patches[patched].replicas, 3);
-  const size_t first_down = patched;
   std::map<std::string, int32_t> costs;
   for (const auto& c : out_.costs) {
-    EXPECT_EQ(c.before_patch, static_cast<int>(first_down)) << c.pod;
+    EXPECT_EQ(c.before_patch, static_cast<int>(patched)) << c.pod;
     EXPECT_TRUE(costs.emplace(absl::StrCat("ml/", c.pod), c.cost).second)
         << c.pod << " written twice";
   }
@@ -242,6 +237,10 @@ TEST_F(ReconcilerTest, ScaleDownSparesBusyPods) {
             std::vector<std::string>{busy});
 }
 
+// The per-endpoint series: made at the first publish, kept across
+// re-parses that leave the variants alone (every status write changes the
+// resourceVersion), replaced when a variant changes, removed with the
+// endpoint.
 TEST_F(ReconcilerTest, SeriesFollowTheSpecsVariants) {
   Pool("chat-a100", "a100-80gb", kOnDemand, 1);
   Pool("chat-l4", "l4", kOnDemand, 1);
