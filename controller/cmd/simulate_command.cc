@@ -116,6 +116,11 @@ const std::vector<FlagSpec>& SimulateFlags() {
        "how old the demand each tick sees is: the controller decides on the "
        "activator's last report (one a second), in [0, --tick) (default 0: "
        "the tick's instant; pilotlight-replay measures the live one)"},
+      {"warmup", false, "DURATION",
+       "the first DURATION of the replay is run but not measured: its "
+       "requests are served and not counted, cost counts from its end "
+       "(every policy starts a trace at zero, the oracle warm; default 0: "
+       "all measured)"},
       {"no-poke", true, "",
        "no activator poke: demand at zero waits for the next tick"},
       {"no-idle-skip", true, "",
@@ -227,6 +232,10 @@ absl::Status BuildConfig(const ParsedFlags& f, const model::Catalog& catalog,
   if (c.activator.report_lag < absl::ZeroDuration() ||
       c.activator.report_lag >= c.tick) {
     return absl::InvalidArgumentError("--report-lag must be in [0, --tick)");
+  }
+  PL_RETURN_IF_ERROR(Set(f.Duration("warmup"), c.warmup));
+  if (c.warmup < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--warmup must be >= 0");
   }
   std::optional<double> epoch;
   PL_RETURN_IF_ERROR(Set(f.Double("epoch"), epoch));
@@ -390,6 +399,11 @@ void PrintTable(const sim::Trace& t, const sim::SimConfig& c,
   out << absl::StrFormat("trace %s (%s): %d requests, %d endpoint(s), %.1f h\n",
                          t.path, sim::TraceFormatName(t.format), r.requests,
                          r.endpoints, r.duration_s / 3600);
+  if (c.warmup > absl::ZeroDuration() && !r.policies.empty()) {
+    out << absl::StrFormat(
+        "warm-up: the first %s replayed, not measured (%d requests measured)\n",
+        absl::FormatDuration(c.warmup), r.policies.front().result.requests);
+  }
   for (const sim::PolicyResult& p : r.policies) {
     if (p.result.preemptions > 0) {
       out << absl::StrFormat(
@@ -583,6 +597,12 @@ int RunSimulate(const std::vector<std::string>& args, std::ostream& out,
   if (!trace.ok()) {
     return usage_error(trace.status());
   }
+  if (config.warmup > absl::ZeroDuration() &&
+      absl::ToDoubleSeconds(config.warmup) >= trace->duration_s) {
+    return usage_error(absl::InvalidArgumentError(absl::StrFormat(
+        "--warmup %s leaves nothing of the %.0f s trace to measure",
+        absl::FormatDuration(config.warmup), trace->duration_s)));
+  }
   sim::ShapeFromTrace(*trace, config.spec);
   if (absl::Status st = policy::ValidateEndpointSpec(config.spec, *catalog);
       !st.ok()) {
@@ -703,6 +723,7 @@ int RunSimulate(const std::vector<std::string>& args, std::ostream& out,
   }
   if (f->Bool("json")) {
     nlohmann::json j = Json(*trace, *report);
+    j["trace"]["warmup_s"] = absl::ToDoubleSeconds(config.warmup);
     if (match) {
       j["matched_slo"] = MatchJson(*match);
     }

@@ -373,10 +373,11 @@ class Engine {
       } else {
         const Request& req = trace_.requests[next_++];
         ++arrivals_;
-        ++result_.requests;
+        const bool measured = Counted(req);
+        result_.requests += measured ? 1 : 0;
         const ActivatorModel& a = config_.activator;
         if (a.max_held > 0 && std::ssize(queue_) >= a.max_held && !FreeSlot()) {
-          ++result_.rejected_requests;  // 429 + Retry-After
+          result_.rejected_requests += measured ? 1 : 0;  // 429 + Retry-After
           continue;
         }
         if (ready_count_ == 0 && a.poke_delay &&
@@ -446,6 +447,11 @@ class Engine {
     last_tick_ = next_tick - tick;
   }
 
+  // Whether a request is measured: it arrives after the warm-up.
+  bool Counted(const Request& req) const {
+    return req.arrival_s >= measure_from_s_;
+  }
+
   bool FreeSlot() const {
     for (int id : live_ids_) {
       const Replica& r = replicas_[static_cast<size_t>(id)];
@@ -499,9 +505,6 @@ class Engine {
       if (!started_[index]) {
         started_[index] = true;
         const bool cold = r.ready_s > req.arrival_s;
-        if (cold) {
-          ++result_.cold_start_requests;  // it waited for this replica
-        }
         if (config_.request_log) {
           config_.request_log(RequestRecord{.arrival_s = req.arrival_s,
                                             .start_s = now_,
@@ -510,6 +513,13 @@ class Engine {
                                             .cold = cold,
                                             .replica = best,
                                             .variant = r.variant});
+        }
+        if (!Counted(req)) {
+          completions_.push({now_ + service, best, req.output_tokens, &req});
+          continue;
+        }
+        if (cold) {
+          ++result_.cold_start_requests;  // it waited for this replica
         }
         result_.ttft.Add(ttft);
         const bool ttft_ok =
@@ -648,8 +658,11 @@ class Engine {
     const double lived = std::max(0.0, t - r.requested_s);
     const double g = absl::ToDoubleSeconds(config_.billing_granularity);
     const double billed = g > 0 ? std::ceil(lived / g - 1e-9) * g : lived;
-    billed_cost_ += billed * m.price_per_hour / 3600.0;
-    result_.gpu_seconds += lived * m.gpus;
+    // What falls after the warm-up (all of it without one).
+    const double from = std::max(r.requested_s, measure_from_s_);
+    billed_cost_ += std::max(0.0, r.requested_s + billed - from) *
+                    m.price_per_hour / 3600.0;
+    result_.gpu_seconds += std::max(0.0, t - from) * m.gpus;
     live_ids_.erase(std::find(live_ids_.begin(), live_ids_.end(), id));
   }
 
@@ -791,7 +804,7 @@ class Engine {
     for (size_t v = 0; v < models_.size() && v < want.size(); ++v) {
       const int w = std::max(0, want[v]);
       if (w != desired_[v]) {
-        ++result_.scale_events;
+        result_.scale_events += t >= measure_from_s_ ? 1 : 0;
         desired_[v] = w;
       }
       Apply(static_cast<int>(v), w);
@@ -815,7 +828,7 @@ class Engine {
     double running = 0;
     for (int id : live_ids_) {
       const Replica& r = replicas_[static_cast<size_t>(id)];
-      running += (t - r.requested_s) *
+      running += std::max(0.0, t - std::max(r.requested_s, measure_from_s_)) *
                  models_[static_cast<size_t>(r.variant)].price_per_hour / 3600;
     }
     p.cost_usd = billed_cost_ + running;
@@ -870,6 +883,12 @@ class Engine {
       trace_.requests.size(), static_cast<uint8_t>(MissCause::kServed));
   const ReplayProgress& progress_;  // may be empty
   const double ttft_slo_s_ = absl::ToDoubleSeconds(config_.spec.slo.ttft);
+  // Measured from here: the warm-up's end, else everything (the clock
+  // starts before 0, and a replica the oracle starts ahead of the first
+  // arrival is paid for).
+  const double measure_from_s_ = config_.warmup > absl::ZeroDuration()
+                                     ? absl::ToDoubleSeconds(config_.warmup)
+                                     : -std::numeric_limits<double>::infinity();
   const double tpot_slo_s_ = absl::ToDoubleSeconds(config_.spec.slo.tpot);
   std::mt19937_64 cold_rng_{config_.seed ^ 0xC01DULL};
   SimResult result_;

@@ -135,6 +135,15 @@ struct SimConfig {
   // policy deadline instead of stepping the tick. Results are the same as
   // stepping (tests/sim/idle_skip_test.cc); false steps every tick.
   bool skip_idle = true;
+  // The first `warmup` of the replay is run but not measured: requests
+  // arriving in it are served and not counted (nor their cold starts, SLO,
+  // rejections), scale events are counted from its end, and cost is each
+  // replica's billed time after it. A trace slice begins mid-traffic, yet
+  // every online policy starts it at zero replicas with no history, while
+  // the oracle, placing cold starts with hindsight, starts warm: the
+  // warm-up leaves that start-up transient out of the comparison
+  // (docs/benchmarks.md). 0: everything is measured.
+  absl::Duration warmup;
   // A prompt-length-aware TTFT SLO: a request with P prompt tokens is within
   // it when its TTFT <= spec.slo.ttft + P x this (seconds per prompt token;
   // 0: the flat SLO), as serving SLOs are written for long prompts.

@@ -54,7 +54,8 @@ TEST(SimulateCommandTest, JsonHasExactlyTheDocumentedKeys) {
             (std::set<std::string>{"trace", "policies", "matched_slo"}));
   EXPECT_EQ(Keys(j["trace"]),
             (std::set<std::string>{"path", "format", "requests", "endpoints",
-                                   "duration_s"}));
+                                   "duration_s", "warmup_s"}));
+  EXPECT_EQ(j["trace"]["warmup_s"], 0);
   EXPECT_EQ(j["trace"]["format"], "azure");
   EXPECT_EQ(j["trace"]["endpoints"], 1);
   ASSERT_EQ(j["policies"].size(), 7u);
@@ -97,6 +98,16 @@ TEST(SimulateCommandTest, JsonHasExactlyTheDocumentedKeys) {
       {"--trace", kTrace, "--json", "--duration", "10m", "--match-slo", "0"});
   ASSERT_EQ(none.code, kExitOk) << none.err;
   EXPECT_FALSE(nlohmann::json::parse(none.out).contains("matched_slo"));
+  // A warm-up: the slice's requests in the trace, those after it measured.
+  const Outcome warm =
+      Simulate({"--trace", kTrace, "--json", "--duration", "10m", "--warmup",
+                "5m", "--match-slo", "0", "--policies", "pilotlight"});
+  ASSERT_EQ(warm.code, kExitOk) << warm.err;
+  const nlohmann::json w = nlohmann::json::parse(warm.out);
+  EXPECT_EQ(w["trace"]["warmup_s"], 300);
+  EXPECT_EQ(w["trace"]["requests"], j["trace"]["requests"]);
+  EXPECT_GT(w["policies"][0]["requests"], 0);
+  EXPECT_LT(w["policies"][0]["requests"], w["trace"]["requests"]);
 }
 
 // The activator's poke is on unless --no-poke: the slice opens at zero, so
@@ -167,6 +178,8 @@ TEST(SimulateCommandTest, BadInput) {
       {{"--trace", kTrace, "--cold-start-resolution", "-1s"},
        "--cold-start-resolution must be"},
       {{"--trace", kTrace, "--epoch", "soon"}, "--epoch"},
+      {{"--trace", kTrace, "--warmup", "-1s"}, "--warmup must be >= 0"},
+      {{"--trace", kTrace, "--warmup", "2h"}, "leaves nothing of the"},
       {{"--trace", kTrace, "--requests", "/nonexistent/dir/requests.csv"},
        "cannot write /nonexistent/dir/requests.csv"},
   };

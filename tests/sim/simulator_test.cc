@@ -393,6 +393,48 @@ TEST_F(SimulatorTest, BillingGranularity) {
   EXPECT_NEAR(Run(none, 100, alive_0_to_61).cost_usd, Price(), 1e-9);
 }
 
+// A warm-up is replayed and not measured: the burst at zero in it is
+// served (its cold start and its rejections happen) but not counted, the
+// requests after it are, and cost is each replica's billed time after it.
+TEST_F(SimulatorTest, WarmupIsReplayedNotMeasured) {
+  EndpointTrace e;
+  e.name = "e";
+  for (double at : {10.0, 10.001, 10.002, 100.0, 101.0}) {
+    Request r;
+    r.arrival_s = at;
+    r.input_tokens = 100;
+    r.output_tokens = 10;
+    e.requests.push_back(r);
+  }
+  config_.activator.max_held = 2;
+  // One replica from the first request's poke to 150 s.
+  const auto policy = [](const Observation&, double t) {
+    return t >= 10 && t < 150 ? 1 : 0;
+  };
+  const SimResult all = Run(e, 200, policy);
+  EXPECT_EQ(all.requests, 5);
+  EXPECT_EQ(all.rejected_requests, 1);  // the third at zero, hold full
+  EXPECT_EQ(all.cold_start_requests, 2);
+  EXPECT_EQ(all.ttft.count(), 4);
+  EXPECT_LT(all.within_slo, 4);  // the two held waited 30 s
+
+  config_.warmup = absl::Seconds(60);
+  const SimResult measured = Run(e, 200, policy);
+  EXPECT_EQ(measured.requests, 2);
+  EXPECT_EQ(measured.rejected_requests, 0);
+  EXPECT_EQ(measured.cold_start_requests, 0);
+  EXPECT_EQ(measured.ttft.count(), 2);
+  EXPECT_EQ(measured.within_slo, 2);
+  EXPECT_EQ(measured.scale_events, 1);  // the scale-down at 150 s
+  // Billed per second from 60 s (the warm-up's end) to 150 s; the whole
+  // run pays from the tick at 10 s.
+  EXPECT_NEAR(measured.cost_usd, 90 * Price() / 3600, 1e-9);
+  EXPECT_NEAR(all.cost_usd, 140 * Price() / 3600, 1e-9);
+  // Hourly billing: the one paid hour (10 s to 3,610 s) from 60 s on.
+  config_.billing_granularity = absl::Hours(1);
+  EXPECT_NEAR(Run(e, 200, policy).cost_usd, 3550 * Price() / 3600, 1e-9);
+}
+
 // Knative (KPA): activated by the activator's queued request at the next
 // 2 s tick, kept until a whole 60 s stable window without traffic plus the
 // 30 s grace: alive from 102 s to 222 s.
