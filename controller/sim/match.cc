@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "controller/base/status_macros.h"
 #include "controller/sim/baselines.h"
 
 namespace pilotlight::sim {
@@ -27,9 +28,32 @@ absl::StatusOr<MatchReport> MatchSlo(
   size_t runs = 0;
   for (const std::string& n : names) {
     const std::optional<PolicyKnob> k = KnobOf(n);
-    runs += k ? k->sweep.size() : 1;
+    runs += k ? k->sweep.size() + kMatchRefineSteps : 1;
   }
   size_t done = 0;
+  const auto run = [&](const std::string& n, const std::optional<double>& v,
+                       const std::string& unit) -> absl::StatusOr<SweepPoint> {
+    RunOptions o;
+    o.policies = {n};
+    o.knob = v;
+    if (progress) {
+      const std::string what =
+          v ? absl::StrCat(n, " at ", *v, unit) : std::string(n);
+      o.progress = [&, what](double f, const std::string&) {
+        progress(std::min(1.0, (static_cast<double>(done) + f) /
+                                   static_cast<double>(runs)),
+                 what);
+      };
+    }
+    absl::StatusOr<RunReport> r = RunSimulation(trace, config, o);
+    if (!r.ok()) {
+      return r.status();
+    }
+    ++done;
+    const SimResult& s = r->policies.front().result;
+    return SweepPoint{v, s.cost_usd, SloAttainment(s), ColdStartFraction(s),
+                      s.ttft.Quantile(0.99)};
+  };
   for (const std::string& n : names) {
     MatchedPolicy m;
     m.name = n;
@@ -41,25 +65,8 @@ absl::StatusOr<MatchReport> MatchSlo(
       values.assign(k->sweep.begin(), k->sweep.end());
     }
     for (const std::optional<double>& v : values) {
-      RunOptions o;
-      o.policies = {n};
-      o.knob = v;
-      if (progress) {
-        const std::string what =
-            v ? absl::StrCat(n, " at ", *v, k->unit) : std::string(n);
-        o.progress = [&, what](double f, const std::string&) {
-          progress((static_cast<double>(done) + f) / static_cast<double>(runs),
-                   what);
-        };
-      }
-      absl::StatusOr<RunReport> r = RunSimulation(trace, config, o);
-      if (!r.ok()) {
-        return r.status();
-      }
-      ++done;
-      const SimResult& s = r->policies.front().result;
-      m.sweep.push_back({v, s.cost_usd, SloAttainment(s), ColdStartFraction(s),
-                         s.ttft.Quantile(0.99)});
+      PL_ASSIGN_OR_RETURN(SweepPoint p, run(n, v, m.unit));
+      m.sweep.push_back(p);
     }
     report.policies.push_back(std::move(m));
   }
@@ -71,15 +78,44 @@ absl::StatusOr<MatchReport> MatchSlo(
           std::min(target, m.sweep.front().slo_attainment - 0.01);
     }
   }
-  for (MatchedPolicy& m : report.policies) {
+  const auto meets = [&](const SweepPoint& p) {
+    return p.slo_attainment >= report.effective - 1e-12 &&
+           p.cold_start_fraction <= report.max_cold_start_fraction + 1e-12;
+  };
+  const auto choose = [&](MatchedPolicy& m) {
+    m.chosen.reset();
     for (size_t i = 0; i < m.sweep.size(); ++i) {
-      const SweepPoint& p = m.sweep[i];
-      if (p.slo_attainment >= report.effective - 1e-12 &&
-          p.cold_start_fraction <= report.max_cold_start_fraction + 1e-12 &&
-          (!m.chosen || p.cost_usd < m.sweep[*m.chosen].cost_usd)) {
+      if (meets(m.sweep[i]) &&
+          (!m.chosen || m.sweep[i].cost_usd < m.sweep[*m.chosen].cost_usd)) {
         m.chosen = i;
       }
     }
+  };
+  for (MatchedPolicy& m : report.policies) {
+    choose(m);
+    // The grid is coarse (target utilisation 0.55 then 0.4): between the
+    // chosen setting and the grid's step before it (less capacity, short
+    // of the target), bisect -- the setting that just reaches the target
+    // is often well inside the step. Only evaluated points are chosen.
+    if (!m.chosen || *m.chosen == 0 || !m.sweep[*m.chosen].value ||
+        meets(m.sweep[*m.chosen - 1])) {
+      continue;
+    }
+    double fail = *m.sweep[*m.chosen - 1].value;
+    double pass = *m.sweep[*m.chosen].value;
+    for (int i = 0; i < kMatchRefineSteps; ++i) {
+      const double mid = (fail + pass) / 2;
+      PL_ASSIGN_OR_RETURN(SweepPoint p, run(m.name, mid, m.unit));
+      (meets(p) ? pass : fail) = mid;
+      // Kept in the sweep's order (the grid runs one way along the knob).
+      const bool falling = m.sweep.front().value > m.sweep.back().value;
+      const auto at = std::find_if(
+          m.sweep.begin(), m.sweep.end(), [&](const SweepPoint& q) {
+            return falling ? *q.value < mid : *q.value > mid;
+          });
+      m.sweep.insert(at, p);
+    }
+    choose(m);
   }
   return report;
 }

@@ -5,7 +5,8 @@
 // trace is replayed at each setting of its sweep; the policy's matched cost
 // is that of its cheapest setting whose SLO attainment (TTFT and TPOT) is
 // at least the target and whose cold-start fraction is within the spec's
-// budget. Policies without a knob are one point. When even the oracle
+// budget, refined by bisection inside the grid step where the target is
+// first met. Policies without a knob are one point. When even the oracle
 // cannot reach the target (prompts whose prefill alone breaks the TTFT
 // SLO), the target becomes the oracle's attainment less one point.
 #pragma once
@@ -45,6 +46,10 @@ struct MatchReport {
   double max_cold_start_fraction = 0;
   std::vector<MatchedPolicy> policies;
 };
+
+// Settings tried between the chosen grid point and the one before it that
+// fell short of the target (bisection; MatchSlo).
+inline constexpr int kMatchRefineSteps = 3;
 
 // "target utilisation 0.55", "keep-alive 20min", or "(no knob)".
 std::string SettingLabel(const MatchedPolicy& m, const SweepPoint& p);
