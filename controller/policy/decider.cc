@@ -290,8 +290,22 @@ void Decider::Ingest(const Snapshot& s) {
                           ? conc * absl::ToDoubleSeconds(dt) / service_s
                           : 0.0);
     gaps_ = Decay(gaps_, dt, config_.cold_start_budget_half_life);
+    // At zero every request that arrives waits in the activator's hold,
+    // unless the hold refused it (full) or it gave up: then the held queue
+    // (while it holds any) is not the demand, and the climb once replicas
+    // are ready is the backlog's recovery, not a rise of the endpoint's
+    // own. On ServeGen a stream of ~260 requests/s started at zero filled
+    // the hold (1,000 held, 12,572 refused); the climb to ~2,500 in flight
+    // sat in the rise record for its 21 minutes and held 40-48 warm
+    // replicas over a load of 34-39 (docs/benchmarks.md). A tenth of
+    // slack: the arrival figure is the larger of two counts.
+    const double held = d.queued.value_or(0);
+    if (ready == 0 && held > 0 && at_zero_since_ != absl::InfiniteFuture() &&
+        at_zero_arrivals_ > 1.1 * held + 1) {
+      censored_at_ = d.at;
+    }
     if (active) {
-      rises_.Record(d.at, conc, lead);
+      rises_.Record(d.at, conc, lead, censored_at_);
       if (idle_ && last_active_at_) {
         idle_gaps_.Record(d.at - idle_since_);
         ++gaps_recorded_;

@@ -228,6 +228,11 @@ class Decider {
   TimeBuckets demand_;        // concurrency, 1 s buckets
   WindowedMax load_targets_;  // for scale-down stabilisation
   RiseTracker rises_;
+  // The last sample at which demand was censored: no replica ready and
+  // fewer requests held than arrived since the endpoint went to zero (the
+  // activator refused some, or they gave up). Rises from then on are
+  // the recovery's, not recorded (RiseTracker::Record).
+  absl::Time censored_at_ = absl::InfinitePast();
   SeasonalProfile season_;
   IdleHistogram idle_gaps_;
   absl::Time first_sample_at_ = absl::InfinitePast();  // none yet

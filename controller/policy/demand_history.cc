@@ -7,8 +7,8 @@ namespace pilotlight::policy {
 
 // --- RiseTracker -------------------------------------------------------------
 
-void RiseTracker::Record(absl::Time t, double concurrency,
-                         absl::Duration lead) {
+void RiseTracker::Record(absl::Time t, double concurrency, absl::Duration lead,
+                         absl::Time censored_until) {
   levels_.Record(t, concurrency);
   const int64_t slot = FloorDiv(t - absl::UnixEpoch(), kGranularity);
   if (slot == last_slot_) {
@@ -20,6 +20,9 @@ void RiseTracker::Record(absl::Time t, double concurrency,
   const std::optional<double> before = levels_.Average(t - back, kGranularity);
   if (!before) {
     return;  // no level one lead ago (just became active)
+  }
+  if (t - back - kGranularity <= censored_until) {
+    return;  // the level it would rise from was censored
   }
   rises_[static_cast<size_t>(next_)] =
       static_cast<float>(std::max(0.0, concurrency - *before));

@@ -33,8 +33,12 @@ class RiseTracker {
   RiseTracker() : levels_(kHorizon, kGranularity) {}
 
   // Records the demand level; once per 10 s slot it also records the rise
-  // since now - lead (leads beyond the horizon are capped at it).
-  void Record(absl::Time t, double concurrency, absl::Duration lead);
+  // since now - lead (leads beyond the horizon are capped at it) -- unless
+  // the level one lead ago falls at or before `censored_until`: the demand
+  // then was not all seen (the decider's rule: at zero with requests
+  // refused), so a rise from it is the recovery, not the endpoint's own.
+  void Record(absl::Time t, double concurrency, absl::Duration lead,
+              absl::Time censored_until = absl::InfinitePast());
 
   // The q-quantile of the recorded rises (>= 0); nullopt with fewer than
   // 8 rises recorded.

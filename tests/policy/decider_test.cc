@@ -707,6 +707,45 @@ TEST(DeciderTest, WarmPoolFromOwnRises) {
   EXPECT_GE(w.TotalDesired(), 2) << w.last().message;
 }
 
+// At zero a request that arrives waits in the hold; when the hold refused
+// most of them, the held queue was not the demand, and the climb to the
+// stream's level once replicas are ready is the recovery, not a rise of
+// the endpoint's own: no warm pool from it. Held in full, the same climb
+// is a burst the endpoint made, and the warm pool covers the next one.
+TEST(DeciderTest, RecoveryFromAHoldThatRefusedIsNotARise) {
+  struct Case {
+    std::string name;
+    double hold;  // requests the activator holds at most
+    bool warm;
+  };
+  const std::vector<Case> cases = {
+      {"the hold kept every request", 1e9, true},
+      {"the hold refused most", 20, false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    World w = OneA100();
+    w.SetColdStart(0, absl::Seconds(60));
+    w.Step(T0(), {World::Sample(T0(), 0)});
+    absl::Time t = T0() + kTick;
+    double arrived = 0;
+    for (; w.TotalReady() == 0 && t < T0() + absl::Minutes(3); t += kTick) {
+      arrived += 10;
+      w.Step(t, {Queued(t, std::min(arrived, c.hold), 10)});
+    }
+    ASSERT_GT(w.TotalReady(), 0);
+    const int cap = w.last().capacity_per_replica;
+    ASSERT_GT(cap, 0);
+    t = Steady(w, t, absl::Minutes(4), 3.0 * cap);
+    EXPECT_EQ(w.last().load_replicas, 3);
+    if (c.warm) {
+      EXPECT_GT(w.last().warm_pool, 0) << w.last().message;
+    } else {
+      EXPECT_EQ(w.last().warm_pool, 0) << w.last().message;
+    }
+  }
+}
+
 // The warm pool covers rises the running replicas cannot absorb: with a
 // target utilisation under 1 the headroom it leaves is spare too, so rises
 // within the replicas' whole capacity add no warm replica.

@@ -32,6 +32,24 @@ TEST(RiseTrackerTest, FallsRecordZero) {
   EXPECT_EQ(*r.Quantile(1.0), 0.0);
 }
 
+// A rise from a censored level is not recorded: the same ramp, with its
+// first minute censored, records only the rises whose level one lead ago
+// came after it.
+TEST(RiseTrackerTest, RisesFromACensoredLevelAreNotRecorded) {
+  RiseTracker all;
+  RiseTracker censored;
+  const absl::Time until = At(60);
+  for (int t = 0; t <= 300; t += 2) {
+    all.Record(At(t), 0.1 * t, absl::Seconds(60));
+    censored.Record(At(t), 0.1 * t, absl::Seconds(60), until);
+  }
+  // A rise at t is from the level of (t - 70 s, t - 60 s]: recorded from
+  // t = 60 s on (each 10 s) in the first, from t = 140 s in the second.
+  EXPECT_EQ(all.count(), 25);
+  EXPECT_EQ(censored.count(), 17);
+  EXPECT_NEAR(*censored.Quantile(0.5), 6.0, 1.0);  // the same ramp
+}
+
 // After a day of a morning ramp, the profile predicts the ramp.
 TEST(SeasonalProfileTest, RatioAfterOneDay) {
   SeasonalProfile p;
