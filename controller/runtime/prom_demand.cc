@@ -1,5 +1,6 @@
 #include "controller/runtime/prom_demand.h"
 
+#include <algorithm>
 #include <optional>
 #include <set>
 
@@ -78,8 +79,17 @@ policy::DemandSample PromDemand::Read(
   };
   s.in_flight = sum(q.in_flight, "requests running");
   s.queued = sum(q.queued, "requests waiting");
+  // Arrivals since this endpoint's last read: the rate times that time.
+  // At a tick's time each (rate x tick) counted a request twice whenever
+  // an activator's poke read the endpoint between two ticks.
+  absl::Duration since = tick_;
+  if (const auto it = last_read_.find(endpoint.spec.name);
+      it != last_read_.end()) {
+    since = std::clamp(now - it->second, absl::ZeroDuration(), rate_window_);
+  }
+  last_read_[endpoint.spec.name] = now;
   if (const std::optional<double> rate = sum(q.arrival_rate, "arrival rate")) {
-    s.arrivals = *rate * absl::ToDoubleSeconds(tick_);
+    s.arrivals = *rate * absl::ToDoubleSeconds(since);
   }
   s.output_tokens_per_s = sum(q.tokens_per_s, "tokens/s");
   s.latency = LatencyOf(q, ready_pods);

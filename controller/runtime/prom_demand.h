@@ -22,7 +22,8 @@ namespace pilotlight::runtime {
 class PromDemand final : public DemandSource {
  public:
   // `rate_window`: range of the presets' rate(); `tick`: the interval
-  // arrivals are counted over.
+  // arrivals are counted over at an endpoint's first read (after it, the
+  // time since its last read, at most `rate_window`).
   PromDemand(prom::PromClient& client, absl::Duration rate_window,
              absl::Duration tick)
       : client_(client), rate_window_(rate_window), tick_(tick) {}
@@ -63,6 +64,9 @@ class PromDemand final : public DemandSource {
   mutable std::mutex mu_;
   std::map<std::string, absl::StatusOr<prom::PodValues>> answers_;
   int64_t epoch_ = 0;
+  // Per endpoint, when it was last read: its arrivals are the rate times
+  // the time since (a poke's read between two ticks counts only its share).
+  std::map<std::string, absl::Time> last_read_;
 };
 
 }  // namespace pilotlight::runtime

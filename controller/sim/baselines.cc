@@ -19,6 +19,16 @@
 #include "controller/policy/time_window.h"
 
 namespace pilotlight::sim {
+
+double MergedArrivals(const Observation& o, std::optional<absl::Time> last,
+                      absl::Duration tick, absl::Duration rate_window) {
+  const absl::Duration since =
+      last ? std::clamp(o.now - *last, absl::ZeroDuration(), rate_window)
+           : tick;
+  return std::max(o.arrivals,
+                  o.completions_per_s * absl::ToDoubleSeconds(since));
+}
+
 namespace {
 
 int Ready(const Observation& o) { return o.variants[0].ready; }
@@ -49,10 +59,9 @@ class PilotlightPolicy final : public ScalingPolicy {
     d.at = o.now;
     d.in_flight = o.in_flight;
     d.queued = o.queued;
-    // As the controller merges them: the activator's exact count or
-    // Prometheus's rate x tick, the larger.
-    d.arrivals = std::max(
-        o.arrivals, o.completions_per_s * absl::ToDoubleSeconds(config_.tick));
+    d.arrivals = MergedArrivals(o, last_now_, config_.tick,
+                                config_.prometheus_rate_window);
+    last_now_ = o.now;
     if (!service_times_ && o.output_tokens_per_s > 0) {
       d.output_tokens_per_s = o.output_tokens_per_s;
     }
@@ -91,6 +100,7 @@ class PilotlightPolicy final : public ScalingPolicy {
   std::function<void(const std::string&)> log_;
   policy::Decider decider_;
   absl::Time quiet_until_ = absl::InfinitePast();
+  std::optional<absl::Time> last_now_;  // the last observation's
 };
 
 // --- knative: Knative's scaling loop (policy::KnativeAutoscaler) ------------

@@ -26,6 +26,15 @@ namespace pilotlight::sim {
 // The names `pilotlight simulate --policies` accepts, in report order.
 const std::vector<std::string>& PolicyNames();
 
+// The arrivals pilotlight is given, as the controller merges them
+// (runtime/merged_demand.h, prom_demand.h): the activator's exact count
+// since the last observation or Prometheus's rate times the time since it
+// (`tick` at the first; at most `rate_window`), the larger. At rate x tick
+// each, a poke's observation between two ticks counted a tick's arrivals
+// again.
+double MergedArrivals(const Observation& o, std::optional<absl::Time> last,
+                      absl::Duration tick, absl::Duration rate_window);
+
 struct PolicyContext {
   const SimConfig* config = nullptr;
   const std::vector<ServiceModel>* models = nullptr;

@@ -393,6 +393,27 @@ TEST_F(SimulatorTest, BillingGranularity) {
   EXPECT_NEAR(Run(none, 100, alive_0_to_61).cost_usd, Price(), 1e-9);
 }
 
+// Pilotlight's arrivals, merged as the controller merges them: the exact
+// count or Prometheus's rate times the time since the last observation --
+// a poke half a second after a tick counts half a second of the rate, not
+// a tick's.
+TEST(MergedArrivalsTest, TheRateCountsTheTimeSinceTheLastObservation) {
+  const absl::Time t0 = absl::FromUnixSeconds(1'700'000'000);
+  Observation o;
+  o.now = t0 + absl::Seconds(2);
+  o.completions_per_s = 10;
+  o.arrivals = 3;
+  const absl::Duration tick = absl::Seconds(2);
+  const absl::Duration window = absl::Minutes(1);
+  EXPECT_DOUBLE_EQ(MergedArrivals(o, std::nullopt, tick, window), 20);
+  EXPECT_DOUBLE_EQ(
+      MergedArrivals(o, t0 + absl::Milliseconds(1500), tick, window), 5);
+  EXPECT_DOUBLE_EQ(
+      MergedArrivals(o, t0 + absl::Milliseconds(1900), tick, window),
+      3);  // the exact count is the larger
+  EXPECT_DOUBLE_EQ(MergedArrivals(o, t0 - absl::Hours(1), tick, window), 600);
+}
+
 // A warm-up is replayed and not measured: the burst at zero in it is
 // served (its cold start and its rejections happen) but not counted, the
 // requests after it are, and cost is each replica's billed time after it.
