@@ -73,6 +73,14 @@ DemandQueries PresetQueries(MetricsServer server, absl::Duration rate_window) {
       DemandQueries q;
       q.in_flight = ByPod("sglang:num_running_reqs");
       q.queued = ByPod("sglang:num_queue_reqs");
+      // sglang:num_requests_total has no series until a server's first
+      // request (a labelled prometheus_client counter): a pod whose engine
+      // reports (its running gauge) but has counted nothing yet arrives at
+      // 0, not missing -- missing holds the endpoint's replicas and says
+      // Degraded.
+      q.arrival_rate =
+          absl::StrCat(Rate("sglang:num_requests_total", rate_window), " or ",
+                       ByPod("0 * sglang:num_running_reqs"));
       q.tokens_per_s = ByPod("sglang:gen_throughput");
       q.itl_sum = Rate("sglang:inter_token_latency_seconds_sum", rate_window);
       q.itl_count =

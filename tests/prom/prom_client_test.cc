@@ -216,6 +216,10 @@ TEST(PresetQueriesTest, OneBatchedQueryPerSignal) {
             "(rate(sglang:time_to_first_token_seconds_count[30s]))");
   EXPECT_EQ(sg.prompt_tokens,
             "sum by (namespace, pod) (rate(sglang:prompt_tokens_total[30s]))");
+  // Its request counter, 0 for a pod that has counted nothing yet.
+  EXPECT_EQ(sg.arrival_rate,
+            "sum by (namespace, pod) (rate(sglang:num_requests_total[30s])) "
+            "or sum by (namespace, pod) (0 * sglang:num_running_reqs)");
   // TGI's is of each request's mean: the tokens behind it are counted apart,
   // and it has no TTFT histogram.
   const DemandQueries tgi =

@@ -67,6 +67,7 @@ class ControllerProcess : public testcluster::Process {
 struct Calibrated {
   std::unique_ptr<ControllerProcess> controller;
   std::unique_ptr<tools::LoadGenerator> load;
+  std::string decisions;  // the controller's --decision-log
 };
 
 class ControllerTest : public testcluster::EndpointFixture {
@@ -182,8 +183,19 @@ Calibrated ControllerTest::CalibrateUnderLoad(const std::string& flavour) {
   EXPECT_TRUE(CreateAutoscaler("chat", spec).ok());
   EXPECT_TRUE(WaitFor(absl::Seconds(30),
                       [&] { return ReadyReplicas("chat-a100") == 1; }));
-  c.controller = StartController();
+  std::vector<std::string> flags = FastFlags();
+  flags.push_back("--no-leader-election");
+  c.decisions = LogPath("decisions") + ".jsonl";
+  flags.insert(flags.end(), {"--decision-log", c.decisions});
+  c.controller =
+      std::make_unique<ControllerProcess>(flags, LogPath("controller"));
   EXPECT_GT(c.controller->Port(), 0) << c.controller->Log();
+  // Idle, before any request, the engine's metrics as it exports them
+  // then (SGLang's request counter has no series until its first request)
+  // are demand, not a gap: no Degraded condition.
+  EXPECT_TRUE(WaitFor(absl::Seconds(20), [&] {
+    return Condition(Autoscaler("chat"), "Degraded") == "False";
+  })) << Autoscaler("chat").dump();
   c.load = Load(8);
   const absl::Time start = absl::Now();
   c.load->Start();
@@ -239,6 +251,19 @@ class EngineCalibrationTest
 
 TEST_P(EngineCalibrationTest, CalibratesFromTheEnginesOwnHistograms) {
   const Calibrated c = CalibrateUnderLoad(GetParam());
+  // The engine's request counter reaches the decisions as arrivals (the
+  // load goes straight to the pods: Prometheus is the only count).
+  std::ifstream log(c.decisions);
+  double arrivals = 0;
+  for (std::string line; std::getline(log, line);) {
+    const json d = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    for (const json& s : d.value("samples", json::array())) {
+      if (s.contains("arrivals") && s["arrivals"].is_number()) {
+        arrivals += s["arrivals"].get<double>();  // null: unread
+      }
+    }
+  }
+  EXPECT_GT(arrivals, 0) << c.decisions;
   EXPECT_TRUE(WaitFor(absl::Seconds(10), [&] {
     const json demand = Autoscaler("chat")["status"]
                             .value("economics", json::object())

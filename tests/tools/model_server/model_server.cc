@@ -45,6 +45,11 @@ struct ModelServer::Metrics {
   prometheus::Histogram* input_length = nullptr;      // per request (TGI)
   prometheus::Histogram* generated_tokens = nullptr;  // per request (TGI)
   prometheus::Counter* success = nullptr;
+  // SGLang's sglang:num_requests_total has no series until its first
+  // request (prometheus_client makes a labelled child on first use).
+  prometheus::Family<prometheus::Counter>* lazy_success = nullptr;
+  prometheus::Labels success_labels;
+  std::once_flag success_once;
   // SGLang's sglang:gen_throughput: tokens/s, as of the last whole second
   // with a token (SGLang sets it as it logs decode steps; idle, it stays).
   prometheus::Gauge* gen_throughput = nullptr;
@@ -124,10 +129,18 @@ struct ModelServer::Metrics {
         name("vllm:generation_tokens_total", "sglang:generation_tokens_total",
              "nv_generation_tokens_total"),
         "Tokens generated");
-    success =
-        counter(name("vllm:request_success_total", "sglang:num_requests_total",
-                     "nv_inference_request_success"),
-                "Requests finished");
+    if (flavor == MetricsFlavor::kSglang) {
+      lazy_success = &prometheus::BuildCounter()
+                          .Name("sglang:num_requests_total")
+                          .Help("Number of requests processed")
+                          .Register(r);
+      success_labels = labels;
+    } else {
+      success = counter(
+          name("vllm:request_success_total", "sglang:num_requests_total",
+               "nv_inference_request_success"),
+          "Requests finished");
+    }
     if (flavor == MetricsFlavor::kSglang) {
       gen_throughput =
           gauge("sglang:gen_throughput", "Generation throughput, tokens/s");
@@ -178,6 +191,10 @@ struct ModelServer::Metrics {
   }
   // The request done after `n` tokens at `tpot_s` each.
   void Finished(int n, double tpot_s) {
+    if (lazy_success != nullptr) {
+      std::call_once(success_once,
+                     [&] { success = &lazy_success->Add(success_labels); });
+    }
     success->Increment();
     if (mean_tpot != nullptr && n > 0) {
       mean_tpot->Observe(tpot_s);

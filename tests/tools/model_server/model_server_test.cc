@@ -237,6 +237,11 @@ TEST_F(ModelServerTest, BadBodyAndTgiNames) {
 // per request, its generation throughput gauge.
 TEST_F(ModelServerTest, SglangNames) {
   Start(MetricsFlavor::kSglang);
+  // As SGLang's: the request counter has no series before its first
+  // request; the gauges do.
+  EXPECT_THAT(Metrics(),
+              ::testing::Not(HasSubstr("sglang:num_requests_total{")));
+  EXPECT_THAT(Metrics(), HasSubstr("sglang:num_running_reqs{"));
   ASSERT_TRUE(CompleteSixTokens());
   ASSERT_TRUE(CompleteSixTokens());
   const std::string m = Metrics();
