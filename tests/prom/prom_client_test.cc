@@ -7,6 +7,7 @@
 #include "controller/prom/demand.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/fakes/fake_prometheus.h"
 
 namespace pilotlight::prom {
 namespace {
@@ -93,49 +94,23 @@ TEST(PromClientTest, BadUrlIsRefused) {
             absl::StatusCode::kInvalidArgument);
 }
 
-// A server that answers what a broken Prometheus (or a proxy in front of
-// it) might, over real HTTP.
-class FakePrometheus {
- public:
-  explicit FakePrometheus(std::function<void(httplib::Response&)> answer) {
-    server_.Post("/prefix/api/v1/query",
-                 [answer](const httplib::Request& req, httplib::Response& res) {
-                   last_query = req.get_param_value("query");
-                   answer(res);
-                 });
-    port_ = server_.bind_to_any_port("127.0.0.1");
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
-    while (!server_.is_running()) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-  }
-  ~FakePrometheus() {
-    server_.stop();
-    thread_.join();
-  }
-  std::string url() const {
-    return "http://127.0.0.1:" + std::to_string(port_) + "/prefix";
-  }
-  static inline std::string last_query;
-
- private:
-  httplib::Server server_;
-  int port_ = 0;
-  std::thread thread_;
-};
+using fakes::FakePrometheus;
 
 TEST(PromClientTest, GarbageAndSlowAnswersAreErrorsNotData) {
   FakePrometheus garbage(
-      [](httplib::Response& res) { res.set_content("}{", "text/plain"); });
+      [](const std::string&, httplib::Response& res) {
+        res.set_content("}{", "text/plain");
+      },
+      "/prefix");
   auto c = PromClient::Create(garbage.url());
   ASSERT_TRUE(c.ok());
   absl::StatusOr<std::vector<Sample>> v =
       (*c)->Query("sum by (namespace, pod) (vllm:num_requests_running)");
   EXPECT_EQ(v.status().code(), absl::StatusCode::kDataLoss);
-  EXPECT_EQ(FakePrometheus::last_query,
+  EXPECT_EQ(garbage.last_query(),
             "sum by (namespace, pod) (vllm:num_requests_running)");
 
-  FakePrometheus slow([](httplib::Response& res) {
+  FakePrometheus slow([](const std::string&, httplib::Response& res) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1500));
     res.set_content(
         R"({"status":"success","data":{"resultType":"vector","result":[]}})",
@@ -162,8 +137,8 @@ TEST(PromClientTest, UnreachableIsUnavailable) {
 }
 
 TEST(DemandReaderTest, SumsByPodAndKeepsErrorsPerQuery) {
-  FakePrometheus prom([](httplib::Response& res) {
-    if (FakePrometheus::last_query == "bad") {
+  FakePrometheus prom([](const std::string& query, httplib::Response& res) {
+    if (query == "bad") {
       res.status = 400;
       res.set_content(
           R"({"status":"error","errorType":"bad_data","error":"no"})",

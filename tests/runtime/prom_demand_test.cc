@@ -5,56 +5,31 @@
 
 #include <httplib.h>
 
-#include <chrono>
 #include <string>
-#include <thread>
 
 #include "absl/strings/match.h"
 #include "controller/prom/prom_client.h"
 #include "gtest/gtest.h"
 #include "tests/fakes/fake_cluster.h"
+#include "tests/fakes/fake_prometheus.h"
 
 namespace pilotlight::runtime {
 namespace {
 
-// Answers every instant query with one series for pod ns/p1: 10 for the
-// vLLM success counter's rate, 0 for the rest.
-class FakePrometheus {
- public:
-  FakePrometheus() {
-    server_.Post("/api/v1/query", [](const httplib::Request& req,
-                                     httplib::Response& res) {
-      const bool rate = absl::StrContains(req.get_param_value("query"),
-                                          "request_success_total");
-      res.set_content(std::string(R"({"status":"success","data":{)"
-                                  R"("resultType":"vector","result":[{)"
-                                  R"("metric":{"namespace":"ns","pod":"p1"},)"
-                                  R"("value":[1700000000,")") +
-                          (rate ? "10" : "0") + R"("]}]}})",
-                      "application/json");
-    });
-    port_ = server_.bind_to_any_port("127.0.0.1");
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
-    while (!server_.is_running()) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-  }
-  ~FakePrometheus() {
-    server_.stop();
-    thread_.join();
-  }
-  std::string url() const {
-    return "http://127.0.0.1:" + std::to_string(port_);
-  }
-
- private:
-  httplib::Server server_;
-  int port_ = 0;
-  std::thread thread_;
-};
+// Every instant query: one series for pod ns/p1, 10 for the vLLM success
+// counter's rate, 0 for the rest.
+void Answer(const std::string& query, httplib::Response& res) {
+  const bool rate = absl::StrContains(query, "request_success_total");
+  res.set_content(std::string(R"({"status":"success","data":{)"
+                              R"("resultType":"vector","result":[{)"
+                              R"("metric":{"namespace":"ns","pod":"p1"},)"
+                              R"("value":[1700000000,")") +
+                      (rate ? "10" : "0") + R"("]}]}})",
+                  "application/json");
+}
 
 TEST(PromDemandTest, ArrivalsAreTheRateTimesTheTimeSinceTheLastRead) {
-  FakePrometheus fake;
+  fakes::FakePrometheus fake(Answer);
   auto client = prom::PromClient::Create(fake.url());
   ASSERT_TRUE(client.ok()) << client.status();
   fakes::MemoryCache autoscalers;
