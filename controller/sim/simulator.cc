@@ -514,26 +514,30 @@ class Engine {
                                             .replica = best,
                                             .variant = r.variant});
         }
-        if (!Counted(req)) {
-          completions_.push({now_ + service, best, req.output_tokens, &req});
-          continue;
-        }
-        if (cold) {
-          ++result_.cold_start_requests;  // it waited for this replica
-        }
-        result_.ttft.Add(ttft);
-        const bool ttft_ok =
-            ttft <= ttft_slo_s_ +
-                        config_.ttft_slo_per_prompt_token_s * req.input_tokens;
-        const bool tpot_ok = tpot <= tpot_slo_s_ * (1 + 1e-9);
-        result_.within_ttft_slo += ttft_ok ? 1 : 0;
-        result_.within_tpot_slo += tpot_ok ? 1 : 0;
-        result_.within_slo += ttft_ok && tpot_ok ? 1 : 0;
-        if (!ttft_ok || !tpot_ok) {
-          ++result_.slo_misses[cause_[index]];
+        if (Counted(req)) {
+          Account(req, index, ttft, tpot, cold);
         }
       }
       completions_.push({now_ + service, best, req.output_tokens, &req});
+    }
+  }
+
+  // A measured request's first start: its cold start, TTFT and SLO.
+  void Account(const Request& req, size_t index, double ttft, double tpot,
+               bool cold) {
+    if (cold) {
+      ++result_.cold_start_requests;  // it waited for this replica
+    }
+    result_.ttft.Add(ttft);
+    const bool ttft_ok =
+        ttft <=
+        ttft_slo_s_ + config_.ttft_slo_per_prompt_token_s * req.input_tokens;
+    const bool tpot_ok = tpot <= tpot_slo_s_ * (1 + 1e-9);
+    result_.within_ttft_slo += ttft_ok ? 1 : 0;
+    result_.within_tpot_slo += tpot_ok ? 1 : 0;
+    result_.within_slo += ttft_ok && tpot_ok ? 1 : 0;
+    if (!ttft_ok || !tpot_ok) {
+      ++result_.slo_misses[cause_[index]];
     }
   }
 
