@@ -103,12 +103,13 @@ absl::StatusOr<MatchReport> MatchSlo(
     }
     double fail = *m.sweep[*m.chosen - 1].value;
     double pass = *m.sweep[*m.chosen].value;
+    // New points are kept in the sweep's order (the grid runs one way
+    // along the knob, as from `fail` to `pass`).
+    const bool falling = fail > pass;
     for (int i = 0; i < kMatchRefineSteps; ++i) {
       const double mid = (fail + pass) / 2;
       PL_ASSIGN_OR_RETURN(SweepPoint p, run(m.name, mid, m.unit));
       (meets(p) ? pass : fail) = mid;
-      // Kept in the sweep's order (the grid runs one way along the knob).
-      const bool falling = m.sweep.front().value > m.sweep.back().value;
       const auto at = std::find_if(
           m.sweep.begin(), m.sweep.end(), [&](const SweepPoint& q) {
             return falling ? *q.value < mid : *q.value > mid;
