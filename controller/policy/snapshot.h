@@ -6,6 +6,7 @@
 // simulator, CLI) build it; the decider only reads it.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -45,6 +46,18 @@ struct DemandSample {
   // lower bound. The decider then scales up for it but never down.
   bool partial = false;
 };
+
+// How long a sample's arrivals figure covers when it comes from a rate:
+// the time since the previous sample (`first` for the first), at most
+// `most` (the rate's window covers no more). The controller's Prometheus
+// arrivals and the simulator's are rate x this, so a sample an activator's
+// poke adds between two ticks counts only its share.
+inline absl::Duration ArrivalSpan(std::optional<absl::Time> previous,
+                                  absl::Time now, absl::Duration first,
+                                  absl::Duration most) {
+  return previous ? std::clamp(now - *previous, absl::ZeroDuration(), most)
+                  : first;
+}
 
 // What the controller learned from pod condition timestamps.
 struct ColdStartStats {

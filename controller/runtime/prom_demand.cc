@@ -1,6 +1,5 @@
 #include "controller/runtime/prom_demand.h"
 
-#include <algorithm>
 #include <optional>
 #include <set>
 
@@ -82,12 +81,10 @@ policy::DemandSample PromDemand::Read(
   // Arrivals since this endpoint's last read: the rate times that time.
   // At a tick's time each (rate x tick) counted a request twice whenever
   // an activator's poke read the endpoint between two ticks.
-  absl::Duration since = tick_;
-  if (const auto it = last_read_.find(endpoint.spec.name);
-      it != last_read_.end()) {
-    since = std::clamp(now - it->second, absl::ZeroDuration(), rate_window_);
-  }
-  last_read_[endpoint.spec.name] = now;
+  std::optional<absl::Time>& last = last_read_[endpoint.spec.name];
+  const absl::Duration since =
+      policy::ArrivalSpan(last, now, tick_, rate_window_);
+  last = now;
   if (const std::optional<double> rate = sum(q.arrival_rate, "arrival rate")) {
     s.arrivals = *rate * absl::ToDoubleSeconds(since);
   }

@@ -66,7 +66,7 @@ class PromDemand final : public DemandSource {
   int64_t epoch_ = 0;
   // Per endpoint, when it was last read: its arrivals are the rate times
   // the time since (a poke's read between two ticks counts only its share).
-  std::map<std::string, absl::Time> last_read_;
+  std::map<std::string, std::optional<absl::Time>> last_read_;
 };
 
 }  // namespace pilotlight::runtime

@@ -22,11 +22,9 @@ namespace pilotlight::sim {
 
 double MergedArrivals(const Observation& o, std::optional<absl::Time> last,
                       absl::Duration tick, absl::Duration rate_window) {
-  const absl::Duration since =
-      last ? std::clamp(o.now - *last, absl::ZeroDuration(), rate_window)
-           : tick;
-  return std::max(o.arrivals,
-                  o.completions_per_s * absl::ToDoubleSeconds(since));
+  return std::max(o.arrivals, o.completions_per_s *
+                                  absl::ToDoubleSeconds(policy::ArrivalSpan(
+                                      last, o.now, tick, rate_window)));
 }
 
 namespace {
