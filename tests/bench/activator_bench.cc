@@ -13,8 +13,16 @@
 //      an activator in a child process; prints its resident memory before
 //      and while holding, per held request.
 //
+// The activator runs in its own process, as deployed. On a machine where
+// the clients, the model server and the activator share the cores, its
+// CPU is taken from the model server's (and the clients'): with
+// --activator-cpu N --rest-cpu M it gets its own core N, the clients and
+// the model server core M -- both paths with the same core M, the
+// activator's on top, as its own pod on another node would be.
+//
 // Usage: activator_bench [--clients 64] [--requests 50] [--burst 1000]
-//                        [--held 2000]
+//                        [--held 2000] [--activator-cpu N --rest-cpu M]
+#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -41,6 +49,7 @@
 namespace {
 
 using namespace pilotlight::activator;  // NOLINT(google-build-using-namespace)
+using pilotlight::bench::ProcessCpu;
 
 constexpr char kEp[] = "bench/llm";
 
@@ -211,27 +220,85 @@ void Print(const char* what, const Run& r) {
       static_cast<double>(r.total.size()) / r.seconds, r.failed);
 }
 
-// Forks an activator front with no pod (everything is held); returns its
-// pid and port.
-pid_t ForkHoldingFront(int& port) {
-  int fds[2];
-  if (::pipe(fds) != 0) {
-    return -1;
+// Pins the calling process (and the threads it makes after) to `cpu`;
+// -1: no pinning.
+void PinTo(int cpu) {
+  if (cpu < 0) {
+    return;
   }
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::close(fds[0]);
-    Front front("", 1);
-    const int p = front.port();
-    (void)::write(fds[1], &p, sizeof p);
-    ::pause();
-    ::_exit(0);
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(static_cast<size_t>(cpu), &set);
+  if (::sched_setaffinity(0, sizeof set, &set) != 0) {
+    std::perror("sched_setaffinity");
+    std::exit(2);
   }
-  ::close(fds[1]);
-  (void)::read(fds[0], &port, sizeof port);
-  ::close(fds[0]);
-  return pid;
 }
+
+// An activator front in its own process, as it is deployed (its own pod),
+// pinned to `cpu` (-1: any). Forked before this process makes any thread;
+// `Start` then hands it the pod's port (0: no pod, everything is held) and
+// returns its own.
+class ForkedFront {
+ public:
+  explicit ForkedFront(int cpu) {
+    int to_child[2];
+    int to_parent[2];
+    if (::pipe(to_child) != 0 || ::pipe(to_parent) != 0) {
+      std::perror("pipe");
+      std::exit(2);
+    }
+    pid_ = ::fork();
+    if (pid_ < 0) {
+      std::perror("fork");
+      std::exit(2);
+    }
+    if (pid_ == 0) {
+      ::close(to_child[1]);
+      ::close(to_parent[0]);
+      PinTo(cpu);
+      int target = 0;
+      if (::read(to_child[0], &target, sizeof target) != sizeof target) {
+        ::_exit(0);
+      }
+      Front front(target == 0 ? "" : absl::StrCat("127.0.0.1:", target),
+                  target == 0 ? 1 : 100000);
+      const int p = front.port();
+      (void)::write(to_parent[1], &p, sizeof p);
+      ::pause();
+      ::_exit(0);
+    }
+    ::close(to_child[0]);
+    ::close(to_parent[1]);
+    to_child_ = to_child[1];
+    from_child_ = to_parent[0];
+  }
+  ~ForkedFront() {
+    ::close(to_child_);
+    ::close(from_child_);
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+  ForkedFront(const ForkedFront&) = delete;
+  ForkedFront& operator=(const ForkedFront&) = delete;
+
+  int Start(int target_port) {
+    int port = 0;
+    if (::write(to_child_, &target_port, sizeof target_port) !=
+            sizeof target_port ||
+        ::read(from_child_, &port, sizeof port) != sizeof port) {
+      std::fprintf(stderr, "the activator's process did not start\n");
+      std::exit(2);
+    }
+    return port;
+  }
+  pid_t pid() const { return pid_; }
+
+ private:
+  pid_t pid_ = -1;
+  int to_child_ = -1;
+  int from_child_ = -1;
+};
 
 }  // namespace
 
@@ -240,6 +307,8 @@ int main(int argc, char** argv) {
   int requests = 50;
   int burst = 1000;
   int held = 2000;
+  int activator_cpu = -1;
+  int rest_cpu = -1;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     const int v = std::atoi(argv[i + 1]);
@@ -251,14 +320,25 @@ int main(int argc, char** argv) {
       burst = v;
     } else if (flag == "--held") {
       held = v;
+    } else if (flag == "--activator-cpu") {
+      activator_cpu = v;
+    } else if (flag == "--rest-cpu") {
+      rest_cpu = v;
+    } else {
+      std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
+      return 2;
     }
   }
   std::signal(SIGPIPE, SIG_IGN);
+  // Both activators forked first, before this process makes a thread.
+  ForkedFront holding(activator_cpu);
+  ForkedFront forwarding(activator_cpu);
+  PinTo(rest_cpu);
+
   // 3 first: a fresh process, nothing else running.
-  int hold_port = 0;
-  const pid_t child = ForkHoldingFront(hold_port);
+  const int hold_port = holding.Start(0);
   absl::SleepFor(absl::Milliseconds(200));
-  const double rss0 = pilotlight::bench::RssMiB(child);
+  const double rss0 = pilotlight::bench::RssMiB(holding.pid());
   std::vector<std::thread> holders;
   for (int i = 0; i < held; ++i) {
     holders.emplace_back([hold_port] {
@@ -269,25 +349,27 @@ int main(int argc, char** argv) {
     });
   }
   absl::SleepFor(absl::Seconds(3));
-  const double rss1 = pilotlight::bench::RssMiB(child);
+  const double rss1 = pilotlight::bench::RssMiB(holding.pid());
   std::printf("holding (activator in its own process, no pod):\n");
   std::printf("  %d held: RSS %.1f -> %.1f MiB, %.1f KiB per held request\n",
               held, rss0, rss1, (rss1 - rss0) * 1024 / held);
-  ::kill(child, SIGKILL);
-  ::waitpid(child, nullptr, 0);
+  ::kill(holding.pid(), SIGKILL);
   for (std::thread& t : holders) {
     t.join();
   }
 
   Upstream upstream(16, absl::Milliseconds(2));
-  const std::string direct_target = absl::StrCat("127.0.0.1:", upstream.port());
-  Front front(direct_target, 100000);
+  const int front_port = forwarding.Start(upstream.port());
+  if (activator_cpu >= 0 || rest_cpu >= 0) {
+    std::printf("activator on cpu %d; clients and model server on cpu %d\n",
+                activator_cpu, rest_cpu);
+  }
   std::printf("warm path: %d clients x %d streamed responses (keep-alive):\n",
               clients, requests);
   const Run d =
       Concurrent(upstream.port(), "/v1/completions", clients, requests, false);
   Print("direct", d);
-  const Run a = Concurrent(front.port(), "/bench/llm/v1/completions", clients,
+  const Run a = Concurrent(front_port, "/bench/llm/v1/completions", clients,
                            requests, false);
   Print("through the activator", a);
   std::printf(
@@ -305,14 +387,25 @@ int main(int argc, char** argv) {
   for (const char* round : {"first burst", "second burst"}) {
     std::printf("%s: %d requests at once, each on a new connection:\n", round,
                 burst);
+    const double self0 = ProcessCpu(::getpid());
     const Run bd =
         Concurrent(upstream.port(), "/v1/completions", burst, 1, true);
+    const double self1 = ProcessCpu(::getpid());
     Print("direct", bd);
+    const double front0 = ProcessCpu(forwarding.pid());
     const Run ba =
-        Concurrent(front.port(), "/bench/llm/v1/completions", burst, 1, true);
+        Concurrent(front_port, "/bench/llm/v1/completions", burst, 1, true);
+    const double self2 = ProcessCpu(::getpid());
+    const double front1 = ProcessCpu(forwarding.pid());
     Print("through the activator", ba);
-    std::printf("  added: total p99 %+.2f ms\n",
-                Quantile(ba.total, 0.99) - Quantile(bd.total, 0.99));
+    // CPU per request: the clients and the model server (this process),
+    // and the activator's process.
+    std::printf(
+        "  added: total p99 %+.2f ms | CPU per request: clients + model "
+        "server %.0f us direct, %.0f us through; activator %.0f us\n",
+        Quantile(ba.total, 0.99) - Quantile(bd.total, 0.99),
+        (self1 - self0) * 1e6 / burst, (self2 - self1) * 1e6 / burst,
+        (front1 - front0) * 1e6 / burst);
     failed += bd.failed + ba.failed;
   }
   return failed == 0 ? 0 : 1;
