@@ -41,6 +41,9 @@ class DemandSource {
       const std::vector<std::string>& /*pods*/) const {
     return {};
   }
+
+  // `endpoint` ("ns/name") was deleted: drop what is kept for it.
+  virtual void Forget(const std::string& /*endpoint*/) {}
 };
 
 }  // namespace pilotlight::runtime

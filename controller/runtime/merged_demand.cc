@@ -11,6 +11,12 @@ int64_t MergedDemand::Epoch(const std::string& endpoint) const {
   return prom_.Epoch(endpoint) + activators_.Epoch(endpoint);
 }
 
+void MergedDemand::Forget(const std::string& endpoint) {
+  prom_.Forget(endpoint);
+  const std::lock_guard<std::mutex> lock(mu_);
+  latency_epoch_.erase(endpoint);
+}
+
 policy::DemandSample MergedDemand::Read(
     const api::AutoscalerResource& endpoint,
     const std::vector<std::string>& ready_pods, absl::Time now,

@@ -46,6 +46,7 @@ class MergedDemand final : public DemandSource {
       const std::vector<std::string>& pods) const override {
     return prom_.BusyPods(endpoint, pods);
   }
+  void Forget(const std::string& endpoint) override;
 
  private:
   DemandSource& prom_;

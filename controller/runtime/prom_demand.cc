@@ -93,6 +93,11 @@ policy::DemandSample PromDemand::Read(
   return s;
 }
 
+void PromDemand::Forget(const std::string& endpoint) {
+  const std::lock_guard<std::mutex> lock(mu_);
+  last_read_.erase(endpoint);
+}
+
 std::map<std::string, double> PromDemand::BusyPods(
     const api::AutoscalerResource& endpoint,
     const std::vector<std::string>& pods) const {

@@ -42,6 +42,7 @@ class PromDemand final : public DemandSource {
   std::map<std::string, double> BusyPods(
       const api::AutoscalerResource& endpoint,
       const std::vector<std::string>& pods) const override;
+  void Forget(const std::string& endpoint) override;
 
  private:
   prom::DemandQueries QueriesOf(const api::MetricsSpec& m) const;

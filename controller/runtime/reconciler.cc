@@ -107,6 +107,7 @@ std::optional<policy::Decision> Reconciler::LastDecision(
 
 // Deleted: forget it and its series; its Deployments keep their replicas.
 void Reconciler::Forget(const std::string& key) {
+  in_.demand.Forget(key);  // what the demand sources keep for it
   const std::lock_guard<std::mutex> lock(mu_);
   auto it = endpoints_.find(key);
   if (it == endpoints_.end()) {

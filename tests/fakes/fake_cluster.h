@@ -343,6 +343,11 @@ class FakeDemand final : public runtime::DemandSource {
   int64_t Epoch(const std::string& /*endpoint*/) const override {
     return epoch_;
   }
+  void Forget(const std::string& endpoint) override {
+    forgotten_.push_back(endpoint);
+  }
+  // Endpoints the reconciler said were deleted, in order.
+  const std::vector<std::string>& forgotten() const { return forgotten_; }
   policy::DemandSample Read(const api::AutoscalerResource&,
                             const std::vector<std::string>& ready_pods,
                             absl::Time now, std::string& missing) override {
@@ -363,6 +368,7 @@ class FakeDemand final : public runtime::DemandSource {
   std::string missing_;
   int64_t epoch_ = 0;
   std::map<std::string, double> busy_;
+  std::vector<std::string> forgotten_;
 };
 
 // Records what the reconciler writes; /scale patches go to the cluster.

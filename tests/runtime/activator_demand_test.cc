@@ -153,6 +153,11 @@ TEST_F(ActivatorDemandTest, EngineLatencyOncePerPrometheusRefresh) {
   EXPECT_FALSE(read());
   // Demand itself is read every time.
   EXPECT_EQ(merged.Read(ep, {}, clock_.Now(), missing).in_flight, 4);
+  // Deleted: its entry goes, and Prometheus's source is told. A new
+  // endpoint of the same name is a new one: its first read has latency.
+  merged.Forget(kEp);
+  EXPECT_EQ(prom.forgotten(), std::vector<std::string>{kEp});
+  EXPECT_TRUE(read());
 }
 
 TEST_F(ActivatorDemandTest, MergeCountsEachRequestOnce) {

@@ -54,6 +54,9 @@ TEST(PromDemandTest, ArrivalsAreTheRateTimesTheTimeSinceTheLastRead) {
   EXPECT_DOUBLE_EQ(arrivals(absl::Seconds(4)), 15);
   // A long gap counts at most the rate window.
   EXPECT_DOUBLE_EQ(arrivals(absl::Minutes(10)), 600);
+  // Deleted and made again: a new endpoint, whose first read is a tick.
+  demand.Forget("ns/chat");
+  EXPECT_DOUBLE_EQ(arrivals(absl::Minutes(10) + absl::Seconds(30)), 20);
   EXPECT_EQ(missing, "");
 }
 

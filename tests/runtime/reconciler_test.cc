@@ -289,6 +289,8 @@ TEST_F(ReconcilerTest, SeriesFollowTheSpecsVariants) {
   ASSERT_TRUE(reconciler_->Reconcile("ml/chat", w, true).ok());
   EXPECT_TRUE(series().first.empty());
   EXPECT_EQ(series().second, 0);
+  // ... and so does what the demand source keeps for it.
+  EXPECT_EQ(demand_.forgotten(), std::vector<std::string>{"ml/chat"});
 }
 
 // A variant's Deployment that does not exist: Ready=False naming the
