@@ -22,6 +22,14 @@ namespace pilotlight::sim {
 
 double MergedArrivals(const Observation& o, std::optional<absl::Time> last,
                       absl::Duration tick, absl::Duration rate_window) {
+  // Live, the rate is summed over the Ready pods: with none (at zero) it
+  // is none, whatever the replicas that went away had completed.
+  const bool any_ready =
+      std::any_of(o.variants.begin(), o.variants.end(),
+                  [](const policy::VariantState& v) { return v.ready > 0; });
+  if (!any_ready) {
+    return o.arrivals;
+  }
   return std::max(o.arrivals, o.completions_per_s *
                                   absl::ToDoubleSeconds(policy::ArrivalSpan(
                                       last, o.now, tick, rate_window)));

@@ -31,7 +31,8 @@ const std::vector<std::string>& PolicyNames();
 // since the last observation or Prometheus's rate times the time since it
 // (`tick` at the first; at most `rate_window`), the larger. At rate x tick
 // each, a poke's observation between two ticks counted a tick's arrivals
-// again.
+// again. With no replica ready the rate is not there (live it is summed
+// over Ready pods): the activator's count alone.
 double MergedArrivals(const Observation& o, std::optional<absl::Time> last,
                       absl::Duration tick, absl::Duration rate_window);
 

@@ -403,6 +403,8 @@ TEST(MergedArrivalsTest, TheRateCountsTheTimeSinceTheLastObservation) {
   o.now = t0 + absl::Seconds(2);
   o.completions_per_s = 10;
   o.arrivals = 3;
+  o.variants.resize(1);
+  o.variants[0].ready = 2;
   const absl::Duration tick = absl::Seconds(2);
   const absl::Duration window = absl::Minutes(1);
   EXPECT_DOUBLE_EQ(MergedArrivals(o, std::nullopt, tick, window), 20);
@@ -412,6 +414,22 @@ TEST(MergedArrivalsTest, TheRateCountsTheTimeSinceTheLastObservation) {
       MergedArrivals(o, t0 + absl::Milliseconds(1900), tick, window),
       3);  // the exact count is the larger
   EXPECT_DOUBLE_EQ(MergedArrivals(o, t0 - absl::Hours(1), tick, window), 600);
+}
+
+// At zero the rate of replicas already gone is not read (live, Prometheus
+// is summed over the Ready pods): the activator's count alone.
+TEST(MergedArrivalsTest, AtZeroOnlyTheActivatorsCount) {
+  const absl::Time t0 = absl::FromUnixSeconds(1'700'000'000);
+  Observation o;
+  o.now = t0 + absl::Seconds(2);
+  o.completions_per_s = 10;
+  o.arrivals = 3;
+  o.variants.resize(2);
+  const absl::Duration tick = absl::Seconds(2);
+  const absl::Duration window = absl::Minutes(1);
+  EXPECT_DOUBLE_EQ(MergedArrivals(o, t0, tick, window), 3);
+  o.variants[1].ready = 1;  // any variant's pod
+  EXPECT_DOUBLE_EQ(MergedArrivals(o, t0, tick, window), 20);
 }
 
 // A warm-up is replayed and not measured: the burst at zero in it is
