@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "controller/activator/client_watch.h"
 #include "controller/activator/metrics.h"
 #include "controller/kube/informer.h"
 #include "controller/kube/throttle.h"
@@ -81,6 +82,7 @@ class Activator::Impl {
   std::unique_ptr<kube::Informer> pods_;
   runtime::ClusterIndex index_;
   Targets targets_;
+  ClientWatch client_watch_;  // clients that hang up while held
   Proxy proxy_;
   std::atomic<bool> draining_{false};
   httplib::Server admin_;
@@ -198,6 +200,7 @@ absl::Status Activator::Impl::Run(const std::atomic<bool>& stop,
   const std::shared_ptr<ListenSocket> socket =
       ConfigureHttpServer(front_, o_.http);
   front_.set_payload_max_length(o_.proxy.max_body_bytes + 1);
+  proxy_.WatchClients(&client_watch_);
   proxy_.Install(front_);
   absl::StatusOr<int> fp = BindHttpServer(front_, *socket, front->first,
                                           front->second, o_.http.backlog);
@@ -226,6 +229,7 @@ absl::Status Activator::Impl::Run(const std::atomic<bool>& stop,
   }
   std::atomic<bool> stop_targets{false};
   std::thread targets_thread([&] { targets_.Run(stop_targets); });
+  client_watch_.Start();
   std::thread front_thread([this] { front_.listen_after_bind(); });
   LogJson(
       "info", "activator started",
@@ -245,6 +249,7 @@ absl::Status Activator::Impl::Run(const std::atomic<bool>& stop,
   Drain();
   front_.stop();
   front_thread.join();
+  client_watch_.Stop();
   stop_targets = true;
   targets_thread.join();
   reporter_.reset();

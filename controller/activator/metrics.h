@@ -50,6 +50,12 @@ struct Metrics {
                                   "reason (connect, broken, "
                                   "response_timeout, client_gone)")
                             .Register(r)),
+        abandoned(prometheus::BuildCounter()
+                      .Name("pilotlight_activator_abandoned_total")
+                      .Help("Requests whose client hung up before a pod "
+                            "answered, by stage (held: waiting for a pod; "
+                            "sent: a pod had it and had not answered)")
+                      .Register(r)),
         retries(prometheus::BuildCounter()
                     .Name("pilotlight_activator_retries_total")
                     .Help("Requests sent to another pod after one refused "
@@ -92,6 +98,9 @@ struct Metrics {
          {"connect", "broken", "response_timeout", "client_gone"}) {
       upstream_errors.Add({{"reason", reason}});
     }
+    for (const char* stage : {"held", "sent"}) {
+      abandoned.Add({{"stage", stage}});
+    }
   }
 
   prometheus::Family<prometheus::Counter>& requests;
@@ -116,6 +125,7 @@ struct Metrics {
   }
   prometheus::Family<prometheus::Counter>& rejections;
   prometheus::Family<prometheus::Counter>& upstream_errors;
+  prometheus::Family<prometheus::Counter>& abandoned;
   prometheus::Counter& retries;
   prometheus::Counter& pokes;
   prometheus::Histogram& poke_ack;

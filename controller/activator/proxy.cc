@@ -1,6 +1,9 @@
 #include "controller/activator/proxy.h"
 
 #include <algorithm>
+#include <atomic>
+#include <memory>
+#include <mutex>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -89,6 +92,9 @@ void Proxy::RefuseLease(httplib::Response& res, const std::string& endpoint,
     case absl::StatusCode::kResourceExhausted:
       Refuse(res, endpoint, 429, "queue_full", msg, 1);
       return;
+    case absl::StatusCode::kCancelled:
+      Abandoned(res, endpoint, "held");
+      return;
     case absl::StatusCode::kDeadlineExceeded:
       Refuse(res, endpoint, 503, "activation_timeout",
              absl::StrCat(msg, " (activation timeout ",
@@ -99,6 +105,13 @@ void Proxy::RefuseLease(httplib::Response& res, const std::string& endpoint,
       Refuse(res, endpoint, 503, "shutting_down", msg, 1);
       return;
   }
+}
+
+void Proxy::Abandoned(httplib::Response& res, const std::string& endpoint,
+                      const char* stage) {
+  res.status = 499;
+  metrics_.abandoned.Add({{"stage", stage}}).Increment();
+  metrics_.requests.Add({{"endpoint", endpoint}, {"code", "499"}}).Increment();
 }
 
 // The pod's status and headers now, its body as it comes; the lease is
@@ -168,12 +181,34 @@ void Proxy::Handle(const httplib::Request& req, httplib::Response& res) {
   }
   const EndpointTimeouts t = timeouts_(endpoint);
   const absl::Time deadline = absl::Now() + t.activation;
+  // While it waits (held, or sent and not answered), a client that hangs
+  // up ends it: out of the hold at once, its pod's request cancelled.
+  struct Waiting {
+    std::atomic<bool> gone{false};
+    std::mutex mu;
+    std::shared_ptr<Forward> forward;  // the pod's request, once sent
+  };
+  const auto waiting = std::make_shared<Waiting>();
+  std::unique_ptr<ClientWatch::Registration> watched;
+  if (watch_ != nullptr) {
+    watched = watch_->Watch(
+        {req.remote_addr, req.remote_port, req.local_addr, req.local_port},
+        [waiting, &router = router_, endpoint] {
+          waiting->gone = true;
+          router.Wake(endpoint);
+          const std::lock_guard<std::mutex> lock(waiting->mu);
+          if (waiting->forward != nullptr) {
+            waiting->forward->Cancel();
+          }
+        });
+  }
   std::string last_error;
   bool cold = false;
   absl::Duration held_for;
   for (int attempt = 0; attempt < o_.max_attempts; ++attempt) {
-    absl::StatusOr<Lease> lease = router_.Acquire(
-        endpoint, static_cast<int64_t>(req.body.size()), deadline);
+    absl::StatusOr<Lease> lease =
+        router_.Acquire(endpoint, static_cast<int64_t>(req.body.size()),
+                        deadline, &waiting->gone);
     if (!lease.ok()) {
       RefuseLease(res, endpoint, lease.status(), t.activation);
       return;
@@ -189,7 +224,19 @@ void Proxy::Handle(const httplib::Request& req, httplib::Response& res) {
     auto held = std::make_shared<Lease>(*std::move(lease));
     const std::string pod = held->address();
     auto f = std::make_shared<Forward>(req, rest, pod, t.forward);
-    switch (f->WaitForResponse()) {
+    {
+      const std::lock_guard<std::mutex> lock(waiting->mu);
+      waiting->forward = f;
+    }
+    const Forward::Start start =
+        waiting->gone ? Forward::Start::kFailed : f->WaitForResponse();
+    if (waiting->gone) {
+      // Whatever the pod did, it was cancelled for the client (and is not
+      // to be taken out for refusing).
+      Abandoned(res, endpoint, "sent");
+      return;
+    }
+    switch (start) {
       case Forward::Start::kResponded:
         StreamBack(res, endpoint, f, held, cold, held_for);
         return;

@@ -19,6 +19,10 @@
 //        answering
 //   504  a pod took the request but sent nothing within the
 //        response-start timeout
+//   499  (nginx's "client closed request"; nobody reads it) the client
+//        hung up while its request was held or a pod had not answered:
+//        with a ClientWatch, noticed within a pass -- the request leaves
+//        the hold (and the demand), and a pod's request is cancelled
 //
 // A pod that refuses or resets the connection before any byte is answered
 // is taken out and the request tried on another (up to 3 pods); once a
@@ -36,6 +40,7 @@
 #include <memory>
 #include <string>
 
+#include "controller/activator/client_watch.h"
 #include "controller/activator/forward.h"
 #include "controller/activator/metrics.h"
 #include "controller/activator/router.h"
@@ -66,6 +71,10 @@ class Proxy {
         timeouts_(std::move(timeouts)),
         metrics_(metrics) {}
 
+  // Notice clients that hang up while their request waits (`watch` outlives
+  // the proxy; without one, a client that went away is noticed when its
+  // answer is written).
+  void WatchClients(ClientWatch* watch) { watch_ = watch; }
   // Routes every path of `server` to Handle.
   void Install(httplib::Server& server);
   void Handle(const httplib::Request& req, httplib::Response& res);
@@ -81,6 +90,9 @@ class Proxy {
               int retry_after_s = 0);
   void RefuseLease(httplib::Response& res, const std::string& endpoint,
                    const absl::Status& why, absl::Duration activation);
+  // The client hung up at `stage` ("held", "sent").
+  void Abandoned(httplib::Response& res, const std::string& endpoint,
+                 const char* stage);
   void StreamBack(httplib::Response& res, const std::string& endpoint,
                   const std::shared_ptr<Forward>& f,
                   std::shared_ptr<Lease> lease, bool cold, absl::Duration held);
@@ -89,6 +101,7 @@ class Proxy {
   Router& router_;
   const Timeouts timeouts_;
   Metrics& metrics_;
+  ClientWatch* watch_ = nullptr;
 };
 
 }  // namespace pilotlight::activator

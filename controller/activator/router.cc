@@ -111,8 +111,16 @@ absl::Status Router::HoldRoomLocked(const Endpoint& e, int64_t bytes) const {
   return absl::OkStatus();
 }
 
+void Router::Wake(const std::string& endpoint) {
+  const std::lock_guard<std::mutex> lock(mu_);
+  if (const auto it = endpoints_.find(endpoint); it != endpoints_.end()) {
+    it->second->changed.notify_all();
+  }
+}
+
 absl::StatusOr<Lease> Router::Acquire(const std::string& endpoint,
-                                      int64_t bytes, absl::Time deadline) {
+                                      int64_t bytes, absl::Time deadline,
+                                      const std::atomic<bool>* cancelled) {
   std::unique_lock<std::mutex> lock(mu_);
   if (closed_) {
     return absl::UnavailableError("the activator is shutting down");
@@ -164,6 +172,13 @@ absl::StatusOr<Lease> Router::Acquire(const std::string& endpoint,
     if (closed_) {
       leave();
       return absl::UnavailableError("the activator is shutting down");
+    }
+    if (cancelled != nullptr && cancelled->load()) {
+      leave();
+      return absl::CancelledError(
+          absl::StrCat("the client went away after ",
+                       absl::FormatDuration(absl::Trunc(
+                           absl::Now() - start, absl::Milliseconds(1)))));
     }
     // In arrival order: the i-th waiter goes once i slots are free.
     const auto pos = std::distance(e.waiting.begin(), e.waiting.find(ticket));

@@ -15,6 +15,7 @@
 // the deadline, or Close().
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -101,9 +102,14 @@ class Router {
   // A lease on the least-loaded target with a free slot, holding until
   // `deadline` when there is none. Errors: NotFound (unknown endpoint),
   // ResourceExhausted (the hold is full: which bound), DeadlineExceeded
-  // (held until the deadline), Unavailable (closing).
+  // (held until the deadline), Unavailable (closing), Cancelled
+  // (`*cancelled` became true while held -- the client went away; Wake
+  // the endpoint after setting it).
   absl::StatusOr<Lease> Acquire(const std::string& endpoint, int64_t bytes,
-                                absl::Time deadline);
+                                absl::Time deadline,
+                                const std::atomic<bool>* cancelled = nullptr);
+  // Held requests of `endpoint` look at their `cancelled` again.
+  void Wake(const std::string& endpoint);
 
   std::vector<EndpointLoad> Demand(absl::Time now) const;
   EndpointLoad DemandOf(const std::string& endpoint, absl::Time now) const;

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -126,7 +127,8 @@ httplib::Request StreamRequest(httplib::ContentReceiverWithProgress receiver) {
 class ProxyTest : public ::testing::Test {
  protected:
   void Start(HoldLimits limits = {},
-             absl::Duration activation = absl::Seconds(10)) {
+             absl::Duration activation = absl::Seconds(10),
+             ClientWatch* watch = nullptr) {
     router_ = std::make_unique<Router>(limits);
     router_->SetEndpoints({kEp});
     EndpointTimeouts t;
@@ -137,6 +139,7 @@ class ProxyTest : public ::testing::Test {
         ProxyOptions{}, *router_, [t](const std::string&) { return t; },
         metrics_);
     socket_ = ConfigureHttpServer(front_, {});
+    proxy_->WatchClients(watch);
     proxy_->Install(front_);
     port_ = *BindHttpServer(front_, *socket_, "127.0.0.1", 0, 4096);
     thread_ = std::thread([this] { front_.listen_after_bind(); });
@@ -149,6 +152,33 @@ class ProxyTest : public ::testing::Test {
     if (thread_.joinable()) {
       thread_.join();
     }
+  }
+  // A client on a socket of its own: a completion request sent, its
+  // connection left open (the caller closes it).
+  int RawRequest() const {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(static_cast<uint16_t>(port_));
+    EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+    const std::string req =
+        "POST /ml/llama/v1/completions HTTP/1.1\r\nHost: x\r\n"
+        "Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{}";
+    EXPECT_EQ(::send(fd, req.data(), req.size(), 0),
+              static_cast<ssize_t>(req.size()));
+    return fd;
+  }
+  // Waits up to 5 s for `done`.
+  static bool Eventually(const std::function<bool()>& done) {
+    const absl::Time until = absl::Now() + absl::Seconds(5);
+    while (!done() && absl::Now() < until) {
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+    return done();
+  }
+  double Abandoned(const char* stage) {
+    return metrics_.abandoned.Add({{"stage", stage}}).Value();
   }
   httplib::Client Client() const {
     httplib::Client c("127.0.0.1", port_);
@@ -376,6 +406,68 @@ TEST_F(ProxyTest, PodDyingMidStreamEndsTheResponsePromptly) {
   EXPECT_THAT(got, HasSubstr("data: 0"));
   EXPECT_THAT(got, ::testing::Not(HasSubstr("[DONE]")));
   EXPECT_EQ(model->started.load(), 1);
+}
+
+// A client that hangs up while held leaves the hold at once: it is no
+// longer demand, nor a place in the bound, nor sent to the pod that comes
+// (without the watch it stayed held until the activation timeout, 10 s).
+TEST_F(ProxyTest, ClientThatHangsUpWhileHeldLeavesTheHold) {
+  ClientWatch watch(absl::Milliseconds(50));
+  watch.Start();
+  Start({}, absl::Seconds(10), &watch);
+  const int stays = RawRequest();
+  const int leaves = RawRequest();
+  ASSERT_TRUE(Eventually([&] { return router_->held_total() == 2; }));
+  ::close(leaves);
+  ASSERT_TRUE(Eventually([&] { return router_->held_total() == 1; }));
+  EXPECT_EQ(Abandoned("held"), 1);
+  EXPECT_EQ(router_->DemandOf(kEp, absl::Now()).arrivals_total, 2);
+  // The one still there is served when a pod comes; the pod sees one.
+  FakeModel model;
+  router_->SetTargets(kEp, {model.address()}, 4);
+  std::string answer(4096, '\0');
+  const ssize_t n = ::recv(stays, answer.data(), answer.size(), 0);
+  ASSERT_GT(n, 0);
+  EXPECT_THAT(answer.substr(0, static_cast<size_t>(n)),
+              HasSubstr("HTTP/1.1 200"));
+  ::close(stays);
+  EXPECT_EQ(model.started.load(), 1);
+  EXPECT_EQ(Abandoned("sent"), 0);
+}
+
+// A client that hangs up after its request went to a pod that has not
+// answered (a long prefill) cancels the pod's request; the pod is not
+// taken out for it.
+TEST_F(ProxyTest, ClientThatHangsUpBeforeThePodAnswersCancelsIt) {
+  // A pod that takes connections and never answers.
+  const int pod = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  ASSERT_EQ(::bind(pod, reinterpret_cast<sockaddr*>(&a), len), 0);
+  ASSERT_EQ(::listen(pod, 8), 0);
+  ::getsockname(pod, reinterpret_cast<sockaddr*>(&a), &len);
+  ClientWatch watch(absl::Milliseconds(50));
+  watch.Start();
+  Start({}, absl::Seconds(10), &watch);
+  router_->SetTargets(kEp, {absl::StrCat("127.0.0.1:", ntohs(a.sin_port))}, 4);
+  const int client = RawRequest();
+  const int upstream = ::accept(pod, nullptr, nullptr);
+  ASSERT_GE(upstream, 0);
+  ::close(client);
+  // The pod's connection is shut: its read ends (the request's bytes,
+  // then the end).
+  std::string buf(4096, '\0');
+  const absl::Time t0 = absl::Now();
+  while (::recv(upstream, buf.data(), buf.size(), 0) > 0) {
+  }
+  EXPECT_LT(absl::Now() - t0, absl::Seconds(3));
+  ASSERT_TRUE(Eventually([&] { return Abandoned("sent") == 1; }));
+  EXPECT_TRUE(router_->TakeRemoved().empty());
+  EXPECT_TRUE(Eventually([&] { return router_->in_flight_total() == 0; }));
+  ::close(upstream);
+  ::close(pod);
 }
 
 }  // namespace

@@ -105,6 +105,8 @@ class Front {
         ProxyOptions{}, router_, [t](const std::string&) { return t; },
         metrics_);
     socket_ = ConfigureHttpServer(server_, {});
+    proxy_->WatchClients(&watch_);  // as the activator runs it
+    watch_.Start();
     proxy_->Install(server_);
     port_ = *BindHttpServer(server_, *socket_, "127.0.0.1", 0, 4096);
     thread_ = std::thread([this] { server_.listen_after_bind(); });
@@ -126,6 +128,7 @@ class Front {
                             .max_held_bytes_per_endpoint = int64_t{1} << 40,
                             .max_held_total = 100000,
                             .max_held_bytes_total = int64_t{1} << 40}};
+  ClientWatch watch_;
   std::unique_ptr<Proxy> proxy_;
   httplib::Server server_;
   std::shared_ptr<ListenSocket> socket_;

@@ -1,0 +1,117 @@
+// ClientWatch over real loopback TCP connections: a registration fires once
+// when its client hangs up, never while it is connected, never after the
+// registration is gone, and not for a connection that is not this
+// process's.
+#include "controller/activator/client_watch.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <string>
+
+#include "absl/time/clock.h"
+#include "gtest/gtest.h"
+
+namespace pilotlight::activator {
+namespace {
+
+// A connected pair on loopback: `client` and the accepted `server` side,
+// with the server side's ConnectionId as cpp-httplib would write it.
+struct Pair {
+  int client = -1;
+  int server = -1;
+  ConnectionId id;
+  Pair() {
+    const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(a);
+    EXPECT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&a), len), 0);
+    EXPECT_EQ(::listen(listener, 1), 0);
+    ::getsockname(listener, reinterpret_cast<sockaddr*>(&a), &len);
+    client = ::socket(AF_INET, SOCK_STREAM, 0);
+    EXPECT_EQ(::connect(client, reinterpret_cast<sockaddr*>(&a), len), 0);
+    server = ::accept(listener, nullptr, nullptr);
+    ::close(listener);
+    sockaddr_in c{};
+    len = sizeof(c);
+    ::getsockname(client, reinterpret_cast<sockaddr*>(&c), &len);
+    id = {"127.0.0.1", ntohs(c.sin_port), "127.0.0.1", ntohs(a.sin_port)};
+  }
+  ~Pair() {
+    if (client >= 0) {
+      ::close(client);
+    }
+    ::close(server);
+  }
+  void HangUp() {
+    ::close(client);
+    client = -1;
+  }
+};
+
+TEST(ClientWatchTest, FiresOnceWhenTheClientHangsUp) {
+  ClientWatch watch;
+  Pair p;
+  std::atomic<int> gone{0};
+  auto reg = watch.Watch(p.id, [&] { ++gone; });
+  watch.PassNow();
+  EXPECT_EQ(gone.load(), 0);  // connected: nothing
+  // Bytes the client sends are not a hang-up (and are left unread).
+  ASSERT_EQ(::send(p.client, "x", 1, 0), 1);
+  watch.PassNow();
+  EXPECT_EQ(gone.load(), 0);
+  p.HangUp();
+  watch.PassNow();
+  EXPECT_EQ(gone.load(), 1);
+  watch.PassNow();
+  EXPECT_EQ(gone.load(), 1);  // once
+  char c = 0;
+  EXPECT_EQ(::recv(p.server, &c, 1, 0), 1);  // the byte is still there
+}
+
+TEST(ClientWatchTest, NothingAfterTheRegistrationIsGone) {
+  ClientWatch watch;
+  Pair p;
+  std::atomic<int> gone{0};
+  auto reg = watch.Watch(p.id, [&] { ++gone; });
+  watch.PassNow();
+  EXPECT_EQ(watch.watched(), 1);
+  reg.reset();
+  EXPECT_EQ(watch.watched(), 0);
+  p.HangUp();
+  watch.PassNow();
+  EXPECT_EQ(gone.load(), 0);
+}
+
+TEST(ClientWatchTest, AConnectionThatIsNotOursNeverFires) {
+  ClientWatch watch;
+  std::atomic<int> gone{0};
+  auto reg = watch.Watch({"192.0.2.1", 1, "127.0.0.1", 1}, [&] { ++gone; });
+  watch.PassNow();
+  watch.PassNow();
+  EXPECT_EQ(gone.load(), 0);
+}
+
+// The thread: a young registration is matched after a pass, then fires.
+TEST(ClientWatchTest, TheThreadNoticesWithinAFewPasses) {
+  ClientWatch watch(absl::Milliseconds(20));
+  watch.Start();
+  Pair p;
+  std::atomic<int> gone{0};
+  auto reg = watch.Watch(p.id, [&] { ++gone; });
+  p.HangUp();
+  const absl::Time until = absl::Now() + absl::Seconds(5);
+  while (gone.load() == 0 && absl::Now() < until) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  EXPECT_EQ(gone.load(), 1);
+  watch.Stop();
+}
+
+}  // namespace
+}  // namespace pilotlight::activator
