@@ -4,10 +4,7 @@
 // cold start), Prometheus. An endpoint at zero receives a burst through the
 // activator: held, the controller poked over gRPC, scaled up, every request
 // answered with its own body.
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -36,6 +33,7 @@
 #include "tests/bench/proc_stats.h"
 #include "tests/cluster/endpoint_fixture.h"
 #include "tests/cluster/process.h"
+#include "tests/loopback.h"
 
 namespace pilotlight::activator {
 namespace {
@@ -192,25 +190,6 @@ class ActivatorClusterTest : public testcluster::EndpointFixture {
   }
 };
 
-// A completion request on a socket of its own, its connection left open
-// (the caller hangs up by closing it).
-int SendAndLeaveOpen(int port, const std::string& path) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-  const std::string body = R"({"prompt": "hi", "max_tokens": 2})";
-  const std::string req = absl::StrCat(
-      "POST ", path, " HTTP/1.1\r\nHost: x\r\n",
-      "Content-Type: application/json\r\nContent-Length: ", body.size(),
-      "\r\n\r\n", body);
-  EXPECT_EQ(::send(fd, req.data(), req.size(), 0),
-            static_cast<ssize_t>(req.size()));
-  return fd;
-}
-
 // At zero, 200 concurrent requests (half streaming) through the activator:
 // every one answered with its own body, latency about a cold start plus
 // service. Before them, a client that hangs up while held: its request
@@ -230,7 +209,9 @@ TEST_F(ActivatorClusterTest, BurstAtZeroIsHeldAndServed) {
   })) << controller->Log();
   ASSERT_EQ(Replicas("chat-l4"), 0);
 
-  const int gone = SendAndLeaveOpen(port, Path());
+  const int gone = testutil::PostAndLeaveOpen(
+      port, Path(), R"({"prompt": "hi", "max_tokens": 2})");
+  ASSERT_GE(gone, 0);
   ASSERT_TRUE(WaitFor(absl::Seconds(10), [&] {
     return Process::Metric(admin, "pilotlight_activator_held_requests") >= 1;
   })) << activator->Log();

@@ -14,6 +14,7 @@
 
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
+#include "tests/loopback.h"
 
 namespace pilotlight::activator {
 namespace {
@@ -25,22 +26,16 @@ struct Pair {
   int server = -1;
   ConnectionId id;
   Pair() {
-    const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(a);
-    EXPECT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&a), len), 0);
-    EXPECT_EQ(::listen(listener, 1), 0);
-    ::getsockname(listener, reinterpret_cast<sockaddr*>(&a), &len);
-    client = ::socket(AF_INET, SOCK_STREAM, 0);
-    EXPECT_EQ(::connect(client, reinterpret_cast<sockaddr*>(&a), len), 0);
+    int port = 0;
+    const int listener = testutil::ListenLoopback(port);
+    client = testutil::ConnectLoopback(port);
+    EXPECT_GE(client, 0);
     server = ::accept(listener, nullptr, nullptr);
     ::close(listener);
     sockaddr_in c{};
-    len = sizeof(c);
+    socklen_t len = sizeof(c);
     ::getsockname(client, reinterpret_cast<sockaddr*>(&c), &len);
-    id = {"127.0.0.1", ntohs(c.sin_port), "127.0.0.1", ntohs(a.sin_port)};
+    id = {"127.0.0.1", ntohs(c.sin_port), "127.0.0.1", port};
   }
   ~Pair() {
     if (client >= 0) {

@@ -18,6 +18,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
+#include "tests/loopback.h"
 
 namespace pilotlight::activator {
 namespace {
@@ -31,15 +32,8 @@ class ScriptedPod {
  public:
   explicit ScriptedPod(std::vector<std::string> pieces, bool hold_open = false)
       : pieces_(std::move(pieces)), hold_open_(hold_open) {
-    listen_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(a);
-    EXPECT_EQ(::bind(listen_, reinterpret_cast<sockaddr*>(&a), len), 0);
-    EXPECT_EQ(::listen(listen_, 4), 0);
-    ::getsockname(listen_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
+    listen_ = testutil::ListenLoopback(port_, 4);
+    EXPECT_GE(listen_, 0);
     thread_ = std::thread([this] { Serve(); });
   }
   ~ScriptedPod() {

@@ -21,6 +21,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
+#include "tests/loopback.h"
 
 namespace pilotlight::activator {
 namespace {
@@ -156,17 +157,9 @@ class ProxyTest : public ::testing::Test {
   // A client on a socket of its own: a completion request sent, its
   // connection left open (the caller closes it).
   int RawRequest() const {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = htons(static_cast<uint16_t>(port_));
-    EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-    const std::string req =
-        "POST /ml/llama/v1/completions HTTP/1.1\r\nHost: x\r\n"
-        "Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{}";
-    EXPECT_EQ(::send(fd, req.data(), req.size(), 0),
-              static_cast<ssize_t>(req.size()));
+    const int fd =
+        testutil::PostAndLeaveOpen(port_, "/ml/llama/v1/completions", "{}");
+    EXPECT_GE(fd, 0);
     return fd;
   }
   // Waits up to 5 s for `done`.
@@ -440,18 +433,13 @@ TEST_F(ProxyTest, ClientThatHangsUpWhileHeldLeavesTheHold) {
 // taken out for it.
 TEST_F(ProxyTest, ClientThatHangsUpBeforeThePodAnswersCancelsIt) {
   // A pod that takes connections and never answers.
-  const int pod = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(a);
-  ASSERT_EQ(::bind(pod, reinterpret_cast<sockaddr*>(&a), len), 0);
-  ASSERT_EQ(::listen(pod, 8), 0);
-  ::getsockname(pod, reinterpret_cast<sockaddr*>(&a), &len);
+  int pod_port = 0;
+  const int pod = testutil::ListenLoopback(pod_port);
+  ASSERT_GE(pod, 0);
   ClientWatch watch(absl::Milliseconds(50));
   watch.Start();
   Start({}, absl::Seconds(10), &watch);
-  router_->SetTargets(kEp, {absl::StrCat("127.0.0.1:", ntohs(a.sin_port))}, 4);
+  router_->SetTargets(kEp, {absl::StrCat("127.0.0.1:", pod_port)}, 4);
   const int client = RawRequest();
   const int upstream = ::accept(pod, nullptr, nullptr);
   ASSERT_GE(upstream, 0);

@@ -393,43 +393,42 @@ TEST_F(SimulatorTest, BillingGranularity) {
   EXPECT_NEAR(Run(none, 100, alive_0_to_61).cost_usd, Price(), 1e-9);
 }
 
+// MergedArrivals' cases: at t0 + 2 s, 3 arrivals counted by the activator,
+// 10/s completing on the Ready pods; ticks of 2 s, a 1-minute rate window.
+class MergedArrivalsTest : public ::testing::Test {
+ protected:
+  MergedArrivalsTest() {
+    o_.now = t0_ + absl::Seconds(2);
+    o_.completions_per_s = 10;
+    o_.arrivals = 3;
+    o_.variants.resize(2);
+  }
+  double Merged(std::optional<absl::Time> last) const {
+    return MergedArrivals(o_, last, absl::Seconds(2), absl::Minutes(1));
+  }
+  const absl::Time t0_ = absl::FromUnixSeconds(1'700'000'000);
+  Observation o_;
+};
+
 // Pilotlight's arrivals, merged as the controller merges them: the exact
 // count or Prometheus's rate times the time since the last observation --
 // a poke half a second after a tick counts half a second of the rate, not
 // a tick's.
-TEST(MergedArrivalsTest, TheRateCountsTheTimeSinceTheLastObservation) {
-  const absl::Time t0 = absl::FromUnixSeconds(1'700'000'000);
-  Observation o;
-  o.now = t0 + absl::Seconds(2);
-  o.completions_per_s = 10;
-  o.arrivals = 3;
-  o.variants.resize(1);
-  o.variants[0].ready = 2;
-  const absl::Duration tick = absl::Seconds(2);
-  const absl::Duration window = absl::Minutes(1);
-  EXPECT_DOUBLE_EQ(MergedArrivals(o, std::nullopt, tick, window), 20);
-  EXPECT_DOUBLE_EQ(
-      MergedArrivals(o, t0 + absl::Milliseconds(1500), tick, window), 5);
-  EXPECT_DOUBLE_EQ(
-      MergedArrivals(o, t0 + absl::Milliseconds(1900), tick, window),
-      3);  // the exact count is the larger
-  EXPECT_DOUBLE_EQ(MergedArrivals(o, t0 - absl::Hours(1), tick, window), 600);
+TEST_F(MergedArrivalsTest, TheRateCountsTheTimeSinceTheLastObservation) {
+  o_.variants[0].ready = 2;
+  EXPECT_DOUBLE_EQ(Merged(std::nullopt), 20);
+  EXPECT_DOUBLE_EQ(Merged(t0_ + absl::Milliseconds(1500)), 5);
+  EXPECT_DOUBLE_EQ(Merged(t0_ + absl::Milliseconds(1900)),
+                   3);  // the exact count is the larger
+  EXPECT_DOUBLE_EQ(Merged(t0_ - absl::Hours(1)), 600);
 }
 
 // At zero the rate of replicas already gone is not read (live, Prometheus
 // is summed over the Ready pods): the activator's count alone.
-TEST(MergedArrivalsTest, AtZeroOnlyTheActivatorsCount) {
-  const absl::Time t0 = absl::FromUnixSeconds(1'700'000'000);
-  Observation o;
-  o.now = t0 + absl::Seconds(2);
-  o.completions_per_s = 10;
-  o.arrivals = 3;
-  o.variants.resize(2);
-  const absl::Duration tick = absl::Seconds(2);
-  const absl::Duration window = absl::Minutes(1);
-  EXPECT_DOUBLE_EQ(MergedArrivals(o, t0, tick, window), 3);
-  o.variants[1].ready = 1;  // any variant's pod
-  EXPECT_DOUBLE_EQ(MergedArrivals(o, t0, tick, window), 20);
+TEST_F(MergedArrivalsTest, AtZeroOnlyTheActivatorsCount) {
+  EXPECT_DOUBLE_EQ(Merged(t0_), 3);
+  o_.variants[1].ready = 1;  // any variant's pod
+  EXPECT_DOUBLE_EQ(Merged(t0_), 20);
 }
 
 // A warm-up is replayed and not measured: the burst at zero in it is
