@@ -27,6 +27,7 @@ namespace {
 using model::Precision;
 
 const std::vector<FlagSpec>& SizeFlags() {
+  static const model::EngineTuning kTuning;
   static const auto* specs = new std::vector<FlagSpec>{
       {"model", false, "NAME",
        "model preset, or \"custom\" (default llama-3.1-8b)"},
@@ -64,13 +65,22 @@ const std::vector<FlagSpec>& SizeFlags() {
       {"experts", false, "N", "custom MoE model: experts per layer"},
       {"experts-per-token", false, "N",
        "custom MoE model: experts routed per token"},
-      {"mbu", false, "F", "decode memory-bandwidth utilisation (default 0.75)"},
-      {"mfu", false, "F", "prefill FLOPS utilisation (default 0.5)"},
+      // Defaults as the model has them (fitted: docs/sizing.md).
+      {"mbu", false, "F",
+       absl::StrFormat("decode memory-bandwidth utilisation (default %g)",
+                       kTuning.memory_bandwidth_utilization)},
+      {"mfu", false, "F",
+       absl::StrFormat("prefill FLOPS utilisation, 16-bit (default %g)",
+                       kTuning.model_flops_utilization)},
       {"gpu-memory-utilization", false, "F",
-       "fraction of GPU memory used (default 0.9)"},
-      {"overhead-gib", false, "F", "runtime memory per GPU, GiB (default 2)"},
+       absl::StrFormat("fraction of GPU memory used (default %g)",
+                       kTuning.gpu_memory_utilization)},
+      {"overhead-gib", false, "F",
+       absl::StrFormat("runtime memory per GPU, GiB (default %g)",
+                       kTuning.runtime_overhead_gib)},
       {"max-batch", false, "N",
-       "most sequences a replica batches (default 256)"},
+       absl::StrFormat("most sequences a replica batches (default %d)",
+                       kTuning.max_batch)},
       {"calibration", false, "FILE",
        "apply saved calibration factors (kind: SizingCalibration) to the "
        "classes they name"},
