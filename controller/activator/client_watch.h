@@ -64,7 +64,8 @@ class ClientWatch {
   };
 
   // Calls `on_gone` once, from the watch's thread, if the client of `conn`
-  // hangs up while the registration lives.
+  // hangs up while the registration lives. `on_gone` must not destroy its
+  // own registration (the destructor waits for it to return).
   std::unique_ptr<Registration> Watch(const ConnectionId& conn,
                                       std::function<void()> on_gone);
 
