@@ -197,8 +197,10 @@ absl::Status Activator::Impl::Run(const std::atomic<bool>& stop,
   }
   admin_port = *ap;
   std::thread admin_thread([this] { admin_.listen_after_bind(); });
+  HttpServerOptions http = o_.http;
+  http.warn = [](const std::string& message) { LogJson("warn", message); };
   const std::shared_ptr<ListenSocket> socket =
-      ConfigureHttpServer(front_, o_.http);
+      ConfigureHttpServer(front_, http);
   front_.set_payload_max_length(o_.proxy.max_body_bytes + 1);
   proxy_.WatchClients(&client_watch_);
   proxy_.Install(front_);

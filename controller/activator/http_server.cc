@@ -3,15 +3,38 @@
 #include <httplib.h>
 #include <sys/socket.h>
 
+#include <cstdio>
+#include <system_error>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 
 namespace pilotlight::activator {
-GrowingPool::GrowingPool(int min, int max) : max_(static_cast<size_t>(max)) {
+GrowingPool::GrowingPool(int min, int max, Spawn spawn, Warn warn)
+    : max_(static_cast<size_t>(max)),
+      spawn_(spawn != nullptr
+                 ? std::move(spawn)
+                 : [](std::function<void()>
+                          fn) { return std::thread(std::move(fn)); }),
+      warn_(warn != nullptr ? std::move(warn) : [](const std::string& m) {
+        std::fprintf(stderr, "%s\n", m.c_str());
+      }) {
   const std::lock_guard<std::mutex> lock(mu_);
-  for (int i = 0; i < min && i < max; ++i) {
-    threads_.emplace_back([this] { Work(); });
+  for (int i = 0; i < min && threads_.size() < max_; ++i) {
+    GrowLocked();
+  }
+}
+
+void GrowingPool::GrowLocked() {
+  try {
+    threads_.push_back(spawn_([this] { Work(); }));
+  } catch (const std::system_error& e) {
+    // Out of threads for this process: serve with those there are.
+    max_ = threads_.size();
+    warn_(absl::StrCat("cannot start connection thread ", max_ + 1, " (",
+                       e.what(), "): connections now wait for one of ", max_,
+                       " threads; raise the process's thread (pids) limit or "
+                       "lower --max-connections and the hold bounds"));
   }
 }
 
@@ -21,7 +44,7 @@ void GrowingPool::enqueue(std::function<void()> fn) {
   const std::lock_guard<std::mutex> lock(mu_);
   jobs_.push_back(std::move(fn));
   if (jobs_.size() > idle_ && threads_.size() < max_) {
-    threads_.emplace_back([this] { Work(); });
+    GrowLocked();
   }
   ready_.notify_one();
 }
@@ -60,8 +83,8 @@ std::shared_ptr<ListenSocket> ConfigureHttpServer(
     httplib::Server& server, const HttpServerOptions& options) {
   const int min_threads = options.min_threads;
   const int max_threads = options.max_threads;
-  server.new_task_queue = [min_threads, max_threads] {
-    return new GrowingPool(min_threads, max_threads);
+  server.new_task_queue = [min_threads, max_threads, warn = options.warn] {
+    return new GrowingPool(min_threads, max_threads, nullptr, warn);
   };
   auto socket = std::make_shared<ListenSocket>();
   server.set_socket_options([socket](int fd) {

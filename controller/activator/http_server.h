@@ -38,18 +38,27 @@ namespace pilotlight::activator {
 
 // Threads made as work comes when no idle one is left, up to `max` (beyond
 // that, work waits in order); `min` made at once. Threads stay once made.
-// The server's connection pool.
+// The server's connection pool. A thread that cannot be made (the
+// process's thread limit, e.g. a pod's pids limit) caps the pool where it
+// is -- work waits for the threads there are -- and says so once through
+// `warn`; it never throws into the server's accept loop.
 class GrowingPool final : public httplib::TaskQueue {
  public:
-  GrowingPool(int min, int max);
+  // Makes a thread running `fn` (std::thread; tests make it fail).
+  using Spawn = std::function<std::thread(std::function<void()> fn)>;
+  using Warn = std::function<void(const std::string& message)>;
+  GrowingPool(int min, int max, Spawn spawn = nullptr, Warn warn = nullptr);
   ~GrowingPool() override;
   void enqueue(std::function<void()> fn) override;
   void shutdown() override;
 
  private:
   void Work();
+  void GrowLocked();  // one more thread, if it can be made
 
-  const size_t max_;
+  size_t max_;
+  const Spawn spawn_;
+  const Warn warn_;
   std::mutex mu_;
   std::condition_variable ready_;
   std::deque<std::function<void()>> jobs_;
@@ -69,6 +78,9 @@ struct HttpServerOptions {
   // (cpp-httplib's own default is 5: a client streaming through the
   // activator would reconnect every fifth request). nginx's default.
   int keep_alive_max_requests = 1000;
+  // Where the connection pool says it hit the process's thread limit
+  // (nullptr: standard error).
+  GrowingPool::Warn warn = nullptr;
 };
 
 // The listening socket, as the server's socket-options hook saw it.

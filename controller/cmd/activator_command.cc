@@ -56,7 +56,8 @@ int RunActivator(const std::vector<std::string>& args, std::ostream& out,
       {"max-held", false, "N", "requests held per endpoint (1000)"},
       {"max-held-bytes", false, "N",
        "request bytes held per endpoint (67108864)"},
-      {"max-held-total", false, "N", "requests held in all (5000)"},
+      {"max-held-total", false, "N",
+       "requests held in all (3000; below --max-connections)"},
       {"max-held-bytes-total", false, "N",
        "request bytes held in all (268435456)"},
       {"max-body-bytes", false, "N", "largest request body (16777216)"},
@@ -93,12 +94,6 @@ int RunActivator(const std::vector<std::string>& args, std::ostream& out,
     return *exit;
   }
   activator::ActivatorOptions o;
-  absl::StatusOr<kube::KubeConfig> kc = KubeConfigFromFlags(flags);
-  if (!kc.ok()) {
-    err << "pilotlight activator: " << kc.status().message() << "\n";
-    return kExitUsage;
-  }
-  o.kube = *kc;
   o.reporter.controllers = absl::StrSplit(
       flags.String("controller").value_or(""), ',', absl::SkipEmpty());
   o.controller_selector =
@@ -145,10 +140,27 @@ int RunActivator(const std::vector<std::string>& args, std::ostream& out,
     err << "pilotlight activator: limits must be positive\n";
     return kExitUsage;
   }
+  if (o.hold.max_held_total >= o.http.max_threads) {
+    // Each held request keeps its connection's thread: at the thread limit
+    // the overflow would wait unread -- no 429, no poke -- and traffic to
+    // warm endpoints would find no thread.
+    err << "pilotlight activator: --max-held-total (" << o.hold.max_held_total
+        << ") must be below --max-connections (" << o.http.max_threads
+        << "): a held request keeps a connection thread, and forwarding "
+           "needs threads of its own\n";
+    return kExitUsage;
+  }
   if (o.reporter.controllers.empty() && o.controller_selector.empty()) {
     err << "pilotlight activator: give --controller or --controller-selector\n";
     return kExitUsage;
   }
+  // After the flags: a wrong flag is told before a missing cluster.
+  absl::StatusOr<kube::KubeConfig> kc = KubeConfigFromFlags(flags);
+  if (!kc.ok()) {
+    err << "pilotlight activator: " << kc.status().message() << "\n";
+    return kExitUsage;
+  }
+  o.kube = *kc;
   o.proxy.max_body_bytes = static_cast<size_t>(max_body);
   o.hold.max_held_bytes_per_endpoint = held_bytes;
   o.hold.max_held_bytes_total = held_bytes_total;
