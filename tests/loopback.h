@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -16,6 +17,14 @@
 #include "absl/strings/str_cat.h"
 
 namespace pilotlight::testutil {
+
+// Reads (and accepts) on `fd` give up after `seconds` instead of blocking
+// a broken test for ever.
+inline void SetReceiveTimeout(int fd, int seconds) {
+  timeval tv{};
+  tv.tv_sec = seconds;
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+}
 
 // A socket listening on 127.0.0.1 at a free port (in `port`); -1 on error.
 inline int ListenLoopback(int& port, int backlog = 8) {
@@ -33,6 +42,7 @@ inline int ListenLoopback(int& port, int backlog = 8) {
     return -1;
   }
   port = ntohs(a.sin_port);
+  SetReceiveTimeout(fd, 30);  // accept(2) too
   return fd;
 }
 
@@ -50,6 +60,7 @@ inline int ConnectLoopback(int port) {
     }
     return -1;
   }
+  SetReceiveTimeout(fd, 30);
   return fd;
 }
 
