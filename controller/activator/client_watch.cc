@@ -30,17 +30,20 @@ std::string Key(const std::string& remote_addr, int remote_port,
   return absl::StrCat(remote_addr, "|", remote_port, "|", local_port);
 }
 
-// The host (numeric, as getnameinfo writes it) and port of `a`; false
-// when it is not an IP address.
-bool HostPort(const sockaddr_storage& a, socklen_t len, std::string& host,
-              int& port) {
+// The port of `a`; -1 when it is not an IP address.
+int Port(const sockaddr_storage& a) {
   if (a.ss_family == AF_INET) {
-    port = ntohs(reinterpret_cast<const sockaddr_in*>(&a)->sin_port);
-  } else if (a.ss_family == AF_INET6) {
-    port = ntohs(reinterpret_cast<const sockaddr_in6*>(&a)->sin6_port);
-  } else {
-    return false;
+    return ntohs(reinterpret_cast<const sockaddr_in*>(&a)->sin_port);
   }
+  if (a.ss_family == AF_INET6) {
+    return ntohs(reinterpret_cast<const sockaddr_in6*>(&a)->sin6_port);
+  }
+  return -1;
+}
+
+// The host of `a`, numeric as getnameinfo writes it (and cpp-httplib with
+// it); false when it has none.
+bool Host(const sockaddr_storage& a, socklen_t len, std::string& host) {
   std::array<char, NI_MAXHOST> buf{};
   if (::getnameinfo(reinterpret_cast<const sockaddr*>(&a), len, buf.data(),
                     static_cast<socklen_t>(buf.size()), nullptr, 0,
@@ -73,12 +76,11 @@ std::map<std::string, int> ScanSockets() {
             0) {
       continue;  // not a socket, or not connected
     }
+    const int remote_port = Port(peer);
+    const int local_port = Port(local);
     std::string remote_host;
-    std::string local_host;
-    int remote_port = -1;
-    int local_port = -1;
-    if (HostPort(peer, peer_len, remote_host, remote_port) &&
-        HostPort(local, local_len, local_host, local_port)) {
+    if (remote_port >= 0 && local_port >= 0 &&
+        Host(peer, peer_len, remote_host)) {
       out.emplace(Key(remote_host, remote_port, local_port), fd);
     }
   }

@@ -34,11 +34,12 @@
 
 namespace pilotlight::activator {
 
-// One TCP connection, as cpp-httplib describes it in a Request.
+// One TCP connection of this process, as cpp-httplib describes it in a
+// Request (the peer's address and port, and our port: our address adds
+// nothing to tell connections apart).
 struct ConnectionId {
   std::string remote_addr;
   int remote_port = -1;
-  std::string local_addr;
   int local_port = -1;
 };
 

@@ -191,16 +191,16 @@ void Proxy::Handle(const httplib::Request& req, httplib::Response& res) {
   const auto waiting = std::make_shared<Waiting>();
   std::unique_ptr<ClientWatch::Registration> watched;
   if (watch_ != nullptr) {
-    watched = watch_->Watch(
-        {req.remote_addr, req.remote_port, req.local_addr, req.local_port},
-        [waiting, &router = router_, endpoint] {
-          waiting->gone = true;
-          router.Wake(endpoint);
-          const std::lock_guard<std::mutex> lock(waiting->mu);
-          if (waiting->forward != nullptr) {
-            waiting->forward->Cancel();
-          }
-        });
+    watched =
+        watch_->Watch({req.remote_addr, req.remote_port, req.local_port},
+                      [waiting, &router = router_, endpoint] {
+                        waiting->gone = true;
+                        router.Wake(endpoint);
+                        const std::lock_guard<std::mutex> lock(waiting->mu);
+                        if (waiting->forward != nullptr) {
+                          waiting->forward->Cancel();
+                        }
+                      });
   }
   std::string last_error;
   bool cold = false;
