@@ -94,6 +94,10 @@ const std::vector<FlagSpec>& SizeFlags() {
       {"fit", true, "",
        "with --validate: fit the engine's efficiency terms to the rows "
        "and print them, then the rows at the fitted values"},
+      {"fit-on", false, "fit|holdout",
+       "with --validate: fit on the rows of this split instead (implies "
+       "--fit), then print the --split rows at the fitted values: fitted "
+       "on some rows, judged on others, in one run"},
       {"help", true, "", "show this help"},
   };
   return *specs;
@@ -379,17 +383,34 @@ int RunValidate(const ParsedFlags& f, std::ostream& out, std::ostream& err) {
   if (!rows.ok()) {
     return fail(rows.status());
   }
-  if (std::optional<std::string> split = f.String("split")) {
+  // The rows of one split; every row when the flag is absent.
+  auto only =
+      [&](const char* flag) -> absl::StatusOr<std::vector<model::Measurement>> {
+    std::vector<model::Measurement> kept = *rows;
+    std::optional<std::string> split = f.String(flag);
+    if (!split) {
+      return kept;
+    }
     if (*split != "fit" && *split != "holdout") {
-      return fail(absl::InvalidArgumentError(
-          absl::StrCat("--split ", *split, ": expected fit or holdout")));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", flag, " ", *split, ": expected fit or holdout"));
     }
     std::erase_if(
-        *rows, [&](const model::Measurement& m) { return m.split != *split; });
-    if (rows->empty()) {
-      return fail(absl::InvalidArgumentError(
-          absl::StrCat(csv_path, " has no rows of split ", *split)));
+        kept, [&](const model::Measurement& m) { return m.split != *split; });
+    if (kept.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(csv_path, " has no rows of split ", *split));
     }
+    return kept;
+  };
+  absl::StatusOr<std::vector<model::Measurement>> shown = only("split");
+  if (!shown.ok()) {
+    return fail(shown.status());
+  }
+  absl::StatusOr<std::vector<model::Measurement>> fit_rows =
+      f.Has("fit-on") ? only("fit-on") : shown;
+  if (!fit_rows.ok()) {
+    return fail(fit_rows.status());
   }
   absl::StatusOr<model::Catalog> builtin = model::Catalog::Default();
   if (!builtin.ok()) {
@@ -417,20 +438,20 @@ int RunValidate(const ParsedFlags& f, std::ostream& out, std::ostream& err) {
   if (absl::Status s = ApplyTuningFlags(f, tuning); !s.ok()) {
     return fail(s);
   }
-  if (f.Bool("fit")) {
+  if (f.Bool("fit") || f.Has("fit-on")) {
     absl::StatusOr<model::FitResult> fit =
-        model::FitTuning(*rows, resolve, catalog, tuning);
+        model::FitTuning(*fit_rows, resolve, catalog, tuning);
     if (!fit.ok()) {
       return fail(fit.status());
     }
     out << absl::StrFormat(
         "fitted on %zu rows: RMS of ln(predicted/measured) %.4f -> %.4f\n%s\n",
-        rows->size(), fit->before, fit->after,
+        fit_rows->size(), fit->before, fit->after,
         model::FormatTuning(fit->tuning));
     tuning = fit->tuning;
   }
   absl::StatusOr<model::ValidationReport> report =
-      model::Validate(*rows, resolve, catalog, tuning);
+      model::Validate(*shown, resolve, catalog, tuning);
   if (!report.ok()) {
     return fail(report.status());
   }

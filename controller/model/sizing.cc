@@ -86,6 +86,14 @@ double PrefillMfu(Precision p, const EngineTuning& t) {
   return t.model_flops_utilization;
 }
 
+// Experts a batch of n tokens touches per layer, in expectation: each token
+// routes to k of E, so E x (1 - (1 - k/E)^n) distinct experts.
+double ExpertsTouched(int experts, int per_token, double tokens) {
+  const double e = experts;
+  const double miss = 1.0 - per_token / e;
+  return e * (1.0 - std::pow(miss, std::max(tokens, 1.0)));
+}
+
 }  // namespace
 
 double KvBytesPerToken(const ModelProfile& m, Precision kv) {
@@ -104,6 +112,7 @@ ReplicaModel::ReplicaModel(const ModelProfile& model, const GpuClass& gpu,
       weight_bytes_(WeightBytes(model, weights, tuning.int4_group_size)),
       shared_weight_bytes_(weight_bytes_),
       expert_bytes_(0),
+      moe_expert_read_efficiency_(tuning.moe_expert_read_efficiency),
       experts_(model.experts),
       experts_per_token_(model.experts_per_token),
       active_params_(model.active_params),
@@ -168,12 +177,17 @@ double ReplicaModel::WeightBytesRead(double tokens) const {
   if (experts_ == 0) {
     return weight_bytes_;
   }
-  // Each token routes to k of E experts; a batch of n tokens touches
-  // E x (1 - (1 - k/E)^n) distinct experts per layer in expectation.
-  const double e = experts_;
-  const double miss = 1.0 - experts_per_token_ / e;
-  const double touched = e * (1.0 - std::pow(miss, std::max(tokens, 1.0)));
-  return shared_weight_bytes_ + touched * expert_bytes_;
+  return shared_weight_bytes_ +
+         ExpertsTouched(experts_, experts_per_token_, tokens) * expert_bytes_;
+}
+
+double ReplicaModel::WeightBytesReadDenseEquivalent(double tokens) const {
+  if (experts_ == 0) {
+    return weight_bytes_;
+  }
+  return shared_weight_bytes_ +
+         ExpertsTouched(experts_, experts_per_token_, tokens) * expert_bytes_ /
+             moe_expert_read_efficiency_;
 }
 
 double ReplicaModel::AllReduceSeconds(double tokens) const {
@@ -191,7 +205,7 @@ double ReplicaModel::StepSeconds(double decode_batch, double mean_kv_tokens,
                                  double prompt_tokens) const {
   const double tokens = decode_batch + prefill_tokens;
   const double memory_s =
-      WeightBytesRead(tokens) / tp_ /
+      WeightBytesReadDenseEquivalent(tokens) / tp_ /
           (bandwidth_bytes_per_s_ * weight_read_efficiency_) +
       decode_batch * mean_kv_tokens * kv_bytes_per_token_gpu_ /
           bandwidth_bytes_per_s_;
@@ -309,6 +323,7 @@ absl::Status ValidateSizingRequest(const SizingRequest& r) {
       {"tuning.memory_bandwidth_utilization", t.memory_bandwidth_utilization},
       {"tuning.weight_read_efficiency_8bit", t.weight_read_efficiency_8bit},
       {"tuning.weight_read_efficiency_4bit", t.weight_read_efficiency_4bit},
+      {"tuning.moe_expert_read_efficiency", t.moe_expert_read_efficiency},
       {"tuning.model_flops_utilization", t.model_flops_utilization},
       {"tuning.model_flops_utilization_8bit", t.model_flops_utilization_8bit},
       {"tuning.model_flops_utilization_fp4", t.model_flops_utilization_fp4},

@@ -70,20 +70,25 @@ struct Slo {
 struct EngineTuning {
   // Achieved / peak memory bandwidth reading 16-bit weights and the KV cache
   // in decode.
-  double memory_bandwidth_utilization = 0.887;
+  double memory_bandwidth_utilization = 0.911;
   // Weight-read efficiency of quantised formats, relative to 16-bit: decode
   // GEMV kernels unpack and scale the weights as they read them, and reach a
   // smaller share of peak bandwidth (gpt-fast on A100: int8 weight-only
   // 1,069 GB/s and int4 863 GB/s against 1,397 GB/s for bf16).
-  double weight_read_efficiency_8bit = 0.828;  // fp8, int8
-  double weight_read_efficiency_4bit = 0.954;  // int4, fp4
+  double weight_read_efficiency_8bit = 0.799;  // fp8, int8
+  double weight_read_efficiency_4bit = 1.0;    // int4, fp4
+  // Read efficiency of MoE expert weights, relative to dense weights of the
+  // same format: a token's experts are picked at run time, so their weights
+  // are gathered by index (a grouped or gathered GEMV per expert) rather
+  // than streamed by one dense kernel. 1: as fast as dense.
+  double moe_expert_read_efficiency = 0.560;
   // int4 weights: elements per 16-bit scale and zero point (AWQ/GPTQ 128).
   int int4_group_size = 128;
   // Achieved / peak tensor FLOPS in prefill, by the precision the math runs
   // at: 16-bit (bf16, fp16, and int4 weight-only, which unpacks to 16 bits),
   // 8-bit (fp8, int8) and fp4.
-  double model_flops_utilization = 0.752;
-  double model_flops_utilization_8bit = 0.529;
+  double model_flops_utilization = 0.740;
+  double model_flops_utilization_8bit = 0.531;
   double model_flops_utilization_fp4 = 0.35;
   // How one step's memory time m and compute time c combine: the longer of
   // the two plus what of the shorter does not hide under it,
@@ -91,10 +96,10 @@ struct EngineTuning {
   // the plain roofline (perfect overlap). Kernels overlap the two only in
   // part, most visibly where they are close (short prefills, mid-size
   // batches).
-  double roofline_overlap = 0.062;
+  double roofline_overlap = 0.121;
   // Fixed cost of every engine step, whatever its size: the scheduler,
   // sampling, kernel launches and the host's share of the step.
-  absl::Duration step_overhead = absl::Microseconds(1609);
+  absl::Duration step_overhead = absl::Microseconds(1845);
   // Fixed cost of one request through an HTTP server (tokenising, queueing
   // into the engine, detokenising, the HTTP exchange), added to its time to
   // first token. 0 for offline engines.
@@ -108,7 +113,7 @@ struct EngineTuning {
   // Latency of one all-reduce per doubling of the tensor-parallel degree
   // (NCCL's tree and NVLS algorithms take log2(tp) hops for the small
   // messages of decode), by interconnect; the bytes term is separate.
-  absl::Duration allreduce_latency_nvlink = absl::Nanoseconds(2900);
+  absl::Duration allreduce_latency_nvlink = absl::Nanoseconds(1700);
   absl::Duration allreduce_latency_pcie = absl::Microseconds(25);
   // Calibration (calibration.h): observed / predicted time of a decode step
   // and of a prefill on this class, from the running servers. 1: none.
@@ -172,6 +177,9 @@ class ReplicaModel {
  private:
   double AllReduceSeconds(double tokens) const;
   double WeightBytesRead(double tokens) const;
+  // The same, with the expert part weighted by 1 / the MoE read efficiency:
+  // the bytes a dense read would take as long to stream.
+  double WeightBytesReadDenseEquivalent(double tokens) const;
 
   int tp_;
   int layers_;
@@ -180,6 +188,7 @@ class ReplicaModel {
   double weight_bytes_;
   double shared_weight_bytes_;  // MoE: non-expert part
   double expert_bytes_;         // MoE: one expert across all layers
+  double moe_expert_read_efficiency_;
   int experts_;
   int experts_per_token_;
   double active_params_;

@@ -351,6 +351,7 @@ absl::StatusOr<FitResult> FitTuning(const std::vector<Measurement>& rows,
       {0.5, 1.0, &EngineTuning::memory_bandwidth_utilization},
       {0.3, 1.0, &EngineTuning::weight_read_efficiency_8bit},
       {0.3, 1.0, &EngineTuning::weight_read_efficiency_4bit},
+      {0.3, 1.0, &EngineTuning::moe_expert_read_efficiency},
       {0.15, 1.0, &EngineTuning::model_flops_utilization},
       {0.15, 1.0, &EngineTuning::model_flops_utilization_8bit},
       {0.0, 1.0, &EngineTuning::roofline_overlap},
@@ -398,15 +399,16 @@ std::string FormatTuning(const EngineTuning& t) {
       "memory_bandwidth_utilization = %.3f\n"
       "weight_read_efficiency_8bit = %.3f\n"
       "weight_read_efficiency_4bit = %.3f\n"
+      "moe_expert_read_efficiency = %.3f\n"
       "model_flops_utilization = %.3f\n"
       "model_flops_utilization_8bit = %.3f\n"
       "roofline_overlap = %.3f\n"
       "step_overhead = %.0f us\n"
       "allreduce_latency_nvlink = %.1f us (per doubling of tp)\n",
       t.memory_bandwidth_utilization, t.weight_read_efficiency_8bit,
-      t.weight_read_efficiency_4bit, t.model_flops_utilization,
-      t.model_flops_utilization_8bit, t.roofline_overlap,
-      absl::ToDoubleMicroseconds(t.step_overhead),
+      t.weight_read_efficiency_4bit, t.moe_expert_read_efficiency,
+      t.model_flops_utilization, t.model_flops_utilization_8bit,
+      t.roofline_overlap, absl::ToDoubleMicroseconds(t.step_overhead),
       absl::ToDoubleMicroseconds(t.allreduce_latency_nvlink));
 }
 

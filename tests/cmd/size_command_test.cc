@@ -172,6 +172,25 @@ TEST(SizeCommandTest, ValidateOwnMeasurements) {
   const CliRun none = Size({"--validate", csv, "--split", "fit"});
   EXPECT_EQ(none.code, kExitUsage);
   EXPECT_THAT(none.err, HasSubstr("no rows of split fit"));
+  const CliRun bad_split = Size({"--validate", csv, "--fit-on", "train"});
+  EXPECT_EQ(bad_split.code, kExitUsage);
+  EXPECT_THAT(bad_split.err, HasSubstr("--fit-on train: expected fit or"));
+  {
+    // Fitted on one split, judged on the other, in one run.
+    std::ofstream f(csv);
+    f << "id,split,kind,model,gpu,tp,weights,kv,batch,prompt,output,path,"
+         "measured,source\n"
+         "a,fit,decode_tps,llama-3.1-8b,h100-80gb-sxm,1,bf16,bf16,1,"
+         "256,256,server,150,[me] fitted\n"
+         "b,holdout,ttft_ms,llama-3.1-8b,h100-80gb-sxm,1,bf16,bf16,1,2048,1,"
+         "offline,60,[me] judged\n";
+  }
+  const CliRun judged =
+      Size({"--validate", csv, "--split", "holdout", "--fit-on", "fit"});
+  ASSERT_EQ(judged.code, kExitOk) << judged.err;
+  EXPECT_THAT(judged.out, HasSubstr("fitted on 1 rows"));
+  EXPECT_THAT(judged.out, HasSubstr("ttft       holdout     1"));
+  EXPECT_THAT(judged.out, Not(HasSubstr("decode_tps")));
   {
     std::ofstream f(csv);
     f << "id,split,kind,model,gpu,tp,weights,kv,batch,prompt,output,"

@@ -167,6 +167,7 @@ TEST(ReplicaModelTest, MaxConcurrencyIsTheSloBoundary) {
 TEST(ReplicaModelTest, MoeReadsTouchedExperts) {
   EngineTuning tuning;
   tuning.step_overhead = absl::ZeroDuration();
+  tuning.moe_expert_read_efficiency = 1.0;  // experts as fast as dense
   const ModelProfile m = *FindPreset("mixtral-8x7b");
   const ReplicaModel r(m, Gpu("h100-80gb-sxm"), 2, Precision::kBf16,
                        Precision::kBf16, tuning);
@@ -183,6 +184,39 @@ TEST(ReplicaModelTest, MoeReadsTouchedExperts) {
   EXPECT_GT(b256, 3.0 * b1);
   // At batch 256 compute (2 x 12.9e9 x 256 FLOPs) joins the expert reads.
   EXPECT_LT(b256, (m.params * 2 / 2 / bw) * 1.5 + 2 * 32 * 50e-6);
+}
+
+// Experts are gathered by index at run time and read at
+// moe_expert_read_efficiency of the dense rate; the shared weights (attention,
+// embeddings, norms) are not. Mixtral 8x7B: 46.703e9 parameters, 12.879e9
+// active, 8 experts, 2 per token, so one expert is (46.703 - 12.879) / 6 =
+// 5.637e9 parameters and the shared part 46.703 - 8 x 5.637 = 1.605e9.
+TEST(ReplicaModelTest, MoeExpertsReadAtTheirOwnEfficiency) {
+  EngineTuning tuning;
+  tuning.step_overhead = absl::ZeroDuration();
+  tuning.allreduce_latency_nvlink = absl::ZeroDuration();
+  tuning.moe_expert_read_efficiency = 0.5;
+  const ModelProfile m = *FindPreset("mixtral-8x7b");
+  const ReplicaModel r(m, Gpu("a100-80gb"), 1, Precision::kBf16,
+                       Precision::kBf16, tuning);
+  const double expert = (46.703e9 - 12.879e9) / 6;
+  const double shared = 46.703e9 - 8 * expert;
+  // One bf16 decode step at batch 1 on an A100 (2,039 GB/s): the dense
+  // equivalent of 1.605e9 + 2 x 5.637e9 / 0.5 parameters at 2 bytes, i.e.
+  // 48.3 GB, over 2,039e9 x MBU.
+  const double bw = 2039e9 * tuning.memory_bandwidth_utilization;
+  EXPECT_NEAR(r.DecodeStepSeconds(1, 0), (shared + 4 * expert) * 2 / bw,
+              0.01 * r.DecodeStepSeconds(1, 0));
+  // A dense model is untouched by the term.
+  const ModelProfile dense = *FindPreset("llama-3.1-8b");
+  EngineTuning other = tuning;
+  other.moe_expert_read_efficiency = 1.0;
+  EXPECT_DOUBLE_EQ(ReplicaModel(dense, Gpu("a100-80gb"), 1, Precision::kBf16,
+                                Precision::kBf16, tuning)
+                       .DecodeStepSeconds(1, 100),
+                   ReplicaModel(dense, Gpu("a100-80gb"), 1, Precision::kBf16,
+                                Precision::kBf16, other)
+                       .DecodeStepSeconds(1, 100));
 }
 
 // Tensor parallelism splits the weights (faster decode) but pays all-reduces,
