@@ -18,7 +18,8 @@
 //       (continuous batching with chunked prefill); memory time
 //       m = weights read / tp / (BW x MBU x eff(format))
 //           + b x mean_kv_tokens x K_gpu / (BW x MBU)
-//       (MoE: only the experts the step's tokens touch are read); compute
+//       (MoE: only the experts the step's tokens touch are read, at
+//       moe_expert_read_efficiency of the dense rate); compute
 //       time c = (2 x active x (b + p) + attention) / (tp x FLOPS x MFU)
 //   all-reduce(n) = latency x log2(tp) + 2 (tp-1)/tp x n x hidden x 2 / link
 //   TPOT(b)  = step(b, p = (b - 1) / output x prompt): while a sequence
@@ -74,7 +75,9 @@ struct EngineTuning {
   // Weight-read efficiency of quantised formats, relative to 16-bit: decode
   // GEMV kernels unpack and scale the weights as they read them, and reach a
   // smaller share of peak bandwidth (gpt-fast on A100: int8 weight-only
-  // 1,069 GB/s and int4 863 GB/s against 1,397 GB/s for bf16).
+  // 1,069 GB/s and int4 863 GB/s against 1,397 GB/s for bf16). Fitted
+  // (docs/sizing.md), the 4-bit one at its bound of 1: with the fixed step
+  // cost apart, the fit rows' 4-bit kernels keep pace with 16-bit reads.
   double weight_read_efficiency_8bit = 0.799;  // fp8, int8
   double weight_read_efficiency_4bit = 1.0;    // int4, fp4
   // Read efficiency of MoE expert weights, relative to dense weights of the
