@@ -165,7 +165,7 @@ TEST_F(ControllerTest, ScalesUpUnderLoadDownAfterAndToZero) {
 // slower than the catalog): the controller learns the factor from their own
 // latency histograms through Prometheus (the names of `flavour`'s metrics
 // preset), sizes each replica with it. At a 17 ms TPOT SLO the model gives
-// an A100 20 sequences and the slower server 3 (pilotlight size --tpot 17ms
+// an A100 21 sequences and the slower server 3 (pilotlight size --tpot 17ms
 // --calibration ...). Returns the controller, under the running load, once
 // its factor is within 10 % of 1.5 (or the wait ran out: a failure).
 Calibrated ControllerTest::CalibrateUnderLoad(const std::string& flavour) {
@@ -214,7 +214,7 @@ Calibrated ControllerTest::CalibrateUnderLoad(const std::string& flavour) {
 // vLLM's histograms; 8 clients then need 3 replicas, not 1.
 TEST_F(ControllerTest, CalibratesCapacityFromTheServersOwnLatency) {
   const Calibrated c = CalibrateUnderLoad("vllm");
-  // The replicas follow: 8 clients over 3 a replica, where the model's 20
+  // The replicas follow: 8 clients over 3 a replica, where the model's 21
   // would have kept one.
   int peak = 0;
   EXPECT_TRUE(WaitFor(absl::Seconds(60),
@@ -232,7 +232,7 @@ TEST_F(ControllerTest, CalibratesCapacityFromTheServersOwnLatency) {
                           .value("economics", json::object())
                           .value("demand", json::object());
   std::cout << "status: " << demand.dump() << "\n";
-  EXPECT_EQ(demand.value("modelCapacityPerReplica", 0), 20) << demand.dump();
+  EXPECT_EQ(demand.value("modelCapacityPerReplica", 0), 21) << demand.dump();
   EXPECT_GE(demand.value("capacityPerReplica", 0), 2) << demand.dump();
   EXPECT_LE(demand.value("capacityPerReplica", 0), 3) << demand.dump();
   EXPECT_NEAR(demand.value("decodeCalibration", 0.0), 1.5, 0.15);
