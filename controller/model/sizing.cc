@@ -173,14 +173,6 @@ int ReplicaModel::KvSequences(int context_tokens) const {
   return seqs >= 1e9 ? 1'000'000'000 : static_cast<int>(seqs);
 }
 
-double ReplicaModel::WeightBytesRead(double tokens) const {
-  if (experts_ == 0) {
-    return weight_bytes_;
-  }
-  return shared_weight_bytes_ +
-         ExpertsTouched(experts_, experts_per_token_, tokens) * expert_bytes_;
-}
-
 double ReplicaModel::WeightBytesReadDenseEquivalent(double tokens) const {
   if (experts_ == 0) {
     return weight_bytes_;

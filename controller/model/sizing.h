@@ -179,9 +179,9 @@ class ReplicaModel {
 
  private:
   double AllReduceSeconds(double tokens) const;
-  double WeightBytesRead(double tokens) const;
-  // The same, with the expert part weighted by 1 / the MoE read efficiency:
-  // the bytes a dense read would take as long to stream.
+  // Weight bytes a step of `tokens` reads (a MoE model: the shared part and
+  // the experts the tokens touch), the expert part weighted by 1 / the MoE
+  // read efficiency: the bytes a dense read would take as long to stream.
   double WeightBytesReadDenseEquivalent(double tokens) const;
 
   int tp_;
