@@ -24,6 +24,7 @@
 //                        [--held 2000] [--activator-cpu N --rest-cpu M]
 #include <sched.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -260,6 +261,8 @@ class ForkedFront {
       ::close(to_child[1]);
       ::close(to_parent[0]);
       PinTo(cpu);
+      // Its threads inherit the name: `perf report --comm activator`.
+      ::prctl(PR_SET_NAME, "activator");
       int target = 0;
       if (::read(to_child[0], &target, sizeof target) != sizeof target) {
         ::_exit(0);
