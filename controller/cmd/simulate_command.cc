@@ -108,6 +108,10 @@ const std::vector<FlagSpec>& SimulateFlags() {
        "slot is rejected (default 1000; 0: none)"},
       {"poke-delay", false, "DURATION",
        "an arrival at zero asks the policy this much later (default 10ms)"},
+      {"client-timeout", false, "DURATION",
+       "clients give up on a request not started within DURATION of its "
+       "arrival (held at zero or queued) and hang up: abandoned_requests, "
+       "misses (default: clients wait)"},
       {"cold-start-resolution", false, "DURATION",
        "the resolution of the timestamps the controller learns cold starts "
        "from (a pod's creation and Ready stamps: the API server's 1s, the "
@@ -266,6 +270,12 @@ absl::Status BuildConfig(const ParsedFlags& f, const model::Catalog& catalog,
       c.activator.poke_delay.value_or(absl::ZeroDuration());
   PL_RETURN_IF_ERROR(Set(f.Duration("poke-delay"), poke_delay));
   c.activator.poke_delay = poke_delay;
+  PL_RETURN_IF_ERROR(
+      Set(f.Duration("client-timeout"), c.activator.client_timeout));
+  if (c.activator.client_timeout &&
+      *c.activator.client_timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--client-timeout must be > 0");
+  }
   if (f.Bool("no-idle-skip")) {
     c.skip_idle = false;
   }
@@ -499,6 +509,7 @@ nlohmann::json Json(const sim::Trace& t, const sim::RunReport& r) {
            {"full_none_starting", s.slo_misses[2]},
            {"served_at_once", s.slo_misses[3]}}},
          {"rejected_requests", s.rejected_requests},
+         {"abandoned_requests", s.abandoned_requests},
          {"pokes", s.pokes},
          {"scale_events", s.scale_events}});
   }

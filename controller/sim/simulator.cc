@@ -69,6 +69,7 @@ void SimResult::Merge(const SimResult& o) {
   skipped_ticks += o.skipped_ticks;
   cold_start_requests += o.cold_start_requests;
   rejected_requests += o.rejected_requests;
+  abandoned_requests += o.abandoned_requests;
   pokes += o.pokes;
   within_ttft_slo += o.within_ttft_slo;
   within_tpot_slo += o.within_tpot_slo;
@@ -323,8 +324,9 @@ class Engine {
       const double t_preempt = next_preemption_ < preemptions_.size()
                                    ? preemptions_[next_preemption_].t
                                    : std::numeric_limits<double>::infinity();
-      const double t =
-          std::min({t_arrival, t_done, t_ready, t_preempt, poke_at_});
+      const double t_abandon = NextAbandon();
+      const double t = std::min(
+          {t_arrival, t_done, t_ready, t_preempt, poke_at_, t_abandon});
       if (t >= until) {
         return;
       }
@@ -370,6 +372,8 @@ class Engine {
           Learn(r.variant, Measured(r.requested_s, t));
           Dispatch();
         }
+      } else if (t == t_abandon) {
+        Abandon();
       } else {
         const Request& req = trace_.requests[next_++];
         ++arrivals_;
@@ -452,6 +456,45 @@ class Engine {
     return req.arrival_s >= measure_from_s_;
   }
 
+  size_t Index(const Request& req) const {
+    return static_cast<size_t>(&req - trace_.requests.data());
+  }
+
+  // The first waiting request that has not started yet (a request retried
+  // after a preemption waits first in line, but its client has had its
+  // first token and does not give up); the others wait in arrival order.
+  std::deque<const Request*>::iterator FirstUnstarted() {
+    return std::find_if(queue_.begin(), queue_.end(),
+                        [&](const Request* r) { return !started_[Index(*r)]; });
+  }
+
+  // When the next client gives up (infinity: none waiting, or clients
+  // wait).
+  double NextAbandon() {
+    const std::optional<absl::Duration>& timeout =
+        config_.activator.client_timeout;
+    const auto first = timeout ? FirstUnstarted() : queue_.end();
+    return first == queue_.end()
+               ? std::numeric_limits<double>::infinity()
+               : (*first)->arrival_s + absl::ToDoubleSeconds(*timeout);
+  }
+
+  // The client of the longest-waiting request hangs up: it leaves the hold
+  // (or the queue), a miss by the state it found on arrival.
+  void Abandon() {
+    const auto first = FirstUnstarted();
+    const Request& req = **first;
+    queue_.erase(first);
+    if (!Counted(req)) {
+      return;
+    }
+    ++result_.abandoned_requests;
+    ++result_.slo_misses[cause_[Index(req)]];
+    if (starting_count_ > 0) {
+      ++result_.cold_start_requests;  // it gave up waiting for one
+    }
+  }
+
   bool FreeSlot() const {
     for (int id : live_ids_) {
       const Replica& r = replicas_[static_cast<size_t>(id)];
@@ -501,7 +544,7 @@ class Engine {
       }
       // A retried request keeps the TTFT of its first start: its user saw
       // the first token then (the retry regenerates, it does not re-wait).
-      const auto index = static_cast<size_t>(&req - trace_.requests.data());
+      const size_t index = Index(req);
       if (!started_[index]) {
         started_[index] = true;
         const bool cold = r.ready_s > req.arrival_s;

@@ -25,7 +25,10 @@
 // rejected, as the activator answers 429), each replica takes at most its
 // slots at once (the activator's per-pod cap is the same sizing-model
 // concurrency), and an arrival while no replica is ready pokes the policy
-// `poke_delay` later instead of waiting for the next tick.
+// `poke_delay` later instead of waiting for the next tick. Clients may give
+// up (ActivatorModel::client_timeout): a request that has not started on a
+// replica that long after it arrived leaves the hold or the queue, as a
+// client hanging up leaves the activator's.
 //
 // The policy is asked every tick (2 s) -- and on a poke -- with what a
 // controller could observe: in flight, queued, arrivals and generated tokens
@@ -64,6 +67,12 @@ struct ActivatorModel {
   // arrived are as of this long before the tick; in [0, tick). A poke is
   // reported at once. 0: the tick sees the demand of its instant.
   absl::Duration report_lag;
+  // Clients give up on a request that has waited this long without
+  // starting on a replica (held at zero, or queued behind full replicas)
+  // and hang up; the activator counts them
+  // (pilotlight_activator_abandoned_total{stage="held"}). Unset: clients
+  // wait however long it takes.
+  std::optional<absl::Duration> client_timeout;
 };
 
 // One request as the simulator served it; times in seconds from the trace's
@@ -203,9 +212,13 @@ struct SimResult {
   int64_t preemptions = 0;        // spot replicas taken
   int64_t retried_requests = 0;   // in flight on a preempted replica
   int64_t rejected_requests = 0;  // the activator's hold was full (429)
-  int64_t pokes = 0;              // policy asked between ticks
-  int64_t ticks = 0;              // policy asked (ticks and pokes)
-  int64_t skipped_ticks = 0;      // quiet ticks idle skipping stood in for
+  // The client gave up before its request started (client_timeout): a
+  // miss, counted in slo_misses by the state it found on arrival, and a
+  // cold-start request if a replica was starting when it left.
+  int64_t abandoned_requests = 0;
+  int64_t pokes = 0;          // policy asked between ticks
+  int64_t ticks = 0;          // policy asked (ticks and pokes)
+  int64_t skipped_ticks = 0;  // quiet ticks idle skipping stood in for
   int peak_replicas = 0;
   // SLO misses by the state the request found on arrival (MissCause).
   std::array<int64_t, 4> slo_misses{};  // indexed by MissCause

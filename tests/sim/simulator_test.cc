@@ -378,6 +378,50 @@ TEST_F(SimulatorTest, HoldBoundRejectsTheOverflowAtZero) {
   EXPECT_EQ(r.cold_start_requests, 20);
 }
 
+// Clients that give up: a request not started within the client timeout
+// leaves the hold (the activator counts it abandoned) -- a miss by the state
+// it found, a cold-start request when it left while a replica was starting
+// -- and its place in the bounded hold is free again; the others are served
+// as they would have been.
+TEST_F(SimulatorTest, ClientsGiveUpAfterTheirTimeout) {
+  using Misses = std::array<int64_t, 4>;
+  EndpointTrace e;
+  e.name = "e";
+  for (double at : {100.0, 101.0, 115.0}) {
+    e.requests.push_back({at, 100, 10, -1});
+  }
+  // One replica from the first request's poke (100.01 s), ready 30 s later.
+  const auto policy = [](const Observation&, double t) {
+    return t >= 100 ? 1 : 0;
+  };
+  const SimResult waited = Run(e, 300, policy);
+  EXPECT_EQ(waited.abandoned_requests, 0);
+  EXPECT_EQ(waited.ttft.count(), 3);
+  EXPECT_EQ(waited.cold_start_requests, 3);
+
+  config_.activator.client_timeout = absl::Seconds(20);
+  const SimResult gave_up = Run(e, 300, policy);
+  EXPECT_EQ(gave_up.requests, 3);
+  EXPECT_EQ(gave_up.abandoned_requests, 2);  // at 120 and 121 s
+  EXPECT_EQ(gave_up.ttft.count(), 1);        // 115 s: served at 130 s
+  EXPECT_NEAR(gave_up.ttft.Quantile(0.5), 15, 0.5);
+  EXPECT_EQ(gave_up.cold_start_requests, 3);
+  EXPECT_EQ(gave_up.within_slo, 0);
+  EXPECT_EQ(gave_up.slo_misses, (Misses{3, 0, 0, 0}));  // all at zero
+  // The replica the first request asked for is paid for all the same.
+  EXPECT_NEAR(gave_up.cost_usd, waited.cost_usd, 1e-9);
+
+  // A hold of 2: the request at 115 s finds it full (the first two still
+  // wait) and is refused; the one at 125 s finds their places free.
+  e.requests.push_back({125, 100, 10, -1});
+  config_.activator.max_held = 2;
+  const SimResult bounded = Run(e, 300, policy);
+  EXPECT_EQ(bounded.rejected_requests, 1);
+  EXPECT_EQ(bounded.abandoned_requests, 2);
+  EXPECT_EQ(bounded.ttft.count(), 1);
+  EXPECT_NEAR(bounded.ttft.Quantile(0.5), 5, 0.5);
+}
+
 // Billing rounds each replica's lifetime up to the granularity.
 TEST_F(SimulatorTest, BillingGranularity) {
   const auto alive_0_to_61 = [](const Observation&, double t) {
