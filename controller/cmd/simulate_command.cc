@@ -471,6 +471,23 @@ void PrintTable(const sim::Trace& t, const sim::SimConfig& c,
     out << absl::StrFormat("%-17s %11d %19d %20d %15d\n", p.name, m[0], m[1],
                            m[2], m[3]);
   }
+  // Requests never served, when there are any: the hold was full (429), or
+  // the client gave up waiting (--client-timeout; these are also among the
+  // misses above, under what they found on arrival).
+  const bool unserved = std::any_of(r.policies.begin(), r.policies.end(),
+                                    [](const sim::PolicyResult& p) {
+                                      return p.result.rejected_requests > 0 ||
+                                             p.result.abandoned_requests > 0;
+                                    });
+  if (unserved) {
+    out << absl::StrFormat("\nRequests never served:\n%-17s %20s %16s\n",
+                           "POLICY", "refused (hold full)", "gave up waiting");
+    for (const sim::PolicyResult& p : r.policies) {
+      out << absl::StrFormat("%-17s %20d %16d\n", p.name,
+                             p.result.rejected_requests,
+                             p.result.abandoned_requests);
+    }
+  }
   const double replayed =
       static_cast<double>(r.requests) * static_cast<double>(r.policies.size());
   out << absl::StrFormat(

@@ -150,6 +150,26 @@ TEST(SimulateCommandTest, TableAndHtmlReport) {
   EXPECT_THAT(r.out, HasSubstr("AT MATCHED SLO"));
   EXPECT_THAT(page.str(), ::testing::Not(HasSubstr("<script")));
   EXPECT_THAT(page.str(), ::testing::Not(HasSubstr("http://")));
+  // Nothing refused or abandoned: no such table.
+  EXPECT_THAT(r.out, ::testing::Not(HasSubstr("never served")));
+}
+
+// Clients that give up: the table says how many, per policy; the oracle's
+// replicas are ready before anyone arrives, so none of its clients do.
+TEST(SimulateCommandTest, ClientsThatGiveUpAreCounted) {
+  const Outcome r =
+      Simulate({"--trace", kTrace, "--duration", "10m", "--policies",
+                "knative,oracle", "--client-timeout", "1s", "--json"});
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_GT(j["policies"][0]["abandoned_requests"].get<int64_t>(), 0);
+  EXPECT_EQ(j["policies"][1]["abandoned_requests"].get<int64_t>(), 0);
+  const Outcome table =
+      Simulate({"--trace", kTrace, "--duration", "10m", "--policies",
+                "knative,oracle", "--client-timeout", "1s"});
+  ASSERT_EQ(table.code, kExitOk) << table.err;
+  EXPECT_THAT(table.out, HasSubstr("Requests never served:"));
+  EXPECT_THAT(table.out, HasSubstr("gave up waiting"));
 }
 
 // Bad input: usage errors with a clear message and exit code 2.
