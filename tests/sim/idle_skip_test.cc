@@ -40,6 +40,7 @@ void ExpectSameResult(const SimResult& step, const SimResult& skip,
   EXPECT_EQ(skip.preemptions, step.preemptions);
   EXPECT_EQ(skip.retried_requests, step.retried_requests);
   EXPECT_EQ(skip.rejected_requests, step.rejected_requests);
+  EXPECT_EQ(skip.abandoned_requests, step.abandoned_requests);
   EXPECT_EQ(skip.pokes, step.pokes);
   EXPECT_EQ(skip.peak_replicas, step.peak_replicas);
   for (double q : {0.5, 0.9, 0.99, 1.0}) {
@@ -217,6 +218,22 @@ TEST_F(IdleSkipTest, SlowPokeAndNoPoke) {
   CompareAll(SparseTrace(11, 3, 20), "3 s poke");
   config_.activator.poke_delay.reset();
   CompareAll(SparseTrace(12, 3, 20), "no poke");
+}
+
+// Clients giving up before the 40 s cold start ends: the hold empties by
+// their leaving, not by a replica, and the skip must see the same.
+TEST_F(IdleSkipTest, ClientsThatGiveUp) {
+  config_.activator.client_timeout = absl::Seconds(15);
+  std::vector<ServiceModel> models = *BuildServiceModels(config_, false);
+  const EndpointTrace e = SparseTrace(13, 3, 20);
+  PolicyContext ctx{&config_, &models, &e, false, std::nullopt};
+  ScalingPolicyPtr knative = *MakePolicy("knative", ctx);
+  EXPECT_GT(SimulateEndpoint(e, e.requests.back().arrival_s, config_, models,
+                             *knative)
+                .abandoned_requests,
+            0)
+      << "the case must have clients that give up";
+  CompareAll(e, "clients give up after 15 s");
 }
 
 // The whole path a user runs: the bundled trace through RunSimulation.
