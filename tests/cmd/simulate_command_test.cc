@@ -164,12 +164,17 @@ TEST(SimulateCommandTest, ClientsThatGiveUpAreCounted) {
   const nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_GT(j["policies"][0]["abandoned_requests"].get<int64_t>(), 0);
   EXPECT_EQ(j["policies"][1]["abandoned_requests"].get<int64_t>(), 0);
+  const std::string html = ::testing::TempDir() + "/gave_up.html";
   const Outcome table =
       Simulate({"--trace", kTrace, "--duration", "10m", "--policies",
-                "knative,oracle", "--client-timeout", "1s"});
+                "knative,oracle", "--client-timeout", "1s", "--report", html});
   ASSERT_EQ(table.code, kExitOk) << table.err;
   EXPECT_THAT(table.out, HasSubstr("Requests never served:"));
   EXPECT_THAT(table.out, HasSubstr("gave up waiting"));
+  std::ifstream in(html);
+  std::stringstream page;
+  page << in.rdbuf();
+  EXPECT_THAT(page.str(), HasSubstr("<th>gave up waiting</th>"));
 }
 
 // Bad input: usage errors with a clear message and exit code 2.
