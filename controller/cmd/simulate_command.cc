@@ -112,6 +112,10 @@ const std::vector<FlagSpec>& SimulateFlags() {
        "clients give up on a request not started within DURATION of its "
        "arrival (held at zero or queued) and hang up: abandoned_requests, "
        "misses (default: clients wait)"},
+      {"no-activation-timeout", true, "",
+       "held requests wait however long it takes, instead of the "
+       "activator's 503 after 1.5 x the predicted cold start + 30 s "
+       "(figures before 2026-12-05)"},
       {"cold-start-resolution", false, "DURATION",
        "the resolution of the timestamps the controller learns cold starts "
        "from (a pod's creation and Ready stamps: the API server's 1s, the "
@@ -275,6 +279,9 @@ absl::Status BuildConfig(const ParsedFlags& f, const model::Catalog& catalog,
   if (c.activator.client_timeout &&
       *c.activator.client_timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("--client-timeout must be > 0");
+  }
+  if (f.Bool("no-activation-timeout")) {
+    c.activator.activation_timeout = false;
   }
   if (f.Bool("no-idle-skip")) {
     c.skip_idle = false;
@@ -471,21 +478,24 @@ void PrintTable(const sim::Trace& t, const sim::SimConfig& c,
     out << absl::StrFormat("%-17s %11d %19d %20d %15d\n", p.name, m[0], m[1],
                            m[2], m[3]);
   }
-  // Requests never served, when there are any: the hold was full (429), or
-  // the client gave up waiting (--client-timeout; these are also among the
-  // misses above, under what they found on arrival).
+  // Requests never served, when there are any: the hold was full (429), the
+  // client gave up waiting (--client-timeout), or the activator's
+  // activation timeout passed (503); the last two waited, and are also
+  // among the misses above, under what they found on arrival.
   const bool unserved = std::any_of(r.policies.begin(), r.policies.end(),
                                     [](const sim::PolicyResult& p) {
                                       return p.result.rejected_requests > 0 ||
-                                             p.result.abandoned_requests > 0;
+                                             p.result.abandoned_requests > 0 ||
+                                             p.result.activation_timeouts > 0;
                                     });
   if (unserved) {
-    out << absl::StrFormat("\nRequests never served:\n%-17s %20s %16s\n",
-                           "POLICY", "refused (hold full)", "gave up waiting");
+    out << absl::StrFormat("\nRequests never served:\n%-17s %20s %16s %25s\n",
+                           "POLICY", "refused (hold full)", "gave up waiting",
+                           "activation timeout (503)");
     for (const sim::PolicyResult& p : r.policies) {
-      out << absl::StrFormat("%-17s %20d %16d\n", p.name,
-                             p.result.rejected_requests,
-                             p.result.abandoned_requests);
+      out << absl::StrFormat(
+          "%-17s %20d %16d %25d\n", p.name, p.result.rejected_requests,
+          p.result.abandoned_requests, p.result.activation_timeouts);
     }
   }
   const double replayed =
@@ -527,6 +537,7 @@ nlohmann::json Json(const sim::Trace& t, const sim::RunReport& r) {
            {"served_at_once", s.slo_misses[3]}}},
          {"rejected_requests", s.rejected_requests},
          {"abandoned_requests", s.abandoned_requests},
+         {"activation_timeouts", s.activation_timeouts},
          {"pokes", s.pokes},
          {"scale_events", s.scale_events}});
   }

@@ -70,6 +70,7 @@ void SimResult::Merge(const SimResult& o) {
   cold_start_requests += o.cold_start_requests;
   rejected_requests += o.rejected_requests;
   abandoned_requests += o.abandoned_requests;
+  activation_timeouts += o.activation_timeouts;
   pokes += o.pokes;
   within_ttft_slo += o.within_ttft_slo;
   within_tpot_slo += o.within_tpot_slo;
@@ -324,9 +325,9 @@ class Engine {
       const double t_preempt = next_preemption_ < preemptions_.size()
                                    ? preemptions_[next_preemption_].t
                                    : std::numeric_limits<double>::infinity();
-      const double t_abandon = NextAbandon();
+      const double t_deadline = NextDeadline();
       const double t = std::min(
-          {t_arrival, t_done, t_ready, t_preempt, poke_at_, t_abandon});
+          {t_arrival, t_done, t_ready, t_preempt, poke_at_, t_deadline});
       if (t >= until) {
         return;
       }
@@ -372,8 +373,8 @@ class Engine {
           Learn(r.variant, Measured(r.requested_s, t));
           Dispatch();
         }
-      } else if (t == t_abandon) {
-        Abandon();
+      } else if (t == t_deadline) {
+        Expire();
       } else {
         const Request& req = trace_.requests[next_++];
         ++arrivals_;
@@ -395,6 +396,7 @@ class Engine {
               ready_count_ == 0     ? MissCause::kNoneReady
               : starting_count_ > 0 ? MissCause::kFullStarting
                                     : MissCause::kFullNoneAsked);
+          SetDeadline(next_ - 1);
         }
       }
     }
@@ -460,38 +462,65 @@ class Engine {
     return static_cast<size_t>(&req - trace_.requests.data());
   }
 
-  // The first waiting request that has not started yet (a request retried
-  // after a preemption waits first in line, but its client has had its
-  // first token and does not give up); the others wait in arrival order.
-  std::deque<const Request*>::iterator FirstUnstarted() {
-    return std::find_if(queue_.begin(), queue_.end(),
-                        [&](const Request* r) { return !started_[Index(*r)]; });
+  // The live activator's activation timeout (docs/activator.md): 1.5 x the
+  // predicted cold start + 30 s, at most 20 min. The prediction is the
+  // controller's: a variant's learned p90 once it has 3 samples, else the
+  // cold-start model's estimate; the slowest variant's.
+  double ActivationTimeoutS() const {
+    double lead = 0;
+    for (size_t v = 0; v < models_.size(); ++v) {
+      const policy::ColdStartStats& s = cold_start_stats_[v];
+      lead =
+          std::max(lead, absl::ToDoubleSeconds(
+                             s.samples >= 3 ? s.p90 : models_[v].cold_start));
+    }
+    return std::min(1200.0, 1.5 * lead + 30);
   }
 
-  // When the next client gives up (infinity: none waiting, or clients
-  // wait).
-  double NextAbandon() {
-    const std::optional<absl::Duration>& timeout =
-        config_.activator.client_timeout;
-    const auto first = timeout ? FirstUnstarted() : queue_.end();
-    return first == queue_.end()
-               ? std::numeric_limits<double>::infinity()
-               : (*first)->arrival_s + absl::ToDoubleSeconds(*timeout);
+  // A request that could not start on arrival stops waiting at the first of
+  // its client's timeout and the activator's activation timeout.
+  void SetDeadline(size_t index) {
+    const ActivatorModel& a = config_.activator;
+    const double arrival = trace_.requests[index].arrival_s;
+    const double client =
+        a.client_timeout ? arrival + absl::ToDoubleSeconds(*a.client_timeout)
+                         : std::numeric_limits<double>::infinity();
+    const double activation = a.activation_timeout
+                                  ? arrival + ActivationTimeoutS()
+                                  : std::numeric_limits<double>::infinity();
+    const double t = std::min(client, activation);
+    if (t < std::numeric_limits<double>::infinity()) {
+      deadlines_.push({t, index, activation < client});
+    }
   }
 
-  // The client of the longest-waiting request hangs up: it leaves the hold
-  // (or the queue), a miss by the state it found on arrival.
-  void Abandon() {
-    const auto first = FirstUnstarted();
-    const Request& req = **first;
-    queue_.erase(first);
+  // When the next waiting request stops waiting (infinity: none will);
+  // deadlines of requests that started meanwhile are dropped here.
+  double NextDeadline() {
+    while (!deadlines_.empty() && started_[deadlines_.top().index]) {
+      deadlines_.pop();
+    }
+    return deadlines_.empty() ? std::numeric_limits<double>::infinity()
+                              : deadlines_.top().t;
+  }
+
+  // The next waiting request stops waiting: its client hangs up, or the
+  // activator answers 503. It leaves the hold (or the queue), a miss by the
+  // state it found on arrival, and a cold-start request if a replica was
+  // starting when it left.
+  void Expire() {
+    const Deadline d = deadlines_.top();
+    deadlines_.pop();
+    const Request& req = trace_.requests[d.index];
+    queue_.erase(std::find(queue_.begin(), queue_.end(), &req));
+    started_[d.index] = true;  // it will never start: no deadline again
     if (!Counted(req)) {
       return;
     }
-    ++result_.abandoned_requests;
-    ++result_.slo_misses[cause_[Index(req)]];
+    ++(d.activation ? result_.activation_timeouts : result_.abandoned_requests);
+    ++result_.slo_misses[cause_[d.index]];
     if (starting_count_ > 0) {
-      ++result_.cold_start_requests;  // it gave up waiting for one
+      ++result_.cold_start_requests;  // it stopped waiting for one
     }
   }
 
@@ -924,6 +953,18 @@ class Engine {
   std::vector<Preemption> preemptions_;
   size_t next_preemption_ = 0;
   std::vector<bool> started_;  // per request: dispatched once already
+                               // (or stopped waiting: it never will be)
+  // When waiting requests stop waiting (SetDeadline), earliest first.
+  struct Deadline {
+    double t = 0;
+    size_t index = 0;
+    bool activation = false;  // the activator's 503, else the client left
+    bool operator>(const Deadline& o) const {
+      return t != o.t ? t > o.t : index > o.index;
+    }
+  };
+  std::priority_queue<Deadline, std::vector<Deadline>, std::greater<>>
+      deadlines_;
   // Per request: what it found on arrival (MissCause; kServed when it
   // started at once).
   std::vector<uint8_t> cause_ = std::vector<uint8_t>(

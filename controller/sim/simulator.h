@@ -25,10 +25,11 @@
 // rejected, as the activator answers 429), each replica takes at most its
 // slots at once (the activator's per-pod cap is the same sizing-model
 // concurrency), and an arrival while no replica is ready pokes the policy
-// `poke_delay` later instead of waiting for the next tick. Clients may give
-// up (ActivatorModel::client_timeout): a request that has not started on a
-// replica that long after it arrived leaves the hold or the queue, as a
-// client hanging up leaves the activator's.
+// `poke_delay` later instead of waiting for the next tick. A request that
+// cannot start waits at most the activator's activation timeout (1.5 x the
+// predicted cold start + 30 s), then is answered 503; clients may give up
+// sooner (ActivatorModel::client_timeout) and leave the hold or the queue,
+// as a client hanging up leaves the activator's.
 //
 // The policy is asked every tick (2 s) -- and on a poke -- with what a
 // controller could observe: in flight, queued, arrivals and generated tokens
@@ -73,6 +74,12 @@ struct ActivatorModel {
   // (pilotlight_activator_abandoned_total{stage="held"}). Unset: clients
   // wait however long it takes.
   std::optional<absl::Duration> client_timeout;
+  // The activator answers 503 to a request that has waited its activation
+  // timeout without starting: 1.5 x the predicted cold start (the learned
+  // p90 once there are 3 samples, else the cold-start model's; the slowest
+  // variant's) + 30 s, at most 20 min, as of its arrival. False: requests
+  // wait however long it takes (figures before 2026-12-05).
+  bool activation_timeout = true;
 };
 
 // One request as the simulator served it; times in seconds from the trace's
@@ -216,6 +223,9 @@ struct SimResult {
   // miss, counted in slo_misses by the state it found on arrival, and a
   // cold-start request if a replica was starting when it left.
   int64_t abandoned_requests = 0;
+  // Answered 503 after the activator's activation timeout, the same way
+  // (ActivatorModel::activation_timeout).
+  int64_t activation_timeouts = 0;
   int64_t pokes = 0;          // policy asked between ticks
   int64_t ticks = 0;          // policy asked (ticks and pokes)
   int64_t skipped_ticks = 0;  // quiet ticks idle skipping stood in for

@@ -60,13 +60,13 @@ TEST(SimulateCommandTest, JsonHasExactlyTheDocumentedKeys) {
   EXPECT_EQ(j["trace"]["endpoints"], 1);
   ASSERT_EQ(j["policies"].size(), 7u);
   for (const nlohmann::json& p : j["policies"]) {
-    EXPECT_EQ(Keys(p),
-              (std::set<std::string>{
-                  "name", "cost_usd", "gpu_hours", "requests",
-                  "cold_start_requests", "cold_start_fraction", "ttft_p50_s",
-                  "ttft_p99_s", "ttft_attainment", "tpot_attainment",
-                  "slo_attainment", "slo_misses", "rejected_requests",
-                  "abandoned_requests", "pokes", "scale_events"}));
+    EXPECT_EQ(Keys(p), (std::set<std::string>{
+                           "name", "cost_usd", "gpu_hours", "requests",
+                           "cold_start_requests", "cold_start_fraction",
+                           "ttft_p50_s", "ttft_p99_s", "ttft_attainment",
+                           "tpot_attainment", "slo_attainment", "slo_misses",
+                           "rejected_requests", "abandoned_requests",
+                           "activation_timeouts", "pokes", "scale_events"}));
     EXPECT_EQ(p["requests"], j["trace"]["requests"]) << p["name"];
     // Every miss has one cause, and a rejected request none (it never got
     // to wait).

@@ -41,6 +41,7 @@ void ExpectSameResult(const SimResult& step, const SimResult& skip,
   EXPECT_EQ(skip.retried_requests, step.retried_requests);
   EXPECT_EQ(skip.rejected_requests, step.rejected_requests);
   EXPECT_EQ(skip.abandoned_requests, step.abandoned_requests);
+  EXPECT_EQ(skip.activation_timeouts, step.activation_timeouts);
   EXPECT_EQ(skip.pokes, step.pokes);
   EXPECT_EQ(skip.peak_replicas, step.peak_replicas);
   for (double q : {0.5, 0.9, 0.99, 1.0}) {
@@ -234,6 +235,24 @@ TEST_F(IdleSkipTest, ClientsThatGiveUp) {
             0)
       << "the case must have clients that give up";
   CompareAll(e, "clients give up after 15 s");
+}
+
+// Cold starts with a long tail (one in 20 takes 300 s, the rest 10 s): the
+// activation timeout (1.5 x the learned p90 + 30 s = 45 s) answers the
+// requests held for a slow one, and the skip must see the same.
+TEST_F(IdleSkipTest, ActivationTimeouts) {
+  config_.cold_start_samples.assign(19, 10.0);
+  config_.cold_start_samples.push_back(300);
+  std::vector<ServiceModel> models = *BuildServiceModels(config_, false);
+  const EndpointTrace e = SparseTrace(14, 3, 30);
+  PolicyContext ctx{&config_, &models, &e, false, std::nullopt};
+  ScalingPolicyPtr knative = *MakePolicy("knative", ctx);
+  EXPECT_GT(SimulateEndpoint(e, e.requests.back().arrival_s, config_, models,
+                             *knative)
+                .activation_timeouts,
+            0)
+      << "the case must have activation timeouts";
+  CompareAll(e, "a 300 s cold start in 20");
 }
 
 // The whole path a user runs: the bundled trace through RunSimulation.

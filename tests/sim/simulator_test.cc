@@ -422,6 +422,55 @@ TEST_F(SimulatorTest, ClientsGiveUpAfterTheirTimeout) {
   EXPECT_NEAR(bounded.ttft.Quantile(0.5), 5, 0.5);
 }
 
+// The activator's activation timeout: a request that cannot start is
+// answered 503 after 1.5 x the predicted cold start + 30 s (here the
+// model's 30 s, so 75 s; later the learned p90) -- a miss by what it found,
+// a cold-start request if a replica was starting then. Off, it waits.
+TEST_F(SimulatorTest, ActivationTimeoutAnswers503) {
+  using Misses = std::array<int64_t, 4>;
+  EndpointTrace e;
+  e.name = "e";
+  e.requests.push_back({100, 100, 10, -1});
+  // A replica asked for only at 200 s: the request has waited 75 s at 175 s.
+  const auto late = [](const Observation&, double t) {
+    return t >= 200 ? 1 : 0;
+  };
+  const SimResult timed_out = Run(e, 400, late);
+  EXPECT_EQ(timed_out.activation_timeouts, 1);
+  EXPECT_EQ(timed_out.abandoned_requests, 0);
+  EXPECT_EQ(timed_out.ttft.count(), 0);
+  EXPECT_EQ(timed_out.slo_misses, (Misses{1, 0, 0, 0}));
+  EXPECT_EQ(timed_out.cold_start_requests, 0);  // nothing was starting
+
+  // Asked at 160 s: still starting at 175 s -- a cold start that timed out.
+  const auto starting = [](const Observation&, double t) {
+    return t >= 160 ? 1 : 0;
+  };
+  const SimResult cut = Run(e, 400, starting);
+  EXPECT_EQ(cut.activation_timeouts, 1);
+  EXPECT_EQ(cut.cold_start_requests, 1);
+  // Asked at 140 s: ready at 170 s, inside the 75 s: served.
+  const auto in_time = [](const Observation&, double t) {
+    return t >= 140 ? 1 : 0;
+  };
+  const SimResult served = Run(e, 400, in_time);
+  EXPECT_EQ(served.activation_timeouts, 0);
+  EXPECT_EQ(served.ttft.count(), 1);
+
+  // A client that gives up first is counted as such, not as a 503.
+  config_.activator.client_timeout = absl::Seconds(60);
+  const SimResult left = Run(e, 400, late);
+  EXPECT_EQ(left.abandoned_requests, 1);
+  EXPECT_EQ(left.activation_timeouts, 0);
+
+  config_.activator.client_timeout.reset();
+  config_.activator.activation_timeout = false;
+  const SimResult waited = Run(e, 400, late);
+  EXPECT_EQ(waited.activation_timeouts, 0);
+  EXPECT_EQ(waited.ttft.count(), 1);
+  EXPECT_NEAR(waited.ttft.Quantile(0.5), 130, 2);  // 200 + 30 s - 100
+}
+
 // Billing rounds each replica's lifetime up to the granularity.
 TEST_F(SimulatorTest, BillingGranularity) {
   const auto alive_0_to_61 = [](const Observation&, double t) {
