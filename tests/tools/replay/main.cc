@@ -708,7 +708,11 @@ absl::StatusOr<Simulated> Simulate(const Settings& s, const LiveRun& live,
       std::filesystem::remove(timeline_csv);
       ReplaySummary& r = run.summary;
       r.requests = p.value("requests", 0.0);
-      r.answered = r.requests - p.value("rejected_requests", 0.0);
+      // Refused by the full hold, answered 503 after the activation
+      // timeout, or given up by the client: not answered.
+      r.answered = r.requests - p.value("rejected_requests", 0.0) -
+                   p.value("activation_timeouts", 0.0) -
+                   p.value("abandoned_requests", 0.0);
       r.cold_start_requests = p.value("cold_start_requests", 0.0);
       r.scale_events = p.value("scale_events", 0.0);
       r.replica_seconds = ReplicaSeconds(run.timeline, window_s);
