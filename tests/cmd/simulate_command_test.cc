@@ -36,6 +36,13 @@ Outcome Simulate(std::vector<std::string> args) {
   return {code, out.str(), err.str()};
 }
 
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
 std::set<std::string> Keys(const nlohmann::json& j) {
   std::set<std::string> k;
   for (auto it = j.begin(); it != j.end(); ++it) {
@@ -140,16 +147,14 @@ TEST(SimulateCommandTest, TableAndHtmlReport) {
   ASSERT_EQ(r.code, kExitOk) << r.err;
   EXPECT_THAT(r.out, HasSubstr("pilotlight"));
   EXPECT_THAT(r.out, HasSubstr("x oracle"));
-  std::ifstream in(html);
-  std::stringstream page;
-  page << in.rdbuf();
-  EXPECT_THAT(page.str(), HasSubstr("<svg"));
-  EXPECT_THAT(page.str(), HasSubstr("id=\"summary\""));
-  EXPECT_THAT(page.str(), HasSubstr("id=\"matched\""));
-  EXPECT_THAT(page.str(), HasSubstr("cost against SLO attainment"));
+  const std::string page = ReadAll(html);
+  EXPECT_THAT(page, HasSubstr("<svg"));
+  EXPECT_THAT(page, HasSubstr("id=\"summary\""));
+  EXPECT_THAT(page, HasSubstr("id=\"matched\""));
+  EXPECT_THAT(page, HasSubstr("cost against SLO attainment"));
   EXPECT_THAT(r.out, HasSubstr("AT MATCHED SLO"));
-  EXPECT_THAT(page.str(), ::testing::Not(HasSubstr("<script")));
-  EXPECT_THAT(page.str(), ::testing::Not(HasSubstr("http://")));
+  EXPECT_THAT(page, ::testing::Not(HasSubstr("<script")));
+  EXPECT_THAT(page, ::testing::Not(HasSubstr("http://")));
   // Nothing refused or abandoned: no such table.
   EXPECT_THAT(r.out, ::testing::Not(HasSubstr("never served")));
 }
@@ -171,10 +176,7 @@ TEST(SimulateCommandTest, ClientsThatGiveUpAreCounted) {
   ASSERT_EQ(table.code, kExitOk) << table.err;
   EXPECT_THAT(table.out, HasSubstr("Requests never served:"));
   EXPECT_THAT(table.out, HasSubstr("gave up waiting"));
-  std::ifstream in(html);
-  std::stringstream page;
-  page << in.rdbuf();
-  EXPECT_THAT(page.str(), HasSubstr("<th>gave up waiting</th>"));
+  EXPECT_THAT(ReadAll(html), HasSubstr("<th>gave up waiting</th>"));
 }
 
 // Bad input: usage errors with a clear message and exit code 2.

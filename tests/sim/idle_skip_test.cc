@@ -221,18 +221,20 @@ TEST_F(IdleSkipTest, SlowPokeAndNoPoke) {
   CompareAll(SparseTrace(12, 3, 20), "no poke");
 }
 
+// Knative's replay of `e` (stepping), to check a case has what it tests.
+SimResult KnativeRun(const SimConfig& config, const EndpointTrace& e) {
+  std::vector<ServiceModel> models = *BuildServiceModels(config, false);
+  PolicyContext ctx{&config, &models, &e, false, std::nullopt};
+  ScalingPolicyPtr p = *MakePolicy("knative", ctx);
+  return SimulateEndpoint(e, e.requests.back().arrival_s, config, models, *p);
+}
+
 // Clients giving up before the 40 s cold start ends: the hold empties by
 // their leaving, not by a replica, and the skip must see the same.
 TEST_F(IdleSkipTest, ClientsThatGiveUp) {
   config_.activator.client_timeout = absl::Seconds(15);
-  std::vector<ServiceModel> models = *BuildServiceModels(config_, false);
   const EndpointTrace e = SparseTrace(13, 3, 20);
-  PolicyContext ctx{&config_, &models, &e, false, std::nullopt};
-  ScalingPolicyPtr knative = *MakePolicy("knative", ctx);
-  EXPECT_GT(SimulateEndpoint(e, e.requests.back().arrival_s, config_, models,
-                             *knative)
-                .abandoned_requests,
-            0)
+  EXPECT_GT(KnativeRun(config_, e).abandoned_requests, 0)
       << "the case must have clients that give up";
   CompareAll(e, "clients give up after 15 s");
 }
@@ -243,14 +245,8 @@ TEST_F(IdleSkipTest, ClientsThatGiveUp) {
 TEST_F(IdleSkipTest, ActivationTimeouts) {
   config_.cold_start_samples.assign(19, 10.0);
   config_.cold_start_samples.push_back(300);
-  std::vector<ServiceModel> models = *BuildServiceModels(config_, false);
   const EndpointTrace e = SparseTrace(14, 3, 30);
-  PolicyContext ctx{&config_, &models, &e, false, std::nullopt};
-  ScalingPolicyPtr knative = *MakePolicy("knative", ctx);
-  EXPECT_GT(SimulateEndpoint(e, e.requests.back().arrival_s, config_, models,
-                             *knative)
-                .activation_timeouts,
-            0)
+  EXPECT_GT(KnativeRun(config_, e).activation_timeouts, 0)
       << "the case must have activation timeouts";
   CompareAll(e, "a 300 s cold start in 20");
 }
