@@ -282,10 +282,7 @@ EndpointTimeouts Targets::TimeoutsOf(const std::string& endpoint) const {
   }
   const json& lead = Field(*ia, {"status", "coldStart", "leadSeconds"});
   if (lead.is_number() && lead.get<double>() > 0) {
-    t.activation =
-        std::min(o_.activation_max,
-                 absl::Seconds(lead.get<double>() * o_.activation_factor) +
-                     o_.activation_margin);
+    t.activation = o_.activation.For(absl::Seconds(lead.get<double>()));
   }
   return t;
 }

@@ -32,6 +32,7 @@
 #include "controller/activator/proxy.h"
 #include "controller/activator/router.h"
 #include "controller/kube/informer.h"
+#include "controller/policy/activation.h"
 #include "controller/runtime/cluster_index.h"
 
 namespace pilotlight::activator {
@@ -41,11 +42,9 @@ struct TargetOptions {
   absl::Duration probe_timeout = absl::Milliseconds(300);
   // Per-pod cap until the controller has published one.
   int default_concurrency = 32;
-  // activation = factor x predicted cold start + margin, within bounds;
+  // The activation timeout from the predicted cold start;
   // `timeouts.activation` when the controller has not predicted one yet.
-  double activation_factor = 1.5;
-  absl::Duration activation_margin = absl::Seconds(30);
-  absl::Duration activation_max = absl::Minutes(20);
+  policy::ActivationRule activation;
   EndpointTimeouts timeouts;
 };
 

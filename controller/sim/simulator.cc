@@ -12,6 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "controller/policy/activation.h"
 #include "controller/policy/time_window.h"
 #include "controller/policy/variant_model.h"
 
@@ -462,19 +463,16 @@ class Engine {
     return static_cast<size_t>(&req - trace_.requests.data());
   }
 
-  // The live activator's activation timeout (docs/activator.md): 1.5 x the
-  // predicted cold start + 30 s, at most 20 min. The prediction is the
-  // controller's: a variant's learned p90 once it has 3 samples, else the
-  // cold-start model's estimate; the slowest variant's.
+  // The live activator's activation timeout (policy::ActivationRule) from
+  // the controller's prediction: a variant's learned p90 once it has 3
+  // samples, else the cold-start model's estimate; the slowest variant's.
   double ActivationTimeoutS() const {
-    double lead = 0;
+    absl::Duration lead;
     for (size_t v = 0; v < models_.size(); ++v) {
       const policy::ColdStartStats& s = cold_start_stats_[v];
-      lead =
-          std::max(lead, absl::ToDoubleSeconds(
-                             s.samples >= 3 ? s.p90 : models_[v].cold_start));
+      lead = std::max(lead, s.samples >= 3 ? s.p90 : models_[v].cold_start);
     }
-    return std::min(1200.0, 1.5 * lead + 30);
+    return absl::ToDoubleSeconds(policy::ActivationRule{}.For(lead));
   }
 
   // A request that could not start on arrival stops waiting at the first of

@@ -1,0 +1,26 @@
+// File: controller/policy/activation.h
+//
+// ActivationRule: how long the activator holds a request for a replica
+// before it answers 503 -- `factor` x the endpoint's predicted cold start
+// (the controller's status.coldStart.leadSeconds) + `margin`, at most
+// `max`. One rule for the live activator (activator/targets.h) and the
+// simulator's model of it (sim/simulator.h), so the two cannot drift.
+#pragma once
+
+#include <algorithm>
+
+#include "absl/time/time.h"
+
+namespace pilotlight::policy {
+
+struct ActivationRule {
+  double factor = 1.5;
+  absl::Duration margin = absl::Seconds(30);
+  absl::Duration max = absl::Minutes(20);
+
+  absl::Duration For(absl::Duration predicted_cold_start) const {
+    return std::min(max, predicted_cold_start * factor + margin);
+  }
+};
+
+}  // namespace pilotlight::policy
