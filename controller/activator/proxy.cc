@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "controller/policy/activation.h"
 #include "controller/runtime/log.h"
 #include "nlohmann/json.hpp"
 
@@ -90,7 +91,8 @@ void Proxy::RefuseLease(httplib::Response& res, const std::string& endpoint,
       Refuse(res, endpoint, 404, "unknown_endpoint", msg);
       return;
     case absl::StatusCode::kResourceExhausted:
-      Refuse(res, endpoint, 429, "queue_full", msg, 1);
+      Refuse(res, endpoint, 429, "queue_full", msg,
+             policy::kRetryAfterHoldFullS);
       return;
     case absl::StatusCode::kCancelled:
       Abandoned(res, endpoint, "held");
@@ -99,7 +101,7 @@ void Proxy::RefuseLease(httplib::Response& res, const std::string& endpoint,
       Refuse(res, endpoint, 503, "activation_timeout",
              absl::StrCat(msg, " (activation timeout ",
                           absl::FormatDuration(activation), ")"),
-             5);
+             policy::kRetryAfterActivationTimeoutS);
       return;
     default:
       Refuse(res, endpoint, 503, "shutting_down", msg, 1);

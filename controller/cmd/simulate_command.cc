@@ -112,6 +112,12 @@ const std::vector<FlagSpec>& SimulateFlags() {
        "clients give up on a request not started within DURATION of its "
        "arrival (held at zero or queued) and hang up: abandoned_requests, "
        "misses (default: clients wait)"},
+      {"client-retries", false, "N",
+       "clients try a request again, up to N times, when the hold refuses "
+       "it (429), the activation timeout answers 503 or --client-timeout "
+       "passes: after the activator's Retry-After (1 s, 5 s) or the OpenAI "
+       "SDKs' back-off (0.5 s doubling); those SDKs' default is 2 "
+       "(default 0: clients do not retry)"},
       {"no-activation-timeout", true, "",
        "held requests wait however long it takes, instead of the "
        "activator's 503 after 1.5 x the predicted cold start + 30 s "
@@ -279,6 +285,10 @@ absl::Status BuildConfig(const ParsedFlags& f, const model::Catalog& catalog,
   if (c.activator.client_timeout &&
       *c.activator.client_timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("--client-timeout must be > 0");
+  }
+  PL_RETURN_IF_ERROR(Set(f.Int("client-retries"), c.activator.client_retries));
+  if (c.activator.client_retries < 0 || c.activator.client_retries > 100) {
+    return absl::InvalidArgumentError("--client-retries must be in [0, 100]");
   }
   if (f.Bool("no-activation-timeout")) {
     c.activator.activation_timeout = false;
@@ -481,21 +491,29 @@ void PrintTable(const sim::Trace& t, const sim::SimConfig& c,
   // Requests never served, when there are any: the hold was full (429), the
   // client gave up waiting (--client-timeout), or the activator's
   // activation timeout passed (503); the last two waited, and are also
-  // among the misses above, under what they found on arrival.
-  const bool unserved = std::any_of(r.policies.begin(), r.policies.end(),
-                                    [](const sim::PolicyResult& p) {
-                                      return p.result.rejected_requests > 0 ||
-                                             p.result.abandoned_requests > 0 ||
-                                             p.result.activation_timeouts > 0;
-                                    });
-  if (unserved) {
-    out << absl::StrFormat("\nRequests never served:\n%-17s %20s %16s %25s\n",
+  // among the misses above, under what they found on arrival. With
+  // --client-retries, these are requests whose last try ended so, and a
+  // column counts the tries made again.
+  const auto any = [&](auto field) {
+    return std::any_of(
+        r.policies.begin(), r.policies.end(),
+        [&](const sim::PolicyResult& p) { return p.result.*field > 0; });
+  };
+  const bool retries = any(&sim::SimResult::client_retries);
+  if (retries || any(&sim::SimResult::rejected_requests) ||
+      any(&sim::SimResult::abandoned_requests) ||
+      any(&sim::SimResult::activation_timeouts)) {
+    out << absl::StrFormat("\nRequests never served:\n%-17s %20s %16s %25s",
                            "POLICY", "refused (hold full)", "gave up waiting",
-                           "activation timeout (503)");
+                           "activation timeout (503)")
+        << (retries ? absl::StrFormat(" %18s", "tries made again") : "")
+        << "\n";
     for (const sim::PolicyResult& p : r.policies) {
       out << absl::StrFormat(
-          "%-17s %20d %16d %25d\n", p.name, p.result.rejected_requests,
-          p.result.abandoned_requests, p.result.activation_timeouts);
+                 "%-17s %20d %16d %25d", p.name, p.result.rejected_requests,
+                 p.result.abandoned_requests, p.result.activation_timeouts)
+          << (retries ? absl::StrFormat(" %18d", p.result.client_retries) : "")
+          << "\n";
     }
   }
   const double replayed =
@@ -538,6 +556,7 @@ nlohmann::json Json(const sim::Trace& t, const sim::RunReport& r) {
          {"rejected_requests", s.rejected_requests},
          {"abandoned_requests", s.abandoned_requests},
          {"activation_timeouts", s.activation_timeouts},
+         {"client_retries", s.client_retries},
          {"pokes", s.pokes},
          {"scale_events", s.scale_events}});
   }

@@ -4,7 +4,9 @@
 // before it answers 503 -- `factor` x the endpoint's predicted cold start
 // (the controller's status.coldStart.leadSeconds) + `margin`, at most
 // `max`. One rule for the live activator (activator/targets.h) and the
-// simulator's model of it (sim/simulator.h), so the two cannot drift.
+// simulator's model of it (sim/simulator.h), so the two cannot drift; so
+// are the Retry-After values the activator sends with its refusals, which
+// clients that retry (the OpenAI SDKs honour it) wait before trying again.
 #pragma once
 
 #include <algorithm>
@@ -12,6 +14,11 @@
 #include "absl/time/time.h"
 
 namespace pilotlight::policy {
+
+// Retry-After, seconds: 429, the hold is full; 503, no replica within the
+// activation timeout.
+inline constexpr int kRetryAfterHoldFullS = 1;
+inline constexpr int kRetryAfterActivationTimeoutS = 5;
 
 struct ActivationRule {
   double factor = 1.5;

@@ -72,6 +72,7 @@ void SimResult::Merge(const SimResult& o) {
   rejected_requests += o.rejected_requests;
   abandoned_requests += o.abandoned_requests;
   activation_timeouts += o.activation_timeouts;
+  client_retries += o.client_retries;
   pokes += o.pokes;
   within_ttft_slo += o.within_ttft_slo;
   within_tpot_slo += o.within_tpot_slo;
@@ -277,7 +278,7 @@ class Engine {
     const double report_lag =
         absl::ToDoubleSeconds(config_.activator.report_lag);
     while (next_tick <= duration_s_ || next_ < trace_.requests.size() ||
-           !queue_.empty() || !completions_.empty()) {
+           !queue_.empty() || !completions_.empty() || !retries_.empty()) {
       if (report_lag > 0) {
         ProcessUntil(next_tick - report_lag);
         reported_ = Seen();  // the activator's last report before the tick
@@ -327,8 +328,9 @@ class Engine {
                                    ? preemptions_[next_preemption_].t
                                    : std::numeric_limits<double>::infinity();
       const double t_deadline = NextDeadline();
-      const double t = std::min(
-          {t_arrival, t_done, t_ready, t_preempt, poke_at_, t_deadline});
+      const double t_retry = NextRetry();
+      const double t = std::min({t_arrival, t_done, t_ready, t_preempt,
+                                 poke_at_, t_deadline, t_retry});
       if (t >= until) {
         return;
       }
@@ -376,41 +378,78 @@ class Engine {
         }
       } else if (t == t_deadline) {
         Expire();
+      } else if (t == t_retry) {
+        const Retry r = retries_.top();
+        retries_.pop();
+        Arrive(r.index, r.attempt);
       } else {
         const Request& req = trace_.requests[next_++];
-        ++arrivals_;
-        const bool measured = Counted(req);
-        result_.requests += measured ? 1 : 0;
-        const ActivatorModel& a = config_.activator;
-        if (a.max_held > 0 && std::ssize(queue_) >= a.max_held && !FreeSlot()) {
-          result_.rejected_requests += measured ? 1 : 0;  // 429 + Retry-After
-          continue;
-        }
-        if (ready_count_ == 0 && a.poke_delay &&
-            poke_at_ == std::numeric_limits<double>::infinity()) {
-          poke_at_ = t + absl::ToDoubleSeconds(*a.poke_delay);
-        }
-        queue_.push_back(&req);
-        Dispatch();
-        if (!queue_.empty() && queue_.back() == &req) {
-          cause_[next_ - 1] = static_cast<uint8_t>(
-              ready_count_ == 0     ? MissCause::kNoneReady
-              : starting_count_ > 0 ? MissCause::kFullStarting
-                                    : MissCause::kFullNoneAsked);
-          SetDeadline(next_ - 1);
-        }
+        result_.requests += Counted(req) ? 1 : 0;
+        Arrive(next_ - 1, 0);
       }
     }
+  }
+
+  // A request's try `attempt` (0: its first) reaches the activator now:
+  // refused if the hold is full (429), else held or queued until a replica
+  // takes it or it times out.
+  void Arrive(size_t index, int attempt) {
+    const Request& req = trace_.requests[index];
+    ++arrivals_;
+    const ActivatorModel& a = config_.activator;
+    // What it found, by its first try: why it missed, if it does.
+    const auto found = [&] {
+      if (attempt == 0) {
+        cause_[index] = static_cast<uint8_t>(
+            ready_count_ == 0     ? MissCause::kNoneReady
+            : starting_count_ > 0 ? MissCause::kFullStarting
+                                  : MissCause::kFullNoneAsked);
+      }
+    };
+    if (a.max_held > 0 && std::ssize(queue_) >= a.max_held && !FreeSlot()) {
+      found();
+      // 429 + Retry-After.
+      if (!RetryLater(index, attempt, policy::kRetryAfterHoldFullS) &&
+          Counted(req)) {
+        ++result_.rejected_requests;
+      }
+      return;
+    }
+    if (ready_count_ == 0 && a.poke_delay &&
+        poke_at_ == std::numeric_limits<double>::infinity()) {
+      poke_at_ = now_ + absl::ToDoubleSeconds(*a.poke_delay);
+    }
+    queue_.push_back(&req);
+    Dispatch();
+    if (!queue_.empty() && queue_.back() == &req) {
+      found();
+      SetDeadline(index, attempt);
+    }
+  }
+
+  // The client tries again `delay_s` from now if it has tries left.
+  bool RetryLater(size_t index, int attempt, double delay_s) {
+    if (attempt >= config_.activator.client_retries) {
+      return false;
+    }
+    retries_.push({now_ + delay_s, index, attempt + 1});
+    result_.client_retries += Counted(trace_.requests[index]) ? 1 : 0;
+    return true;
+  }
+
+  double NextRetry() const {
+    return retries_.empty() ? std::numeric_limits<double>::infinity()
+                            : retries_.top().t;
   }
 
   // Idle skipping: advances `next_tick` over the ticks at which nothing can
   // change -- the engine is settled (nothing queued, in flight, starting or
   // draining, no poke due), the last tick was quiet, and the policy promises
-  // its answer until QuietUntil() -- up to the next arrival, preemption or
-  // timeline point and never past the trace's end. The policy is told
-  // which ticks it missed (SkipQuiet). The grid is walked by the same
-  // additions stepping makes, so the ticks after a skip fall at exactly the
-  // same times.
+  // its answer until QuietUntil() -- up to the next arrival (or a client's
+  // retry), preemption or timeline point and never past the trace's end. The
+  // policy is told which ticks it missed (SkipQuiet). The grid is walked by the
+  // same additions stepping makes, so the ticks after a skip fall at exactly
+  // the same times.
   void SkipIdle(double& next_tick, double next_point) {
     if (!last_tick_quiet_ || !queue_.empty() || !completions_.empty() ||
         in_flight_ != 0 ||
@@ -438,7 +477,7 @@ class Engine {
                                  ? preemptions_[next_preemption_].t
                                  : std::numeric_limits<double>::infinity();
     const double horizon =
-        std::min({until_s, t_arrival, t_preempt, next_point});
+        std::min({until_s, t_arrival, t_preempt, next_point, NextRetry()});
     const double tick = absl::ToDoubleSeconds(config_.tick);
     const double first = next_tick;
     int64_t n = 0;
@@ -475,20 +514,19 @@ class Engine {
     return absl::ToDoubleSeconds(policy::ActivationRule{}.For(lead));
   }
 
-  // A request that could not start on arrival stops waiting at the first of
-  // its client's timeout and the activator's activation timeout.
-  void SetDeadline(size_t index) {
+  // A request that could not start on arriving (now) stops waiting at the
+  // first of its client's timeout and the activator's activation timeout.
+  void SetDeadline(size_t index, int attempt) {
     const ActivatorModel& a = config_.activator;
-    const double arrival = trace_.requests[index].arrival_s;
-    const double client =
-        a.client_timeout ? arrival + absl::ToDoubleSeconds(*a.client_timeout)
-                         : std::numeric_limits<double>::infinity();
+    const double client = a.client_timeout
+                              ? now_ + absl::ToDoubleSeconds(*a.client_timeout)
+                              : std::numeric_limits<double>::infinity();
     const double activation = a.activation_timeout
-                                  ? arrival + ActivationTimeoutS()
+                                  ? now_ + ActivationTimeoutS()
                                   : std::numeric_limits<double>::infinity();
     const double t = std::min(client, activation);
     if (t < std::numeric_limits<double>::infinity()) {
-      deadlines_.push({t, index, activation < client});
+      deadlines_.push({t, index, activation < client, attempt});
     }
   }
 
@@ -503,7 +541,8 @@ class Engine {
   }
 
   // The next waiting request stops waiting: its client hangs up, or the
-  // activator answers 503. It leaves the hold (or the queue), a miss by the
+  // activator answers 503. It leaves the hold (or the queue). If its client
+  // tries again, that is a new arrival later; else it is a miss by the
   // state it found on arrival, and a cold-start request if a replica was
   // starting when it left.
   void Expire() {
@@ -511,6 +550,14 @@ class Engine {
     deadlines_.pop();
     const Request& req = trace_.requests[d.index];
     queue_.erase(std::find(queue_.begin(), queue_.end(), &req));
+    // After a 503 the client waits its Retry-After; after its own timeout,
+    // the OpenAI SDKs' back-off.
+    const double delay_s =
+        d.activation ? policy::kRetryAfterActivationTimeoutS
+                     : std::min(8.0, 0.5 * std::ldexp(1.0, d.attempt));
+    if (RetryLater(d.index, d.attempt, delay_s)) {
+      return;
+    }
     started_[d.index] = true;  // it will never start: no deadline again
     if (!Counted(req)) {
       return;
@@ -957,12 +1004,24 @@ class Engine {
     double t = 0;
     size_t index = 0;
     bool activation = false;  // the activator's 503, else the client left
+    int attempt = 0;          // the client's try (0: its first)
     bool operator>(const Deadline& o) const {
       return t != o.t ? t > o.t : index > o.index;
     }
   };
   std::priority_queue<Deadline, std::vector<Deadline>, std::greater<>>
       deadlines_;
+  // Requests whose clients try again (ActivatorModel::client_retries),
+  // earliest first.
+  struct Retry {
+    double t = 0;
+    size_t index = 0;
+    int attempt = 0;  // the try this will be
+    bool operator>(const Retry& o) const {
+      return t != o.t ? t > o.t : index > o.index;
+    }
+  };
+  std::priority_queue<Retry, std::vector<Retry>, std::greater<>> retries_;
   // Per request: what it found on arrival (MissCause; kServed when it
   // started at once).
   std::vector<uint8_t> cause_ = std::vector<uint8_t>(

@@ -29,7 +29,8 @@
 // cannot start waits at most the activator's activation timeout (1.5 x the
 // predicted cold start + 30 s), then is answered 503; clients may give up
 // sooner (ActivatorModel::client_timeout) and leave the hold or the queue,
-// as a client hanging up leaves the activator's.
+// as a client hanging up leaves the activator's; and clients may try again
+// (ActivatorModel::client_retries), as the OpenAI SDKs do.
 //
 // The policy is asked every tick (2 s) -- and on a poke -- with what a
 // controller could observe: in flight, queued, arrivals and generated tokens
@@ -80,6 +81,17 @@ struct ActivatorModel {
   // variant's) + 30 s, at most 20 min, as of its arrival. False: requests
   // wait however long it takes (figures before 2026-12-05).
   bool activation_timeout = true;
+  // Clients try a request again when the activator refuses it (429, the
+  // hold full), answers 503 (the activation timeout) or they time out
+  // (client_timeout), up to this many times -- the OpenAI SDKs do, twice by
+  // default: after the Retry-After the activator sends (1 s, 5 s;
+  // policy/activation.h), or after a timeout the SDKs' back-off, 0.5 s x
+  // 2^(tries so far), at most 8 s (their jitter, x 0.75-1, left out). Each
+  // try arrives at the activator anew (the demand it reports, its hold, its
+  // timeouts); the request keeps its first arrival for its TTFT and cold
+  // start, and is refused, timed out or abandoned only when its last try
+  // is. 0: clients do not retry.
+  int client_retries = 0;
 };
 
 // One request as the simulator served it; times in seconds from the trace's
@@ -226,6 +238,9 @@ struct SimResult {
   // Answered 503 after the activator's activation timeout, the same way
   // (ActivatorModel::activation_timeout).
   int64_t activation_timeouts = 0;
+  // Tries clients made again after a refusal or a timeout
+  // (ActivatorModel::client_retries); the outcomes above count last tries.
+  int64_t client_retries = 0;
   int64_t pokes = 0;          // policy asked between ticks
   int64_t ticks = 0;          // policy asked (ticks and pokes)
   int64_t skipped_ticks = 0;  // quiet ticks idle skipping stood in for

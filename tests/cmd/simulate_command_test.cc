@@ -67,13 +67,14 @@ TEST(SimulateCommandTest, JsonHasExactlyTheDocumentedKeys) {
   EXPECT_EQ(j["trace"]["endpoints"], 1);
   ASSERT_EQ(j["policies"].size(), 7u);
   for (const nlohmann::json& p : j["policies"]) {
-    EXPECT_EQ(Keys(p), (std::set<std::string>{
-                           "name", "cost_usd", "gpu_hours", "requests",
-                           "cold_start_requests", "cold_start_fraction",
-                           "ttft_p50_s", "ttft_p99_s", "ttft_attainment",
-                           "tpot_attainment", "slo_attainment", "slo_misses",
-                           "rejected_requests", "abandoned_requests",
-                           "activation_timeouts", "pokes", "scale_events"}));
+    EXPECT_EQ(
+        Keys(p),
+        (std::set<std::string>{
+            "name", "cost_usd", "gpu_hours", "requests", "cold_start_requests",
+            "cold_start_fraction", "ttft_p50_s", "ttft_p99_s",
+            "ttft_attainment", "tpot_attainment", "slo_attainment",
+            "slo_misses", "rejected_requests", "abandoned_requests",
+            "activation_timeouts", "client_retries", "pokes", "scale_events"}));
     EXPECT_EQ(p["requests"], j["trace"]["requests"]) << p["name"];
     // Every miss has one cause, and a rejected request none (it never got
     // to wait).
@@ -179,6 +180,35 @@ TEST(SimulateCommandTest, ClientsThatGiveUpAreCounted) {
   EXPECT_THAT(ReadAll(html), HasSubstr("<th>gave up waiting</th>"));
 }
 
+// --client-retries: clients that gave up try again; fewer give up for
+// good, and the tries show in the JSON and as a column of the table.
+TEST(SimulateCommandTest, ClientsThatTryAgainAreCounted) {
+  const std::vector<std::string> base = {
+      "--trace",          kTrace, "--duration", "10m", "--policies", "knative",
+      "--client-timeout", "1s",   "--json"};
+  const Outcome once = Simulate(base);
+  std::vector<std::string> retrying = base;
+  retrying.insert(retrying.end(), {"--client-retries", "2"});
+  const Outcome twice = Simulate(retrying);
+  ASSERT_EQ(once.code, kExitOk) << once.err;
+  ASSERT_EQ(twice.code, kExitOk) << twice.err;
+  const nlohmann::json a = nlohmann::json::parse(once.out)["policies"][0];
+  const nlohmann::json b = nlohmann::json::parse(twice.out)["policies"][0];
+  EXPECT_EQ(a["client_retries"].get<int64_t>(), 0);
+  EXPECT_GT(b["client_retries"].get<int64_t>(), 0);
+  EXPECT_LT(b["abandoned_requests"].get<int64_t>(),
+            a["abandoned_requests"].get<int64_t>());
+  // A retry is not a new request.
+  EXPECT_EQ(b["requests"].get<int64_t>(), a["requests"].get<int64_t>());
+  retrying.pop_back();  // "2"
+  retrying.pop_back();  // "--client-retries"
+  retrying.erase(std::find(retrying.begin(), retrying.end(), "--json"));
+  retrying.insert(retrying.end(), {"--client-retries", "2"});
+  const Outcome table = Simulate(retrying);
+  ASSERT_EQ(table.code, kExitOk) << table.err;
+  EXPECT_THAT(table.out, HasSubstr("tries made again"));
+}
+
 // Bad input: usage errors with a clear message and exit code 2.
 TEST(SimulateCommandTest, BadInput) {
   struct Case {
@@ -209,6 +239,8 @@ TEST(SimulateCommandTest, BadInput) {
       {{"--trace", kTrace, "--warmup", "-1s"}, "--warmup must be >= 0"},
       {{"--trace", kTrace, "--client-timeout", "0s"},
        "--client-timeout must be > 0"},
+      {{"--trace", kTrace, "--client-retries", "-1"},
+       "--client-retries must be in [0, 100]"},
       {{"--trace", kTrace, "--warmup", "2h"}, "leaves nothing of the"},
       {{"--trace", kTrace, "--requests", "/nonexistent/dir/requests.csv"},
        "cannot write /nonexistent/dir/requests.csv"},
@@ -288,7 +320,7 @@ TEST(SimulateCommandTest, RequestsCsv) {
   const nlohmann::json j = nlohmann::json::parse(r.out);
   ASSERT_EQ(j["policies"].size(), 2u);
   for (const nlohmann::json& p : j["policies"]) {
-    const std::string name = p.value("name", "");
+    const std::string name = p.at("name").get<std::string>();
     EXPECT_EQ(rows[name], p.value("requests", int64_t{-1}) -
                               p.value("rejected_requests", int64_t{0}))
         << name;

@@ -42,6 +42,7 @@ void ExpectSameResult(const SimResult& step, const SimResult& skip,
   EXPECT_EQ(skip.rejected_requests, step.rejected_requests);
   EXPECT_EQ(skip.abandoned_requests, step.abandoned_requests);
   EXPECT_EQ(skip.activation_timeouts, step.activation_timeouts);
+  EXPECT_EQ(skip.client_retries, step.client_retries);
   EXPECT_EQ(skip.pokes, step.pokes);
   EXPECT_EQ(skip.peak_replicas, step.peak_replicas);
   for (double q : {0.5, 0.9, 0.99, 1.0}) {
@@ -249,6 +250,40 @@ TEST_F(IdleSkipTest, ActivationTimeouts) {
   EXPECT_GT(KnativeRun(config_, e).activation_timeouts, 0)
       << "the case must have activation timeouts";
   CompareAll(e, "a 300 s cold start in 20");
+}
+
+// Clients that try again after a 429 (a hold of 2), a 503 (a 300 s cold
+// start in 20) and their own timeout: each retry is an arrival the skip
+// must stop for. The timeout (9.9 s) is just shorter than most cold starts
+// (10 s): a client is often back (0.5 s later) when its replica is ready
+// and nothing else is going on -- the engine settled, a retry pending.
+TEST_F(IdleSkipTest, ClientsThatTryAgain) {
+  config_.cold_start_samples.assign(19, 10.0);
+  config_.cold_start_samples.push_back(300);
+  config_.activator.client_timeout = absl::Milliseconds(9900);
+  config_.activator.client_retries = 2;
+  config_.activator.max_held = 2;
+  const EndpointTrace e = SparseTrace(15, 3, 30);
+  const SimResult r = KnativeRun(config_, e);
+  EXPECT_GT(r.client_retries, 0) << "the case must have retries";
+  EXPECT_GT(r.rejected_requests + r.abandoned_requests, 0)
+      << "and tries that ran out";
+  CompareAll(e, "clients try again");
+
+  // By hand: a cold start of exactly 10 s from the poke (0.01 s), the
+  // client gone at 9.9 s and back at 10.4 s; the tick at 10.2 s finds the
+  // replica ready and nothing else (quiet), and a skip from it must stop at
+  // the retry, or the keep-alive never sees that arrival.
+  config_.cold_start_samples.clear();
+  config_.cold_start = absl::Seconds(10);
+  config_.tick_phase = absl::Milliseconds(200);
+  config_.activator.client_retries = 1;
+  EndpointTrace one;
+  one.name = "one";
+  // Long enough (2,000 tokens) to be in flight at the next ticks.
+  one.requests.push_back({0, 500, 2000, -1});
+  one.requests.push_back({3600, 500, 50, -1});
+  CompareAll(one, "a retry while settled", "keepalive-10m");
 }
 
 // The whole path a user runs: the bundled trace through RunSimulation.

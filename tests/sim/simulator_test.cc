@@ -471,6 +471,91 @@ TEST_F(SimulatorTest, ActivationTimeoutAnswers503) {
   EXPECT_NEAR(waited.ttft.Quantile(0.5), 130, 2);  // 200 + 30 s - 100
 }
 
+// Clients that try again (ActivatorModel::client_retries), as the OpenAI
+// SDKs do: after their own timeout with the SDKs' back-off (0.5 s, then
+// 1 s), after a 503 the Retry-After of 5 s, after a 429 that of 1 s. A
+// request keeps its first arrival (TTFT, cold start) and counts as given
+// up, timed out or refused only when its last try is.
+TEST_F(SimulatorTest, ClientsTryAgain) {
+  using Misses = std::array<int64_t, 4>;
+  const auto at_100 = [](const Observation&, double t) {
+    return t >= 100 ? 1 : 0;  // ready at 130.01 s (the poke, + 30 s)
+  };
+  const auto at_200 = [](const Observation&, double t) {
+    return t >= 200 ? 1 : 0;  // ready at 230 s
+  };
+  EndpointTrace e;
+  e.name = "e";
+  for (double at : {100.0, 101.0, 115.0}) {
+    e.requests.push_back({at, 100, 10, -1});
+  }
+  // Clients leave after 20 s: the first two at 120 and 121 s, back at
+  // 120.5 and 121.5 s, served when the replica is ready.
+  config_.activator.client_timeout = absl::Seconds(20);
+  config_.activator.client_retries = 2;
+  const SimResult retried = Run(e, 300, at_100);
+  EXPECT_EQ(retried.requests, 3);
+  EXPECT_EQ(retried.client_retries, 2);
+  EXPECT_EQ(retried.abandoned_requests, 0);
+  EXPECT_EQ(retried.ttft.count(), 3);
+  EXPECT_NEAR(retried.ttft.Quantile(0.99), 30, 0.5);  // from 100 s, not 120.5
+  EXPECT_EQ(retried.cold_start_requests, 3);
+
+  // The replica comes at 230 s. The first client tries at 100, 120.5 and
+  // 141.5 s (1 s after its second timeout) and leaves for good at 161.5 s,
+  // nothing starting then: abandoned, a miss at zero, not a cold start.
+  const EndpointTrace one = OneRequest(100);
+  const SimResult gave_up = Run(one, 400, at_200);
+  EXPECT_EQ(gave_up.client_retries, 2);
+  EXPECT_EQ(gave_up.abandoned_requests, 1);
+  EXPECT_EQ(gave_up.ttft.count(), 0);
+  EXPECT_EQ(gave_up.slo_misses, (Misses{1, 0, 0, 0}));
+  EXPECT_EQ(gave_up.cold_start_requests, 0);
+  config_.activator.client_retries = 0;
+  const SimResult no_retries = Run(one, 400, at_200);
+  EXPECT_EQ(no_retries.client_retries, 0);
+  EXPECT_EQ(no_retries.abandoned_requests, 1);
+
+  // No client timeout: the activator answers 503 at 175 s (1.5 x 30 s +
+  // 30 s); the client is back at 180 s and served at 230 s, 130 s after it
+  // first arrived.
+  config_.activator.client_timeout.reset();
+  config_.activator.client_retries = 1;
+  const SimResult after_503 = Run(one, 400, at_200);
+  EXPECT_EQ(after_503.client_retries, 1);
+  EXPECT_EQ(after_503.activation_timeouts, 0);
+  ASSERT_EQ(after_503.ttft.count(), 1);
+  EXPECT_NEAR(after_503.ttft.Quantile(0.5), 130, 1);
+  EXPECT_EQ(after_503.cold_start_requests, 1);
+
+  // A hold of 1: the request at 129.5 s finds it full (the first waits),
+  // comes back at 130.5 s and finds the replica ready and the hold empty.
+  EndpointTrace full;
+  full.name = "e";
+  full.requests.push_back({100, 100, 10, -1});
+  full.requests.push_back({129.5, 100, 10, -1});
+  config_.activator.max_held = 1;
+  const SimResult refused_once = Run(full, 300, at_100);
+  EXPECT_EQ(refused_once.client_retries, 1);
+  EXPECT_EQ(refused_once.rejected_requests, 0);
+  ASSERT_EQ(refused_once.ttft.count(), 2);
+  EXPECT_NEAR(refused_once.ttft.Quantile(0.01), 1, 0.5);  // 129.5 -> 130.5
+  // Without retries it is refused.
+  config_.activator.client_retries = 0;
+  const SimResult refused = Run(full, 300, at_100);
+  EXPECT_EQ(refused.client_retries, 0);
+  EXPECT_EQ(refused.rejected_requests, 1);
+  EXPECT_EQ(refused.ttft.count(), 1);
+  // At 100.5 s the hold is still full at each try (101.5, 102.5 s): refused
+  // after its two retries.
+  full.requests[1].arrival_s = 100.5;
+  config_.activator.client_retries = 2;
+  const SimResult refused_thrice = Run(full, 300, at_100);
+  EXPECT_EQ(refused_thrice.client_retries, 2);
+  EXPECT_EQ(refused_thrice.rejected_requests, 1);
+  EXPECT_EQ(refused_thrice.ttft.count(), 1);
+}
+
 // Billing rounds each replica's lifetime up to the granularity.
 TEST_F(SimulatorTest, BillingGranularity) {
   const auto alive_0_to_61 = [](const Observation&, double t) {
