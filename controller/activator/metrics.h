@@ -62,6 +62,13 @@ struct Metrics {
                           "the connection (before any byte was answered)")
                     .Register(r)
                     .Add({})),
+        client_retries(prometheus::BuildCounter()
+                           .Name("pilotlight_activator_client_retries_total")
+                           .Help("Requests their client marked as a retry "
+                                 "(X-Stainless-Retry-Count > 0, the OpenAI "
+                                 "and Anthropic SDKs): served, not counted "
+                                 "again as demand, by endpoint")
+                           .Register(r)),
         pokes(prometheus::BuildCounter()
                   .Name("pilotlight_activator_pokes_total")
                   .Help("Requests that found an endpoint with no ready "
@@ -121,12 +128,14 @@ struct Metrics {
   void Touch(const std::string& endpoint) {
     HoldOf(endpoint);
     cold_starts.Add({{"endpoint", endpoint}});
+    client_retries.Add({{"endpoint", endpoint}});
     requests.Add({{"endpoint", endpoint}, {"code", "200"}});
   }
   prometheus::Family<prometheus::Counter>& rejections;
   prometheus::Family<prometheus::Counter>& upstream_errors;
   prometheus::Family<prometheus::Counter>& abandoned;
   prometheus::Counter& retries;
+  prometheus::Family<prometheus::Counter>& client_retries;
   prometheus::Counter& pokes;
   prometheus::Histogram& poke_ack;
   prometheus::Gauge& controllers;

@@ -8,6 +8,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "controller/policy/activation.h"
@@ -16,6 +17,16 @@
 
 namespace pilotlight::activator {
 namespace {
+
+// A client's retry of a request it sent before: the OpenAI and Anthropic
+// SDKs (Stainless-made, every language) number their tries in
+// X-Stainless-Retry-Count, 0 for the first.
+bool ClientRetry(const httplib::Request& req) {
+  int n = 0;
+  return absl::SimpleAtoi(req.get_header_value("X-Stainless-Retry-Count"),
+                          &n) &&
+         n > 0;
+}
 
 bool CopiedBack(const std::string& header) {
   const std::string h = absl::AsciiStrToLower(header);
@@ -183,6 +194,13 @@ void Proxy::Handle(const httplib::Request& req, httplib::Response& res) {
   }
   const EndpointTimeouts t = timeouts_(endpoint);
   const absl::Time deadline = absl::Now() + t.activation;
+  // A client's retry is served like any request, but its first try was
+  // counted in the demand already (a full hold's 429 and a 503 are retried
+  // by the SDKs: counted again, a burst at zero looked up to 3x its size).
+  const bool client_retry = ClientRetry(req);
+  if (client_retry) {
+    metrics_.client_retries.Add({{"endpoint", endpoint}}).Increment();
+  }
   // While it waits (held, or sent and not answered), a client that hangs
   // up ends it: out of the hold at once, its pod's request cancelled.
   struct Waiting {
@@ -210,7 +228,8 @@ void Proxy::Handle(const httplib::Request& req, httplib::Response& res) {
   for (int attempt = 0; attempt < o_.max_attempts; ++attempt) {
     absl::StatusOr<Lease> lease =
         router_.Acquire(endpoint, static_cast<int64_t>(req.body.size()),
-                        deadline, &waiting->gone);
+                        deadline, &waiting->gone,
+                        /*arrival=*/attempt == 0 && !client_retry);
     if (!lease.ok()) {
       RefuseLease(res, endpoint, lease.status(), t.activation);
       return;

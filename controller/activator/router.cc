@@ -120,7 +120,8 @@ void Router::Wake(const std::string& endpoint) {
 
 absl::StatusOr<Lease> Router::Acquire(const std::string& endpoint,
                                       int64_t bytes, absl::Time deadline,
-                                      const std::atomic<bool>* cancelled) {
+                                      const std::atomic<bool>* cancelled,
+                                      bool arrival) {
   std::unique_lock<std::mutex> lock(mu_);
   if (closed_) {
     return absl::UnavailableError("the activator is shutting down");
@@ -134,7 +135,7 @@ absl::StatusOr<Lease> Router::Acquire(const std::string& endpoint,
     slot = std::make_unique<Endpoint>();
   }
   Endpoint& e = *slot;
-  ++e.arrivals_total;
+  e.arrivals_total += arrival ? 1 : 0;
   const absl::Time start = absl::Now();
   const auto take = [&](std::pair<const std::string, Target>& t) {
     ++t.second.in_flight;

@@ -107,10 +107,13 @@ class Router {
   // ResourceExhausted (the hold is full: which bound), DeadlineExceeded
   // (held until the deadline), Unavailable (closing), Cancelled
   // (`*cancelled` became true while held -- the client went away; Wake
-  // the endpoint after setting it).
+  // the endpoint after setting it). `arrival`: whether it counts in
+  // arrivals_total -- not when the request was counted already (a client's
+  // retry, the proxy's retry on another pod): demand counts a request once.
   absl::StatusOr<Lease> Acquire(const std::string& endpoint, int64_t bytes,
                                 absl::Time deadline,
-                                const std::atomic<bool>* cancelled = nullptr);
+                                const std::atomic<bool>* cancelled = nullptr,
+                                bool arrival = true);
   // Held requests of `endpoint` look at their `cancelled` again.
   void Wake(const std::string& endpoint);
 

@@ -395,7 +395,10 @@ class Engine {
   // takes it or it times out.
   void Arrive(size_t index, int attempt) {
     const Request& req = trace_.requests[index];
-    ++arrivals_;
+    // The activator counts a request's first try only: the OpenAI SDKs mark
+    // a retry (X-Stainless-Retry-Count), and the demand it reports counts
+    // each request once.
+    arrivals_ += attempt == 0 ? 1 : 0;
     const ActivatorModel& a = config_.activator;
     // What it found, by its first try: why it missed, if it does.
     const auto found = [&] {

@@ -371,6 +371,46 @@ TEST_F(ProxyTest, RefusedConnectionIsRetriedOnAnotherPod) {
   client.join();
   EXPECT_EQ(metrics_.retries.Value(), 1);
   EXPECT_EQ(model.finished.load(), 1);
+  // One request, one arrival in the demand, however many pods it tried.
+  EXPECT_EQ(router_->DemandOf(kEp, absl::Now()).arrivals_total, 1);
+}
+
+// A client's retry (the OpenAI SDKs mark it: X-Stainless-Retry-Count > 0)
+// is served like any request but not counted again in the demand: its
+// first try was. A first try (0) and a header that is not a count are
+// arrivals.
+TEST_F(ProxyTest, ClientRetriesAreServedAndCountedOnce) {
+  Start();
+  FakeModel model;
+  router_->SetTargets(kEp, {model.address()}, 4);
+  httplib::Client c = Client();
+  const auto post = [&](const char* retry_count) {
+    httplib::Headers h;
+    if (retry_count != nullptr) {
+      h.emplace("X-Stainless-Retry-Count", retry_count);
+    }
+    httplib::Result r =
+        c.Post("/ml/llama/v1/completions", h, "x", "text/plain");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200) << r->body;
+  };
+  const auto arrivals = [&] {
+    return router_->DemandOf(kEp, absl::Now()).arrivals_total;
+  };
+  const auto client_retries = [&] {
+    return metrics_.client_retries.Add({{"endpoint", kEp}}).Value();
+  };
+  post(nullptr);
+  EXPECT_EQ(arrivals(), 1);
+  post("1");
+  post("2");
+  EXPECT_EQ(arrivals(), 1);
+  EXPECT_EQ(client_retries(), 2);
+  post("0");
+  post("two");
+  EXPECT_EQ(arrivals(), 3);
+  EXPECT_EQ(client_retries(), 2);
+  EXPECT_EQ(model.finished.load(), 5);
 }
 
 // A pod that dies mid-stream: the client sees the stream end early (no
