@@ -282,6 +282,9 @@ class Decider {
   bool panic_ = false;
   absl::Time panic_until_;
   bool demand_partial_ = false;  // the latest sample was a lower bound
+  // The latest sample found every ready replica at its cap and requests
+  // held: its in-flight figure is censored at the capacity.
+  bool saturated_ = false;
   int tier_ = -1;
   std::string calibrated_model_;  // whose calibrators tiers_ hold
   int switching_from_ = -1;

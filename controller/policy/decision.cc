@@ -24,6 +24,8 @@ absl::string_view ScaleReasonName(ScaleReason r) {
       return "ScaleDownLimited";
     case ScaleReason::kPartialDemand:
       return "PartialDemand";
+    case ScaleReason::kSaturated:
+      return "Saturated";
     case ScaleReason::kKeepAlive:
       return "KeepAlive";
     case ScaleReason::kPreWarm:

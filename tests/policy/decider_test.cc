@@ -584,6 +584,61 @@ TEST(DeciderTest, PartialDemandScalesUpNeverDown) {
   }
 }
 
+// Saturated: every ready replica at its cap and requests held. The
+// in-flight figure cannot show more than the capacity, and the held queue
+// is not a backlog that drains (arrivals take each freed slot), so a
+// stabilisation window that averaged lower demand must not take replicas
+// away then: the target holds (Saturated). The same sample with none held,
+// or with slots free (a backlog that drains), lets the scale-down go on.
+TEST(DeciderTest, SaturatedNeverScalesDown) {
+  // Four replicas busy, then the load falls to a fifth of one: the tick at
+  // which the decider first scales down on the low load.
+  const auto history = [](World& w, absl::Time until, double cap) {
+    absl::Time t = Steady(w, T0(), absl::Minutes(3), 4 * cap);
+    for (; t < until; t += kTick) {
+      w.Step(t, {World::Sample(t, 0.2 * cap, 1)});
+    }
+    return t;
+  };
+  World probe = OneA100();
+  probe.Step(T0(), {World::Sample(T0(), 0)});
+  const double cap = probe.last().capacity_per_replica;
+  ASSERT_GT(cap, 0);
+  absl::Time down = history(probe, T0() + absl::Minutes(3), cap);
+  ASSERT_EQ(probe.TotalDesired(), 4);
+  ASSERT_EQ(probe.TotalReady(), 4);
+  while (probe.TotalDesired() == 4 && down < T0() + absl::Minutes(15)) {
+    down += kTick;
+    probe.Step(down, {World::Sample(down, 0.2 * cap, 1)});
+  }
+  ASSERT_LT(probe.TotalDesired(), 4) << "the load must fall far enough";
+  struct Case {
+    const char* name;
+    double in_flight;  // at the tick that scaled down
+    double queued;
+    bool held;  // the four stay
+  };
+  for (const Case& c : std::vector<Case>{
+           {"every slot busy, requests held: held", 4 * cap, 100, true},
+           {"every slot busy, none held: down", 4 * cap, 0, false},
+           {"slots free, some held (draining): down", 4 * cap - 1, 100, false},
+       }) {
+    SCOPED_TRACE(c.name);
+    World w = OneA100();
+    history(w, down, cap);
+    ASSERT_EQ(w.TotalDesired(), 4);
+    DemandSample d = World::Sample(down, c.in_flight, 1);
+    d.queued = c.queued;
+    const Decision& got = w.Step(down, {d});
+    if (c.held) {
+      EXPECT_EQ(w.TotalDesired(), 4) << got.message;
+      EXPECT_EQ(got.reason, ScaleReason::kSaturated) << got.message;
+    } else {
+      EXPECT_LT(w.TotalDesired(), 4) << got.message;
+    }
+  }
+}
+
 // A spec that does not validate holds with the field in the message.
 TEST(DeciderTest, InvalidSpecHoldsAndNamesTheField) {
   EndpointSpec spec = Llama8b({Variant("chat", "h900")});
