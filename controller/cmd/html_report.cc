@@ -183,6 +183,7 @@ std::string HtmlReport(const sim::Trace& trace, const sim::SimConfig& config,
        "<th>cold-start requests</th><th>cold %</th><th>TTFT p50 s</th>"
        "<th>TTFT p99 s</th><th>SLO %</th><th>refused (hold full)</th>"
        "<th>gave up waiting</th><th>activation timeout (503)</th>"
+       "<th>tries made again</th>"
        "<th>scale events</th></tr>";
   double max_replicas = 1;
   double max_demand = 0;
@@ -196,12 +197,13 @@ std::string HtmlReport(const sim::Trace& trace, const sim::SimConfig& config,
         &h,
         "<tr><td>%s</td><td>%.2f</td><td>%.1f</td><td>%d</td><td>%.2f</td>"
         "<td>%.2f</td><td>%.2f</td><td>%.2f</td><td>%d</td><td>%d</td>"
-        "<td>%d</td><td>%d</td></tr>",
+        "<td>%d</td><td>%d</td><td>%d</td></tr>",
         Escape(p.name), s.cost_usd, s.gpu_seconds / 3600, s.cold_start_requests,
         100.0 * static_cast<double>(s.cold_start_requests) / n,
         s.ttft.Quantile(0.5), s.ttft.Quantile(0.99),
         100.0 * sim::SloAttainment(s), s.rejected_requests,
-        s.abandoned_requests, s.activation_timeouts, s.scale_events);
+        s.abandoned_requests, s.activation_timeouts, s.client_retries,
+        s.scale_events);
     for (const sim::TimelinePoint& t : s.timeline) {
       max_replicas = std::max(max_replicas, static_cast<double>(t.replicas));
       max_demand = std::max(max_demand, t.demand);

@@ -203,10 +203,12 @@ TEST(SimulateCommandTest, ClientsThatTryAgainAreCounted) {
   retrying.pop_back();  // "2"
   retrying.pop_back();  // "--client-retries"
   retrying.erase(std::find(retrying.begin(), retrying.end(), "--json"));
-  retrying.insert(retrying.end(), {"--client-retries", "2"});
+  const std::string html = ::testing::TempDir() + "/tried_again.html";
+  retrying.insert(retrying.end(), {"--client-retries", "2", "--report", html});
   const Outcome table = Simulate(retrying);
   ASSERT_EQ(table.code, kExitOk) << table.err;
   EXPECT_THAT(table.out, HasSubstr("tries made again"));
+  EXPECT_THAT(ReadAll(html), HasSubstr("<th>tries made again</th>"));
 }
 
 // Bad input: usage errors with a clear message and exit code 2.
