@@ -217,9 +217,11 @@ double Decider::LoadedServiceSeconds(const EndpointSpec& spec) const {
 void Decider::Ingest(const Snapshot& s) {
   const EndpointSpec& spec = *s.spec;
   int ready = 0;
+  for (const VariantState& v : s.variants) {
+    ready += v.ready;
+  }
   double ready_slots = 0;  // requests the ready replicas take at once
   for (size_t i = 0; i < s.variants.size() && i < variants_.size(); ++i) {
-    ready += s.variants[i].ready;
     ready_slots += s.variants[i].ready *
                    Capacity(tiers_[static_cast<size_t>(variants_[i].tier)]);
   }
@@ -236,21 +238,20 @@ void Decider::Ingest(const Snapshot& s) {
     // A queued request needs `service_s` of a slot; a replica asked for now
     // serves only after the lead L, so a backlog that drains before then
     // does not need it: the backlog counts as Q x min(1, S / L) concurrent.
-    // Not while saturated -- every ready replica at its cap and requests
-    // held: the backlog then drains only as the replicas free slots, which
-    // new arrivals take as fast, and the in-flight figure is stuck at the
-    // capacity however much more comes, so the held queue counts in full.
-    // (On ServeGen started at zero with clients that retry, pilotlight
-    // scaled down from 59 replicas to 53 with all 3,245 slots busy and 700
-    // requests held: docs/benchmarks.md.)
+    // Saturated: every ready replica at its cap and requests held. The
+    // in-flight figure is then stuck at the capacity however much more
+    // comes, and the held queue drains only as slots free, which new
+    // arrivals take as fast: no ground for a scale-down (StabiliseAndBound).
+    // (The backlog counted in full while saturated was tried: 3.75x the
+    // cost on the Azure trace, its bursts' queues feeding the rise record.)
     saturated_ = ready_slots > 0 && d.queued.value_or(0) > 0 &&
                  d.in_flight.value_or(0) >= ready_slots;
     std::optional<double> c;
     if (d.in_flight || d.queued) {
       const double backlog_weight =
-          lead <= absl::ZeroDuration()
-              ? 1.0
-              : std::min(1.0, service_s / absl::ToDoubleSeconds(lead));
+          lead > absl::ZeroDuration()
+              ? std::min(1.0, service_s / absl::ToDoubleSeconds(lead))
+              : 1.0;
       c = d.in_flight.value_or(0) + d.queued.value_or(0) * backlog_weight;
     }
     // Arrivals alone give the load by Little's law (rate x service time).
@@ -1129,6 +1130,11 @@ void Decider::StabiliseAndBound(Step& st) {
     target = current;
     reason = ScaleReason::kPartialDemand;
   }
+  // Saturated (Ingest): the stable window's lagging average is no ground
+  // for a scale-down while every slot is busy and requests wait. On
+  // ServeGen started at zero with clients that retry, pilotlight went from
+  // 59 replicas to 53 with all 3,245 slots busy and 700 requests held
+  // (docs/benchmarks.md, "Clients that try again").
   if (saturated_ && target < current) {
     target = current;
     reason = ScaleReason::kSaturated;

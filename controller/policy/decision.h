@@ -28,8 +28,8 @@ enum class ScaleReason {
   kScaleDownLimited,  // scale-down rate limit
   kPartialDemand,     // demand partly out of sight: up for what is seen, never
                       // down
-  kSaturated,         // every ready replica at its cap with requests held: the
-                      // held queue counts in full, and never down
+  kSaturated,         // every ready replica at its cap with requests held:
+                      // never down
   kKeepAlive,         // idle, keeping the last replica(s) for the keep-alive
   kPreWarm,           // idle, replica started ahead of the predicted request
   kScaledToZero,      // idle past the keep-alive
