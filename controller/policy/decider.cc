@@ -238,14 +238,18 @@ void Decider::Ingest(const Snapshot& s) {
     // A queued request needs `service_s` of a slot; a replica asked for now
     // serves only after the lead L, so a backlog that drains before then
     // does not need it: the backlog counts as Q x min(1, S / L) concurrent.
-    // Saturated: every ready replica at its cap and requests held. The
-    // in-flight figure is then stuck at the capacity however much more
-    // comes, and the held queue drains only as slots free, which new
-    // arrivals take as fast: no ground for a scale-down (StabiliseAndBound).
+    // Saturated: every ready replica at its cap and requests held -- in
+    // flight + queued over the ready replicas' slots, some queued (the
+    // activator holds a request only when every slot is taken, and the
+    // engines' running count, scraped, may lag the requests it sent them,
+    // which count as queued). The in-flight figure is then stuck at the
+    // capacity however much more comes, and the held queue drains only as
+    // slots free, which new arrivals take as fast: no ground for a
+    // scale-down (StabiliseAndBound).
     // (The backlog counted in full while saturated was tried: 3.75x the
     // cost on the Azure trace, its bursts' queues feeding the rise record.)
     saturated_ = ready_slots > 0 && d.queued.value_or(0) > 0 &&
-                 d.in_flight.value_or(0) >= ready_slots;
+                 d.in_flight.value_or(0) + d.queued.value_or(0) > ready_slots;
     std::optional<double> c;
     if (d.in_flight || d.queued) {
       const double backlog_weight =

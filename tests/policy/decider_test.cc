@@ -588,8 +588,10 @@ TEST(DeciderTest, PartialDemandScalesUpNeverDown) {
 // in-flight figure cannot show more than the capacity, and the held queue
 // is not a backlog that drains (arrivals take each freed slot), so a
 // stabilisation window that averaged lower demand must not take replicas
-// away then: the target holds (Saturated). The same sample with none held,
-// or with slots free (a backlog that drains), lets the scale-down go on.
+// away then: the target holds (Saturated) -- also when the engines' running
+// count lags the requests sent them (counted as queued). The same sample
+// with none queued, or with the queued ones within the free slots, lets the
+// scale-down go on.
 TEST(DeciderTest, SaturatedNeverScalesDown) {
   // Four replicas busy, then the load falls to a fifth of one: the tick at
   // which the decider first scales down on the low load.
@@ -621,7 +623,9 @@ TEST(DeciderTest, SaturatedNeverScalesDown) {
   for (const Case& c : std::vector<Case>{
            {"every slot busy, requests held: held", 4 * cap, 100, true},
            {"every slot busy, none held: down", 4 * cap, 0, false},
-           {"slots free, some held (draining): down", 4 * cap - 1, 100, false},
+           {"running lags what was sent, requests held: held", 4 * cap - 5, 105,
+            true},
+           {"queued within the free slots: down", 4 * cap - 10, 5, false},
        }) {
     SCOPED_TRACE(c.name);
     World w = OneA100();
