@@ -253,10 +253,11 @@ TEST_F(IdleSkipTest, ActivationTimeouts) {
 }
 
 // Clients that try again after a 429 (a hold of 2), a 503 (a 300 s cold
-// start in 20) and their own timeout: each retry is an arrival the skip
-// must stop for. The timeout (9.9 s) is just shorter than most cold starts
-// (10 s): a client is often back (0.5 s later) when its replica is ready
-// and nothing else is going on -- the engine settled, a retry pending.
+// start in 20) and their own timeout (9.9 s, just under most cold starts):
+// skipping must equal stepping with retries in play. Each retry is an
+// arrival a skip must stop for; the hand-built case after it is one where
+// a retry is pending while the engine is settled (without the retry in
+// the skip's horizon it fails; the random case does not reach that).
 TEST_F(IdleSkipTest, ClientsThatTryAgain) {
   config_.cold_start_samples.assign(19, 10.0);
   config_.cold_start_samples.push_back(300);
