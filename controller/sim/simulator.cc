@@ -379,7 +379,7 @@ class Engine {
       } else if (t == t_deadline) {
         Expire();
       } else if (t == t_retry) {
-        const Retry r = retries_.top();
+        const Due r = retries_.top();
         retries_.pop();
         Arrive(r.index, r.attempt);
       } else {
@@ -529,7 +529,7 @@ class Engine {
                                   : std::numeric_limits<double>::infinity();
     const double t = std::min(client, activation);
     if (t < std::numeric_limits<double>::infinity()) {
-      deadlines_.push({t, index, activation < client, attempt});
+      deadlines_.push({{t, index, attempt}, activation < client});
     }
   }
 
@@ -1002,29 +1002,25 @@ class Engine {
   size_t next_preemption_ = 0;
   std::vector<bool> started_;  // per request: dispatched once already
                                // (or stopped waiting: it never will be)
-  // When waiting requests stop waiting (SetDeadline), earliest first.
-  struct Deadline {
+  // Something due for request `index` at `t`, on its client's try
+  // `attempt` (0: its first); earliest first, then in trace order.
+  struct Due {
     double t = 0;
     size_t index = 0;
-    bool activation = false;  // the activator's 503, else the client left
-    int attempt = 0;          // the client's try (0: its first)
-    bool operator>(const Deadline& o) const {
+    int attempt = 0;
+    bool operator>(const Due& o) const {
       return t != o.t ? t > o.t : index > o.index;
     }
+  };
+  // When waiting requests stop waiting (SetDeadline).
+  struct Deadline : Due {
+    bool activation = false;  // the activator's 503, else the client left
   };
   std::priority_queue<Deadline, std::vector<Deadline>, std::greater<>>
       deadlines_;
-  // Requests whose clients try again (ActivatorModel::client_retries),
-  // earliest first.
-  struct Retry {
-    double t = 0;
-    size_t index = 0;
-    int attempt = 0;  // the try this will be
-    bool operator>(const Retry& o) const {
-      return t != o.t ? t > o.t : index > o.index;
-    }
-  };
-  std::priority_queue<Retry, std::vector<Retry>, std::greater<>> retries_;
+  // Requests whose clients try again (ActivatorModel::client_retries), at
+  // the try they will be.
+  std::priority_queue<Due, std::vector<Due>, std::greater<>> retries_;
   // Per request: what it found on arrival (MissCause; kServed when it
   // started at once).
   std::vector<uint8_t> cause_ = std::vector<uint8_t>(
