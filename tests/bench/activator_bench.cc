@@ -3,19 +3,24 @@
 //
 //   1. warm path: C concurrent clients, each streaming R responses (16 SSE
 //      chunks, 2 ms apart) on a keep-alive connection -- straight to the
-//      model server, then through the activator. Prints time to first byte
-//      and total, p50/p99, requests/s, and the difference.
+//      model server (also with a new connection per request), through a
+//      bare TCP relay on one epoll thread and on a thread per connection
+//      (tcp_relay.h: the floor under any proxy in the path), through the
+//      activator, and straight again (the run's own drift). Each path runs
+//      once unmeasured first. Prints time to first byte and total, p50/p99,
+//      requests/s, the differences, and the CPU per request of the process
+//      in between.
 //   2. burst: B requests at once, each on a new connection, to a warm
-//      endpoint -- straight, then through the activator, twice (the second
-//      finds the connection threads the first made). Prints p50/p99 and
-//      the added p99.
+//      endpoint -- straight, through the relay, then through the activator,
+//      twice (the second finds the connection threads the first made).
+//      Prints p50/p99 and the added p99.
 //   3. holding: H requests held at zero (1 KiB bodies, new connections) by
 //      an activator in a child process; prints its resident memory before
 //      and while holding, per held request.
 //
-// The activator runs in its own process, as deployed. On a machine where
-// the clients, the model server and the activator share the cores, its
-// CPU is taken from the model server's (and the clients'): with
+// The activator (and each relay) runs in its own process, as deployed. On a
+// machine where the clients, the model server and the activator share the
+// cores, its CPU is taken from the model server's (and the clients'): with
 // --activator-cpu N --rest-cpu M it gets its own core N, the clients and
 // the model server core M -- both paths with the same core M, the
 // activator's on top, as its own pod on another node would be.
@@ -46,6 +51,7 @@
 #include "httplib.h"
 #include "prometheus/registry.h"
 #include "tests/bench/proc_stats.h"
+#include "tests/bench/tcp_relay.h"
 
 namespace {
 
@@ -239,13 +245,14 @@ void PinTo(int cpu) {
   }
 }
 
-// An activator front in its own process, as it is deployed (its own pod),
-// pinned to `cpu` (-1: any). Forked before this process makes any thread;
-// `Start` then hands it the pod's port (0: no pod, everything is held) and
-// returns its own.
+// An activator front (or a bare TCP relay, tcp_relay.h) in its own
+// process, as it is deployed (its own pod), pinned to `cpu` (-1: any).
+// Forked before this process makes any thread; `Start` then hands it the
+// pod's port (0: no pod, everything is held) and returns its own.
 class ForkedFront {
  public:
-  explicit ForkedFront(int cpu) {
+  enum class Kind { kActivator, kRelay, kThreadedRelay };
+  explicit ForkedFront(int cpu, Kind kind = Kind::kActivator) {
     int to_child[2];
     int to_parent[2];
     if (::pipe(to_child) != 0 || ::pipe(to_parent) != 0) {
@@ -262,10 +269,16 @@ class ForkedFront {
       ::close(to_parent[0]);
       PinTo(cpu);
       // Its threads inherit the name: `perf report --comm activator`.
-      ::prctl(PR_SET_NAME, "activator");
+      ::prctl(PR_SET_NAME, kind == Kind::kActivator ? "activator" : "relay");
       int target = 0;
       if (::read(to_child[0], &target, sizeof target) != sizeof target) {
         ::_exit(0);
+      }
+      if (kind != Kind::kActivator) {
+        pilotlight::bench::RunTcpRelay(
+            target, [&](int p) { (void)::write(to_parent[1], &p, sizeof p); },
+            kind == Kind::kThreadedRelay);
+        ::_exit(1);  // could not listen: the parent's read fails
       }
       Front front(target == 0 ? "" : absl::StrCat("127.0.0.1:", target),
                   target == 0 ? 1 : 100000);
@@ -339,6 +352,8 @@ int main(int argc, char** argv) {
   // Both activators forked first, before this process makes a thread.
   ForkedFront holding(activator_cpu);
   ForkedFront forwarding(activator_cpu);
+  ForkedFront relaying(activator_cpu, ForkedFront::Kind::kRelay);
+  ForkedFront threaded(activator_cpu, ForkedFront::Kind::kThreadedRelay);
   PinTo(rest_cpu);
 
   // 3 first: a fresh process, nothing else running.
@@ -366,30 +381,78 @@ int main(int argc, char** argv) {
 
   Upstream upstream(16, absl::Milliseconds(2));
   const int front_port = forwarding.Start(upstream.port());
+  const int relay_port = relaying.Start(upstream.port());
+  const int threaded_port = threaded.Start(upstream.port());
   if (activator_cpu >= 0 || rest_cpu >= 0) {
     std::printf("activator on cpu %d; clients and model server on cpu %d\n",
                 activator_cpu, rest_cpu);
   }
   std::printf("warm path: %d clients x %d streamed responses (keep-alive):\n",
               clients, requests);
-  const Run d =
-      Concurrent(upstream.port(), "/v1/completions", clients, requests, false);
-  Print("direct", d);
-  const Run a = Concurrent(front_port, "/bench/llm/v1/completions", clients,
-                           requests, false);
-  Print("through the activator", a);
-  std::printf(
-      "  added: ttfb p99 %+.2f ms, total p99 %+.2f ms; throughput %.2fx "
-      "direct\n",
-      Quantile(a.ttfb, 0.99) - Quantile(d.ttfb, 0.99),
-      Quantile(a.total, 0.99) - Quantile(d.total, 0.99),
-      (static_cast<double>(a.total.size()) / a.seconds) /
-          (static_cast<double>(d.total.size()) / d.seconds));
+  // Each path once unmeasured first (a few requests per client), so that
+  // no measured path pays for the threads its servers make.
+  struct WarmPath {
+    const char* name;
+    int port;
+    const char* target;
+    pid_t forwarder;  // the process in between; 0: none
+    bool new_connections;
+    Run run;
+    double cpu_us = 0;  // the forwarder's CPU per request
+  };
+  std::vector<WarmPath> paths;
+  const auto add = [&](const char* name, int port, const char* target,
+                       pid_t forwarder, bool new_connections) {
+    paths.push_back({name, port, target, forwarder, new_connections, {}});
+  };
+  const char* const kDirect = "/v1/completions";
+  add("direct", upstream.port(), kDirect, 0, false);
+  add("direct, new conns", upstream.port(), kDirect, 0, true);
+  add("TCP relay (epoll)", relay_port, kDirect, relaying.pid(), false);
+  add("TCP relay (threads)", threaded_port, kDirect, threaded.pid(), false);
+  add("through the activator", front_port, "/bench/llm/v1/completions",
+      forwarding.pid(), false);
+  // The first path again, last: what "added" reads when nothing is added
+  // (the run's drift and noise).
+  add("direct, again", upstream.port(), kDirect, 0, false);
+  for (const WarmPath& p : paths) {
+    Concurrent(p.port, p.target, clients, 2, p.new_connections);
+  }
+  int failed = 0;
+  for (WarmPath& p : paths) {
+    const double cpu0 = p.forwarder != 0 ? ProcessCpu(p.forwarder) : 0;
+    p.run = Concurrent(p.port, p.target, clients, requests, p.new_connections);
+    if (p.forwarder != 0) {
+      p.cpu_us = (ProcessCpu(p.forwarder) - cpu0) * 1e6 /
+                 static_cast<double>(std::max<size_t>(1, p.run.total.size()));
+    }
+    Print(p.name, p.run);
+    failed += p.run.failed;
+  }
+  const Run& d = paths[0].run;
+  for (const WarmPath& p : paths) {
+    if (&p.run == &d) {
+      continue;
+    }
+    const Run& x = p.run;
+    const std::string cpu = p.forwarder != 0
+                                ? absl::StrCat("; ", static_cast<int>(p.cpu_us),
+                                               " us CPU per request in between")
+                                : "";
+    std::printf(
+        "  added by %-21s ttfb p50 %+.2f p99 %+.2f ms, total p99 %+.2f ms; "
+        "%.2fx direct%s\n",
+        p.name, Quantile(x.ttfb, 0.5) - Quantile(d.ttfb, 0.5),
+        Quantile(x.ttfb, 0.99) - Quantile(d.ttfb, 0.99),
+        Quantile(x.total, 0.99) - Quantile(d.total, 0.99),
+        (static_cast<double>(x.total.size()) / x.seconds) /
+            (static_cast<double>(d.total.size()) / d.seconds),
+        cpu.c_str());
+  }
 
   // Twice each: the first burst finds no idle connection threads beyond
   // the servers' minimum (made as it comes), the second finds those the
   // first made.
-  int failed = d.failed + a.failed;
   for (const char* round : {"first burst", "second burst"}) {
     std::printf("%s: %d requests at once, each on a new connection:\n", round,
                 burst);
@@ -398,6 +461,9 @@ int main(int argc, char** argv) {
         Concurrent(upstream.port(), "/v1/completions", burst, 1, true);
     const double self1 = ProcessCpu(::getpid());
     Print("direct", bd);
+    const Run br = Concurrent(relay_port, "/v1/completions", burst, 1, true);
+    Print("through a TCP relay", br);
+    const double self1r = ProcessCpu(::getpid());
     const double front0 = ProcessCpu(forwarding.pid());
     const Run ba =
         Concurrent(front_port, "/bench/llm/v1/completions", burst, 1, true);
@@ -407,12 +473,14 @@ int main(int argc, char** argv) {
     // CPU per request: the clients and the model server (this process),
     // and the activator's process.
     std::printf(
-        "  added: total p99 %+.2f ms | CPU per request: clients + model "
-        "server %.0f us direct, %.0f us through; activator %.0f us\n",
+        "  added: total p99 %+.2f ms by the relay, %+.2f ms by the activator "
+        "| CPU per request: clients + model server %.0f us direct, %.0f us "
+        "through the activator; activator %.0f us\n",
+        Quantile(br.total, 0.99) - Quantile(bd.total, 0.99),
         Quantile(ba.total, 0.99) - Quantile(bd.total, 0.99),
-        (self1 - self0) * 1e6 / burst, (self2 - self1) * 1e6 / burst,
+        (self1 - self0) * 1e6 / burst, (self2 - self1r) * 1e6 / burst,
         (front1 - front0) * 1e6 / burst);
-    failed += bd.failed + ba.failed;
+    failed += bd.failed + br.failed + ba.failed;
   }
   return failed == 0 ? 0 : 1;
 }
