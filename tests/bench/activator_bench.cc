@@ -268,8 +268,11 @@ class ForkedFront {
       ::close(to_child[1]);
       ::close(to_parent[0]);
       PinTo(cpu);
-      // Its threads inherit the name: `perf report --comm activator`.
-      ::prctl(PR_SET_NAME, kind == Kind::kActivator ? "activator" : "relay");
+      // Its threads inherit the name: `perf report --comm activator`
+      // (relay-epoll, relay-threads).
+      ::prctl(PR_SET_NAME, kind == Kind::kActivator ? "activator"
+                           : kind == Kind::kRelay   ? "relay-epoll"
+                                                    : "relay-threads");
       int target = 0;
       if (::read(to_child[0], &target, sizeof target) != sizeof target) {
         ::_exit(0);
