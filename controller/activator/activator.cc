@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "controller/activator/client_watch.h"
+#include "controller/activator/front_server.h"
 #include "controller/activator/metrics.h"
 #include "controller/kube/informer.h"
 #include "controller/kube/throttle.h"
@@ -86,7 +87,7 @@ class Activator::Impl {
   Proxy proxy_;
   std::atomic<bool> draining_{false};
   httplib::Server admin_;
-  httplib::Server front_;
+  std::unique_ptr<FrontServer> front_;
   std::vector<std::string> controllers_;  // found by label
 };
 
@@ -197,15 +198,23 @@ absl::Status Activator::Impl::Run(const std::atomic<bool>& stop,
   }
   admin_port = *ap;
   std::thread admin_thread([this] { admin_.listen_after_bind(); });
-  HttpServerOptions http = o_.http;
+  FrontServerOptions http;
+  http.backlog = o_.http.backlog;
+  http.min_threads = o_.http.min_threads;
+  http.max_threads = o_.http.max_threads;
+  http.keep_alive = absl::Seconds(o_.http.keep_alive_seconds);
+  http.keep_alive_max_requests = o_.http.keep_alive_max_requests;
+  http.max_body_bytes = o_.proxy.max_body_bytes;
   http.warn = [](const std::string& message) { LogJson("warn", message); };
-  const std::shared_ptr<ListenSocket> socket =
-      ConfigureHttpServer(front_, http);
-  front_.set_payload_max_length(o_.proxy.max_body_bytes + 1);
   proxy_.WatchClients(&client_watch_);
-  proxy_.Install(front_);
-  absl::StatusOr<int> fp = BindHttpServer(front_, *socket, front->first,
-                                          front->second, o_.http.backlog);
+  front_ = std::make_unique<FrontServer>(
+      http,
+      [this](const httplib::Request& req, httplib::Response& res) {
+        proxy_.Handle(req, res);
+      },
+      [this](const httplib::Request& req, uint64_t bytes,
+             httplib::Response& res) { proxy_.TooLarge(req, bytes, res); });
+  absl::StatusOr<int> fp = front_->Bind(front->first, front->second);
   if (!fp.ok()) {
     admin_.stop();
     admin_thread.join();
@@ -232,7 +241,7 @@ absl::Status Activator::Impl::Run(const std::atomic<bool>& stop,
   std::atomic<bool> stop_targets{false};
   std::thread targets_thread([&] { targets_.Run(stop_targets); });
   client_watch_.Start();
-  std::thread front_thread([this] { front_.listen_after_bind(); });
+  std::thread front_thread([this] { front_->Serve(); });
   LogJson(
       "info", "activator started",
       {{"port", port.load()},
@@ -249,7 +258,7 @@ absl::Status Activator::Impl::Run(const std::atomic<bool>& stop,
   }
 
   Drain();
-  front_.stop();
+  front_->Stop();
   front_thread.join();
   client_watch_.Stop();
   stop_targets = true;

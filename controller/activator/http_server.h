@@ -17,7 +17,9 @@
 //   - TCP_NODELAY on every connection: a streamed token is sent when it
 //     is written, not held back waiting for the peer's delayed ACK.
 //
-// Used by the activator and by the model-server stand-in.
+// Used by the activator's admin port and by the model-server stand-in;
+// the activator's proxy port has its own server (front_server.h), and its
+// connections a GrowingPool from here.
 #pragma once
 
 #include <atomic>

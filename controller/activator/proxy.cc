@@ -175,6 +175,19 @@ void Proxy::StreamBack(httplib::Response& res, const std::string& endpoint,
       [f, lease = std::move(lease)](bool) { f->Cancel(); });
 }
 
+void Proxy::TooLarge(const httplib::Request& req, uint64_t bytes,
+                     httplib::Response& res) {
+  std::string endpoint;
+  std::string rest;
+  if (!SplitTarget(req.target, endpoint, rest)) {
+    endpoint.clear();
+  }
+  Refuse(res, endpoint, 413, "too_large",
+         absl::StrCat("request body of ", bytes,
+                      " bytes is over the activator's limit of ",
+                      o_.max_body_bytes));
+}
+
 void Proxy::Handle(const httplib::Request& req, httplib::Response& res) {
   std::string endpoint;
   std::string rest;
@@ -186,10 +199,7 @@ void Proxy::Handle(const httplib::Request& req, httplib::Response& res) {
     return;
   }
   if (req.body.size() > o_.max_body_bytes) {
-    Refuse(res, endpoint, 413, "too_large",
-           absl::StrCat("request body of ", req.body.size(),
-                        " bytes is over the activator's limit of ",
-                        o_.max_body_bytes));
+    TooLarge(req, req.body.size(), res);
     return;
   }
   const EndpointTimeouts t = timeouts_(endpoint);

@@ -36,6 +36,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -78,6 +79,10 @@ class Proxy {
   // Routes every path of `server` to Handle.
   void Install(httplib::Server& server);
   void Handle(const httplib::Request& req, httplib::Response& res);
+  // The 413 for a body of `bytes`, over the limit (FrontServer's answer
+  // to a body it does not read, and Handle's).
+  void TooLarge(const httplib::Request& req, uint64_t bytes,
+                httplib::Response& res);
 
   // "/ns/name/rest?q" -> {"ns/name", "/rest?q"}; false when the path has no
   // endpoint.

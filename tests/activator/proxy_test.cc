@@ -17,6 +17,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "controller/activator/front_server.h"
 #include "controller/activator/http_server.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -139,17 +140,27 @@ class ProxyTest : public ::testing::Test {
     proxy_ = std::make_unique<Proxy>(
         ProxyOptions{}, *router_, [t](const std::string&) { return t; },
         metrics_);
-    socket_ = ConfigureHttpServer(front_, {});
     proxy_->WatchClients(watch);
-    proxy_->Install(front_);
-    port_ = *BindHttpServer(front_, *socket_, "127.0.0.1", 0, 4096);
-    thread_ = std::thread([this] { front_.listen_after_bind(); });
+    // The activator's own front, as it runs.
+    FrontServerOptions o;
+    o.max_body_bytes = ProxyOptions{}.max_body_bytes;
+    front_ = std::make_unique<FrontServer>(
+        o,
+        [this](const httplib::Request& req, httplib::Response& res) {
+          proxy_->Handle(req, res);
+        },
+        [this](const httplib::Request& req, uint64_t bytes,
+               httplib::Response& res) { proxy_->TooLarge(req, bytes, res); });
+    port_ = *front_->Bind("127.0.0.1", 0);
+    thread_ = std::thread([this] { front_->Serve(); });
   }
   void TearDown() override {
     if (router_ != nullptr) {
       router_->Close();
     }
-    front_.stop();
+    if (front_ != nullptr) {
+      front_->Stop();
+    }
     if (thread_.joinable()) {
       thread_.join();
     }
@@ -183,8 +194,7 @@ class ProxyTest : public ::testing::Test {
   Metrics metrics_{registry_};
   std::unique_ptr<Router> router_;
   std::unique_ptr<Proxy> proxy_;
-  httplib::Server front_;
-  std::shared_ptr<ListenSocket> socket_;
+  std::unique_ptr<FrontServer> front_;
   int port_ = 0;
   std::thread thread_;
 };

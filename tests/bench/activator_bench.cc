@@ -26,10 +26,14 @@
 // activator's on top, as its own pod on another node would be.
 //
 // Usage: activator_bench [--clients 64] [--requests 50] [--burst 1000]
-//                        [--held 2000] [--activator-cpu N --rest-cpu M]
+//                        [--held 2000] [--idle 1000]
+//                        [--activator-cpu N --rest-cpu M]
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -45,6 +49,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "controller/activator/front_server.h"
 #include "controller/activator/http_server.h"
 #include "controller/activator/proxy.h"
 #include "controller/activator/router.h"
@@ -98,10 +103,13 @@ class Upstream {
   std::thread thread_;
 };
 
-// The activator's front in this process.
+// The activator's front in this process: the Proxy on the activator's
+// FrontServer, or (`httplib_front`, the front before 2026-12-05) on
+// cpp-httplib's server.
 class Front {
  public:
-  explicit Front(const std::string& target, int cap) : metrics_(registry_) {
+  Front(const std::string& target, int cap, bool httplib_front)
+      : metrics_(registry_) {
     router_.SetEndpoints({kEp});
     if (!target.empty()) {
       router_.SetTargets(kEp, {target}, cap);
@@ -111,19 +119,36 @@ class Front {
     proxy_ = std::make_unique<Proxy>(
         ProxyOptions{}, router_, [t](const std::string&) { return t; },
         metrics_);
-    socket_ = ConfigureHttpServer(server_, {});
     proxy_->WatchClients(&watch_);  // as the activator runs it
     watch_.Start();
-    proxy_->Install(server_);
-    port_ = *BindHttpServer(server_, *socket_, "127.0.0.1", 0, 4096);
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
-    while (!server_.is_running()) {
+    if (httplib_front) {
+      socket_ = ConfigureHttpServer(server_, {});
+      proxy_->Install(server_);
+      port_ = *BindHttpServer(server_, *socket_, "127.0.0.1", 0, 4096);
+      thread_ = std::thread([this] { server_.listen_after_bind(); });
+      while (!server_.is_running()) {
+        absl::SleepFor(absl::Milliseconds(1));
+      }
+      return;
+    }
+    front_ = std::make_unique<FrontServer>(
+        FrontServerOptions{},
+        [this](const httplib::Request& req, httplib::Response& res) {
+          proxy_->Handle(req, res);
+        });
+    port_ = *front_->Bind("127.0.0.1", 0);
+    thread_ = std::thread([this] { front_->Serve(); });
+    while (!front_->running()) {
       absl::SleepFor(absl::Milliseconds(1));
     }
   }
   ~Front() {
     router_.Close();
-    server_.stop();
+    if (front_ != nullptr) {
+      front_->Stop();
+    } else {
+      server_.stop();
+    }
     thread_.join();
   }
   int port() const { return port_; }
@@ -137,6 +162,7 @@ class Front {
                             .max_held_bytes_total = int64_t{1} << 40}};
   ClientWatch watch_;
   std::unique_ptr<Proxy> proxy_;
+  std::unique_ptr<FrontServer> front_;
   httplib::Server server_;
   std::shared_ptr<ListenSocket> socket_;
   int port_ = 0;
@@ -181,6 +207,21 @@ double Quantile(std::vector<double> v, double q) {
   }
   std::sort(v.begin(), v.end());
   return v[static_cast<size_t>(q * static_cast<double>(v.size() - 1))];
+}
+
+// A blocking connection to 127.0.0.1:`port`; -1 when refused.
+int ConnectLoopback(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (fd >= 0 &&
+      ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
 }
 
 struct Run {
@@ -251,7 +292,7 @@ void PinTo(int cpu) {
 // pod's port (0: no pod, everything is held) and returns its own.
 class ForkedFront {
  public:
-  enum class Kind { kActivator, kRelay, kThreadedRelay };
+  enum class Kind { kActivator, kHttplibActivator, kRelay, kThreadedRelay };
   explicit ForkedFront(int cpu, Kind kind = Kind::kActivator) {
     int to_child[2];
     int to_parent[2];
@@ -270,21 +311,22 @@ class ForkedFront {
       PinTo(cpu);
       // Its threads inherit the name: `perf report --comm activator`
       // (relay-epoll, relay-threads).
-      ::prctl(PR_SET_NAME, kind == Kind::kActivator ? "activator"
-                           : kind == Kind::kRelay   ? "relay-epoll"
-                                                    : "relay-threads");
+      ::prctl(PR_SET_NAME, kind == Kind::kActivator          ? "activator"
+                           : kind == Kind::kHttplibActivator ? "activator-old"
+                           : kind == Kind::kRelay            ? "relay-epoll"
+                                                             : "relay-threads");
       int target = 0;
       if (::read(to_child[0], &target, sizeof target) != sizeof target) {
         ::_exit(0);
       }
-      if (kind != Kind::kActivator) {
+      if (kind == Kind::kRelay || kind == Kind::kThreadedRelay) {
         pilotlight::bench::RunTcpRelay(
             target, [&](int p) { (void)::write(to_parent[1], &p, sizeof p); },
             kind == Kind::kThreadedRelay);
         ::_exit(1);  // could not listen: the parent's read fails
       }
       Front front(target == 0 ? "" : absl::StrCat("127.0.0.1:", target),
-                  target == 0 ? 1 : 100000);
+                  target == 0 ? 1 : 100000, kind == Kind::kHttplibActivator);
       const int p = front.port();
       (void)::write(to_parent[1], &p, sizeof p);
       ::pause();
@@ -329,6 +371,7 @@ int main(int argc, char** argv) {
   int requests = 50;
   int burst = 1000;
   int held = 2000;
+  int idle = 1000;
   int activator_cpu = -1;
   int rest_cpu = -1;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -342,6 +385,8 @@ int main(int argc, char** argv) {
       burst = v;
     } else if (flag == "--held") {
       held = v;
+    } else if (flag == "--idle") {
+      idle = v;
     } else if (flag == "--activator-cpu") {
       activator_cpu = v;
     } else if (flag == "--rest-cpu") {
@@ -356,6 +401,7 @@ int main(int argc, char** argv) {
   ForkedFront holding(activator_cpu);
   ForkedFront forwarding(activator_cpu);
   ForkedFront relaying(activator_cpu, ForkedFront::Kind::kRelay);
+  ForkedFront old_front(activator_cpu, ForkedFront::Kind::kHttplibActivator);
   ForkedFront threaded(activator_cpu, ForkedFront::Kind::kThreadedRelay);
   PinTo(rest_cpu);
 
@@ -385,6 +431,7 @@ int main(int argc, char** argv) {
   Upstream upstream(16, absl::Milliseconds(2));
   const int front_port = forwarding.Start(upstream.port());
   const int relay_port = relaying.Start(upstream.port());
+  const int old_front_port = old_front.Start(upstream.port());
   const int threaded_port = threaded.Start(upstream.port());
   if (activator_cpu >= 0 || rest_cpu >= 0) {
     std::printf("activator on cpu %d; clients and model server on cpu %d\n",
@@ -413,6 +460,8 @@ int main(int argc, char** argv) {
   add("direct, new conns", upstream.port(), kDirect, 0, true);
   add("TCP relay (epoll)", relay_port, kDirect, relaying.pid(), false);
   add("TCP relay (threads)", threaded_port, kDirect, threaded.pid(), false);
+  add("activator, httplib front", old_front_port, "/bench/llm/v1/completions",
+      old_front.pid(), false);
   add("through the activator", front_port, "/bench/llm/v1/completions",
       forwarding.pid(), false);
   // The first path again, last: what "added" reads when nothing is added
@@ -451,6 +500,42 @@ int main(int argc, char** argv) {
         (static_cast<double>(x.total.size()) / x.seconds) /
             (static_cast<double>(d.total.size()) / d.seconds),
         cpu.c_str());
+  }
+
+  // Idle kept-alive connections: what a front spends while clients keep
+  // their connections open between requests (the OpenAI SDKs' pools keep
+  // them 5 s), measured over 2 s after one request on each.
+  std::printf(
+      "idle: %d kept-alive client connections, after one request "
+      "each:\n",
+      idle);
+  for (const WarmPath& p : paths) {
+    if (p.forwarder == 0 || p.forwarder == relaying.pid() ||
+        p.forwarder == threaded.pid()) {
+      continue;
+    }
+    std::vector<int> fds;
+    for (int i = 0; i < idle; ++i) {
+      const int fd = ConnectLoopback(p.port);
+      const std::string req = "GET /none HTTP/1.1\r\nHost: b\r\n\r\n";
+      char buf[1024];
+      if (fd < 0 ||
+          ::send(fd, req.data(), req.size(), MSG_NOSIGNAL) !=
+              static_cast<ssize_t>(req.size()) ||
+          ::recv(fd, buf, sizeof buf, 0) <= 0) {
+        ++failed;
+      }
+      fds.push_back(fd);
+    }
+    absl::SleepFor(absl::Milliseconds(200));
+    const double cpu0 = ProcessCpu(p.forwarder);
+    absl::SleepFor(absl::Seconds(2));
+    const double cpu = ProcessCpu(p.forwarder) - cpu0;
+    std::printf("  %-24s %6.0f ms of CPU in 2 s idle (%.0f %% of a core)\n",
+                p.name, cpu * 1e3, cpu * 50);
+    for (const int fd : fds) {
+      ::close(fd);
+    }
   }
 
   // Twice each: the first burst finds no idle connection threads beyond

@@ -1,0 +1,595 @@
+#include "controller/activator/front_server.h"
+
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/clock.h"
+
+namespace pilotlight::activator {
+namespace {
+
+constexpr size_t kReadBytes = size_t{16} << 10;
+
+int Millis(absl::Duration d) {
+  return static_cast<int>(std::clamp<int64_t>(
+      absl::ToInt64Milliseconds(d + absl::Microseconds(999)), 0, 1 << 30));
+}
+
+timeval Timeval(absl::Duration d) {
+  return absl::ToTimeval(std::max(d, absl::Milliseconds(1)));
+}
+
+// The numeric host and the port of `a`, as cpp-httplib writes them.
+void Describe(const sockaddr_storage& a, socklen_t len, std::string& host,
+              int& port) {
+  std::array<char, NI_MAXHOST> buf{};
+  std::array<char, NI_MAXSERV> serv{};
+  if (::getnameinfo(reinterpret_cast<const sockaddr*>(&a), len, buf.data(),
+                    static_cast<socklen_t>(buf.size()), serv.data(),
+                    static_cast<socklen_t>(serv.size()),
+                    NI_NUMERICHOST | NI_NUMERICSERV) == 0) {
+    host = buf.data();
+    (void)absl::SimpleAtoi(serv.data(), &port);
+  }
+}
+
+// Sends all of `iov`; false when the peer is gone or the send timed out.
+bool SendAll(int fd, iovec* iov, size_t n) {
+  while (n > 0) {
+    msghdr m{};
+    m.msg_iov = iov;
+    m.msg_iovlen = n;
+    const ssize_t sent = ::sendmsg(fd, &m, MSG_NOSIGNAL);
+    if (sent < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      return false;  // EAGAIN: the send timeout
+    }
+    auto left = static_cast<size_t>(sent);
+    while (n > 0 && left >= iov->iov_len) {
+      left -= iov->iov_len;
+      ++iov;
+      --n;
+    }
+    if (n > 0) {
+      iov->iov_base = static_cast<char*>(iov->iov_base) + left;
+      iov->iov_len -= left;
+    }
+  }
+  return true;
+}
+
+bool SendAll(int fd, absl::string_view s) {
+  iovec v{const_cast<char*>(s.data()), s.size()};
+  return SendAll(fd, &v, 1);
+}
+
+bool Token(absl::string_view s) {
+  return !s.empty() && std::none_of(s.begin(), s.end(), [](char c) {
+    return absl::ascii_isspace(static_cast<unsigned char>(c)) ||
+           absl::ascii_iscntrl(static_cast<unsigned char>(c)) || c == ':';
+  });
+}
+
+}  // namespace
+
+// One client connection: its socket and the bytes read and not yet used.
+struct FrontServer::Connection {
+  int fd = -1;
+  std::string in;
+  size_t at = 0;  // in[at..] is unread
+
+  absl::string_view unread() const { return absl::string_view(in).substr(at); }
+  void Consume(size_t n) {
+    at += n;
+    if (at == in.size()) {
+      in.clear();
+      at = 0;
+    }
+  }
+};
+
+const char* FrontServer::Reason(int status) {
+  switch (status) {
+    case 100:
+      return "Continue";
+    case 200:
+      return "OK";
+    case 201:
+      return "Created";
+    case 204:
+      return "No Content";
+    case 304:
+      return "Not Modified";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "Not Found";
+    case 408:
+      return "Request Timeout";
+    case 413:
+      return "Payload Too Large";
+    case 422:
+      return "Unprocessable Entity";
+    case 429:
+      return "Too Many Requests";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 499:
+      return "Client Closed Request";
+    case 500:
+      return "Internal Server Error";
+    case 501:
+      return "Not Implemented";
+    case 502:
+      return "Bad Gateway";
+    case 503:
+      return "Service Unavailable";
+    case 504:
+      return "Gateway Timeout";
+    default:
+      return "Status";
+  }
+}
+
+FrontServer::FrontServer(FrontServerOptions options, Handler handler,
+                         TooLarge too_large)
+    : o_(std::move(options)),
+      handler_(std::move(handler)),
+      too_large_(std::move(too_large)),
+      stop_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
+
+FrontServer::~FrontServer() {
+  Stop();
+  while (serving_) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  if (const int fd = listen_fd_.exchange(-1); fd >= 0) {
+    ::close(fd);
+  }
+  if (stop_fd_ >= 0) {
+    ::close(stop_fd_);
+  }
+}
+
+absl::StatusOr<int> FrontServer::Bind(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  if (const int rc =
+          ::getaddrinfo(host.empty() ? nullptr : host.c_str(),
+                        std::to_string(port).c_str(), &hints, &found);
+      rc != 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", host, ":",
+                                               port, ": ", ::gai_strerror(rc)));
+  }
+  std::string why;
+  int fd = -1;
+  for (addrinfo* a = found; a != nullptr && fd < 0; a = a->ai_next) {
+    fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) {
+      why = std::strerror(errno);
+      continue;
+    }
+    // Not SO_REUSEPORT: a second process must not silently share the port.
+    const int yes = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    if (::bind(fd, a->ai_addr, a->ai_addrlen) != 0 ||
+        ::listen(fd, o_.backlog) != 0) {
+      why = std::strerror(errno);
+      ::close(fd);
+      fd = -1;
+    }
+  }
+  ::freeaddrinfo(found);
+  if (fd < 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", host, ":", port, ": ", why));
+  }
+  sockaddr_storage a{};
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  std::string bound_host;
+  int bound = port;
+  Describe(a, len, bound_host, bound);
+  listen_fd_ = fd;
+  return bound;
+}
+
+void FrontServer::Serve() {
+  const int l = listen_fd_.load();
+  if (l < 0 || stopping_) {
+    return;
+  }
+  serving_ = true;
+  pool_ = std::make_unique<GrowingPool>(o_.min_threads, o_.max_threads, nullptr,
+                                        o_.warn);
+  running_ = true;
+  while (!stopping_) {
+    const int c = ::accept4(l, nullptr, nullptr, SOCK_CLOEXEC);
+    if (c < 0) {
+      if (stopping_) {
+        break;
+      }
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+          errno == ENOMEM) {
+        absl::SleepFor(absl::Milliseconds(10));  // out of descriptors
+      }
+      continue;
+    }
+    pool_->enqueue([this, c] { ServeConnection(c); });
+  }
+  running_ = false;
+  pool_->shutdown();  // every connection ended
+  serving_ = false;
+}
+
+void FrontServer::Stop() {
+  if (stopping_.exchange(true)) {
+    return;
+  }
+  const uint64_t one = 1;
+  (void)::write(stop_fd_, &one, sizeof one);
+  if (const int l = listen_fd_.load(); l >= 0) {
+    ::shutdown(l, SHUT_RDWR);  // wakes accept
+  }
+}
+
+bool FrontServer::WaitReadable(int fd, absl::Duration timeout) const {
+  std::array<pollfd, 2> p{pollfd{fd, POLLIN, 0}, pollfd{stop_fd_, POLLIN, 0}};
+  const absl::Time until = absl::Now() + timeout;
+  for (;;) {
+    const int n = ::poll(p.data(), p.size(), Millis(until - absl::Now()));
+    if (n > 0) {
+      return p[1].revents == 0 && p[0].revents != 0;
+    }
+    if (n == 0 || errno != EINTR) {
+      return false;
+    }
+  }
+}
+
+void FrontServer::ServeConnection(int fd) {
+  Connection c{fd, {}, 0};
+  const int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  const timeval send_timeout = Timeval(o_.write_timeout);
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &send_timeout, sizeof send_timeout);
+
+  httplib::Request base;
+  {
+    sockaddr_storage a{};
+    socklen_t len = sizeof a;
+    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+      Describe(a, len, base.remote_addr, base.remote_port);
+    }
+    len = sizeof a;
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+      Describe(a, len, base.local_addr, base.local_port);
+    }
+  }
+
+  // Reads more into c.in, waiting up to `timeout`; false at the end of the
+  // stream, on an error, a timeout or a stop.
+  const auto fill = [&](absl::Duration timeout) {
+    if (c.at > 0 && c.at * 2 > c.in.size()) {
+      c.in.erase(0, c.at);
+      c.at = 0;
+    }
+    for (;;) {
+      const size_t had = c.in.size();
+      c.in.resize(had + kReadBytes);
+      const ssize_t n = ::recv(fd, c.in.data() + had, kReadBytes, MSG_DONTWAIT);
+      c.in.resize(had + static_cast<size_t>(std::max<ssize_t>(n, 0)));
+      if (n > 0) {
+        return true;
+      }
+      if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+        return false;
+      }
+      if (errno == EAGAIN && !WaitReadable(fd, timeout)) {
+        return false;
+      }
+    }
+  };
+  // Answers `status` with `message` as plain text; the connection then
+  // ends.
+  const auto refuse = [&](int status, const std::string& message) {
+    const std::string body = absl::StrCat(message, "\n");
+    SendAll(fd,
+            absl::StrCat("HTTP/1.1 ", status, " ", Reason(status),
+                         "\r\nContent-Type: text/plain\r\nContent-Length: ",
+                         body.size(), "\r\nConnection: close\r\n\r\n", body));
+  };
+
+  for (int served = 0; served < o_.keep_alive_max_requests && !stopping_;
+       ++served) {
+    // The head: up to the empty line (leading empty lines ignored).
+    size_t end = absl::string_view::npos;
+    bool first_wait = true;
+    for (;;) {
+      while (absl::StartsWith(c.unread(), "\r\n")) {
+        c.Consume(2);
+      }
+      end = c.unread().find("\r\n\r\n");
+      if (end != absl::string_view::npos && end <= o_.max_header_bytes) {
+        break;
+      }
+      if (end != absl::string_view::npos ||
+          c.unread().size() > o_.max_header_bytes) {
+        refuse(431, absl::StrCat("request head over ", o_.max_header_bytes,
+                                 " bytes"));
+        end = absl::string_view::npos;
+        break;
+      }
+      // Between requests the keep-alive idle time, within one the read
+      // timeout.
+      const bool idle = first_wait && c.unread().empty();
+      first_wait = false;
+      if (!fill(idle && served > 0 ? o_.keep_alive : o_.read_timeout)) {
+        break;
+      }
+    }
+    if (end == absl::string_view::npos) {
+      break;
+    }
+    httplib::Request req = base;
+    const std::string head(c.unread().substr(0, end));
+    c.Consume(end + 4);
+    std::vector<absl::string_view> lines = absl::StrSplit(head, "\r\n");
+    const std::vector<absl::string_view> start =
+        absl::StrSplit(lines[0], absl::MaxSplits(' ', 2));
+    if (start.size() != 3 || !Token(start[0]) || start[1].empty() ||
+        (start[2] != "HTTP/1.1" && start[2] != "HTTP/1.0")) {
+      refuse(400, "malformed request line");
+      break;
+    }
+    req.method = std::string(start[0]);
+    req.target = std::string(start[1]);
+    req.path = req.target.substr(0, req.target.find('?'));
+    req.version = std::string(start[2]);
+    bool bad = false;
+    for (size_t i = 1; i < lines.size() && !bad; ++i) {
+      const size_t colon = lines[i].find(':');
+      bad =
+          colon == absl::string_view::npos || !Token(lines[i].substr(0, colon));
+      if (!bad) {
+        req.headers.emplace(std::string(lines[i].substr(0, colon)),
+                            std::string(absl::StripAsciiWhitespace(
+                                lines[i].substr(colon + 1))));
+      }
+    }
+    if (bad) {
+      refuse(400, "malformed request header");
+      break;
+    }
+    const std::string connection =
+        absl::AsciiStrToLower(req.get_header_value("Connection"));
+    bool keep = req.version == "HTTP/1.1"
+                    ? !absl::StrContains(connection, "close")
+                    : absl::StrContains(connection, "keep-alive");
+    keep = keep && served + 1 < o_.keep_alive_max_requests;
+
+    // The body.
+    const std::string coding =
+        absl::AsciiStrToLower(req.get_header_value("Transfer-Encoding"));
+    const bool chunked = !coding.empty();
+    uint64_t length = 0;
+    if (chunked && absl::StripAsciiWhitespace(coding) != "chunked") {
+      refuse(501, absl::StrCat("transfer coding \"", coding,
+                               "\" not supported (chunked is)"));
+      break;
+    }
+    if (!chunked && req.has_header("Content-Length")) {
+      for (size_t i = 0; i < req.get_header_value_count("Content-Length");
+           ++i) {
+        uint64_t n = 0;
+        if (!absl::SimpleAtoi(req.get_header_value("Content-Length", i), &n) ||
+            (i > 0 && n != length)) {
+          bad = true;
+        }
+        length = n;
+      }
+      if (bad) {
+        refuse(400, "malformed Content-Length");
+        break;
+      }
+    }
+    // A body over the limit is not read: answered, and the connection
+    // ends.
+    const auto too_large = [&](uint64_t bytes) {
+      httplib::Response res;
+      if (too_large_) {
+        too_large_(req, bytes, res);
+      }
+      const std::string body =
+          res.body.empty() ? "request body too large\n" : res.body;
+      const std::string type = res.get_header_value("Content-Type");
+      SendAll(fd, absl::StrCat(
+                      "HTTP/1.1 413 ", Reason(413),
+                      "\r\nContent-Type: ", type.empty() ? "text/plain" : type,
+                      "\r\nContent-Length: ", body.size(),
+                      "\r\nConnection: close\r\n\r\n", body));
+    };
+    if (length > o_.max_body_bytes) {
+      too_large(length);
+      break;
+    }
+    if ((chunked || length > 0) &&
+        absl::EqualsIgnoreCase(req.get_header_value("Expect"),
+                               "100-continue") &&
+        !SendAll(fd, "HTTP/1.1 100 Continue\r\n\r\n")) {
+      break;
+    }
+    bool whole = true;
+    if (chunked) {
+      // size [; extensions] CRLF, data CRLF, ..., 0 CRLF, trailers, CRLF
+      for (bool last = false; whole;) {
+        const size_t eol = c.unread().find("\r\n");
+        if (eol == absl::string_view::npos) {
+          whole = c.unread().size() <= 4096 && fill(o_.read_timeout);
+          continue;
+        }
+        const absl::string_view line = c.unread().substr(0, eol);
+        if (last) {
+          c.Consume(eol + 2);
+          if (line.empty()) {
+            break;  // the end of the trailers
+          }
+          continue;
+        }
+        uint64_t size = 0;
+        const absl::string_view hex =
+            absl::StripAsciiWhitespace(line.substr(0, line.find(';')));
+        if (hex.empty() || hex.size() > 15 ||
+            !absl::SimpleHexAtoi(hex, &size)) {
+          bad = true;
+          break;
+        }
+        if (req.body.size() + size > o_.max_body_bytes) {
+          too_large(req.body.size() + size);
+          whole = false;
+          break;
+        }
+        if (size == 0) {
+          c.Consume(eol + 2);  // the last chunk: trailers follow
+          last = true;
+          continue;
+        }
+        while (whole && c.unread().size() < eol + 2 + size + 2) {
+          whole = fill(o_.read_timeout);
+        }
+        if (!whole) {
+          break;
+        }
+        if (c.unread().substr(eol + 2 + size, 2) != "\r\n") {
+          bad = true;
+          break;
+        }
+        absl::StrAppend(&req.body, c.unread().substr(eol + 2, size));
+        c.Consume(eol + 2 + size + 2);
+      }
+      if (bad) {
+        refuse(400, "malformed chunked request body");
+        break;
+      }
+    } else {
+      while (whole && c.unread().size() < length) {
+        whole = fill(o_.read_timeout);
+      }
+      if (whole) {
+        req.body = std::string(c.unread().substr(0, length));
+        c.Consume(length);
+      }
+    }
+    if (!whole) {
+      break;  // the client went away, or stopped sending
+    }
+
+    httplib::Response res;
+    handler_(req, res);
+    if (res.status < 0) {
+      res.status = 404;
+    }
+
+    // The head, then the body or the provider's chunks.
+    const bool head_only = req.method == "HEAD" || res.status == 204 ||
+                           res.status == 304 || res.status < 200;
+    const bool provided = static_cast<bool>(res.content_provider_);
+    const bool streamed = provided && res.is_chunked_content_provider_;
+    std::string out =
+        absl::StrCat("HTTP/1.1 ", res.status, " ", Reason(res.status), "\r\n");
+    for (const auto& [name, value] : res.headers) {
+      if (!absl::EqualsIgnoreCase(name, "Content-Length") &&
+          !absl::EqualsIgnoreCase(name, "Transfer-Encoding") &&
+          !absl::EqualsIgnoreCase(name, "Connection")) {
+        absl::StrAppend(&out, name, ": ", value, "\r\n");
+      }
+    }
+    if (streamed) {
+      out += "Transfer-Encoding: chunked\r\n";
+    } else if (res.status >= 200 && res.status != 204 && res.status != 304) {
+      absl::StrAppend(&out, "Content-Length: ",
+                      provided ? res.content_length_ : res.body.size(), "\r\n");
+    }
+    if (!keep) {
+      out += "Connection: close\r\n";
+    }
+    out += "\r\n";
+    if (!head_only && !provided) {
+      out += res.body;
+    }
+    bool ok = SendAll(fd, out);
+    if (ok && !head_only && provided) {
+      bool done = false;
+      size_t offset = 0;
+      httplib::DataSink sink;
+      sink.write = [&](const char* d, size_t n) {
+        if (!ok || n == 0) {
+          return ok;
+        }
+        std::array<char, 24> size{};
+        const int k = std::snprintf(size.data(), size.size(), "%zx\r\n", n);
+        std::array<iovec, 3> v{iovec{size.data(), static_cast<size_t>(k)},
+                               iovec{const_cast<char*>(d), n},
+                               iovec{const_cast<char*>("\r\n"), 2}};
+        ok = streamed ? SendAll(fd, v.data(), v.size()) : SendAll(fd, &v[1], 1);
+        offset += n;
+        return ok;
+      };
+      sink.done = [&] {
+        if (!done) {
+          done = true;
+          ok = ok && (!streamed || SendAll(fd, "0\r\n\r\n"));
+        }
+      };
+      sink.is_writable = [&] {
+        pollfd p{fd, POLLOUT, 0};
+        return ok && ::poll(&p, 1, 0) >= 0 &&
+               (p.revents & (POLLERR | POLLHUP)) == 0;
+      };
+      while (ok && !done) {
+        if (stopping_ || !res.content_provider_(
+                             offset, res.content_length_ - offset, sink)) {
+          ok = false;
+        } else if (!streamed && offset >= res.content_length_) {
+          done = true;
+        }
+      }
+      res.content_provider_success_ = ok && done;
+    }
+    if (!ok || !keep) {
+      break;
+    }
+  }
+  ::shutdown(fd, SHUT_WR);
+  ::close(fd);
+}
+
+}  // namespace pilotlight::activator
