@@ -166,6 +166,9 @@ void Activator::Impl::FindControllers() {
 // what is held and streaming; the controllers hear a goodbye.
 void Activator::Impl::Drain() {
   draining_ = true;
+  // Kept-alive clients move to the other activators now, while this one
+  // still answers: each connection ends after its current response.
+  front_->Drain();
   LogJson("info", "draining",
           {{"held", router_.held_total()},
            {"in_flight", router_.in_flight_total()}});

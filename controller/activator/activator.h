@@ -9,7 +9,9 @@
 // at once when a request is held for an endpoint with no ready pod.
 //
 // Stopping (SIGTERM): /readyz fails at once, requests are still served for
-// `drain_delay` (the Service stops sending new ones), then held requests
+// `drain_delay` (the Service stops sending new ones) while kept-alive
+// client connections end after their current response (their clients
+// reconnect to the other activators), then held requests
 // and open streams are finished for up to `drain_timeout`, the controllers
 // are told this activator is draining, and it exits.
 #pragma once

@@ -161,7 +161,8 @@ FrontServer::FrontServer(FrontServerOptions options, Handler handler,
     : o_(std::move(options)),
       handler_(std::move(handler)),
       too_large_(std::move(too_large)),
-      stop_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
+      stop_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
+      drain_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
 
 FrontServer::~FrontServer() {
   Stop();
@@ -171,8 +172,10 @@ FrontServer::~FrontServer() {
   if (const int fd = listen_fd_.exchange(-1); fd >= 0) {
     ::close(fd);
   }
-  if (stop_fd_ >= 0) {
-    ::close(stop_fd_);
+  for (const int fd : {stop_fd_, drain_fd_}) {
+    if (fd >= 0) {
+      ::close(fd);
+    }
   }
 }
 
@@ -237,9 +240,8 @@ void FrontServer::Serve() {
       if (stopping_) {
         break;
       }
-      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
-          errno == ENOMEM) {
-        absl::SleepFor(absl::Milliseconds(10));  // out of descriptors
+      if (errno != EINTR && errno != ECONNABORTED) {
+        absl::SleepFor(absl::Milliseconds(10));  // e.g. out of descriptors
       }
       continue;
     }
@@ -261,13 +263,24 @@ void FrontServer::Stop() {
   }
 }
 
-bool FrontServer::WaitReadable(int fd, absl::Duration timeout) const {
-  std::array<pollfd, 2> p{pollfd{fd, POLLIN, 0}, pollfd{stop_fd_, POLLIN, 0}};
+void FrontServer::Drain() {
+  if (draining_.exchange(true)) {
+    return;
+  }
+  const uint64_t one = 1;
+  (void)::write(drain_fd_, &one, sizeof one);
+}
+
+bool FrontServer::WaitReadable(int fd, absl::Duration timeout,
+                               bool idle) const {
+  // A negative descriptor is not polled.
+  std::array<pollfd, 3> p{pollfd{fd, POLLIN, 0}, pollfd{stop_fd_, POLLIN, 0},
+                          pollfd{idle ? drain_fd_ : -1, POLLIN, 0}};
   const absl::Time until = absl::Now() + timeout;
   for (;;) {
     const int n = ::poll(p.data(), p.size(), Millis(until - absl::Now()));
     if (n > 0) {
-      return p[1].revents == 0 && p[0].revents != 0;
+      return p[1].revents == 0 && p[2].revents == 0 && p[0].revents != 0;
     }
     if (n == 0 || errno != EINTR) {
       return false;
@@ -296,8 +309,8 @@ void FrontServer::ServeConnection(int fd) {
   }
 
   // Reads more into c.in, waiting up to `timeout`; false at the end of the
-  // stream, on an error, a timeout or a stop.
-  const auto fill = [&](absl::Duration timeout) {
+  // stream, on an error, a timeout or a stop (or a drain, when `idle`).
+  const auto fill = [&](absl::Duration timeout, bool idle = false) {
     if (c.at > 0 && c.at * 2 > c.in.size()) {
       c.in.erase(0, c.at);
       c.at = 0;
@@ -313,7 +326,7 @@ void FrontServer::ServeConnection(int fd) {
       if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
         return false;
       }
-      if (errno == EAGAIN && !WaitReadable(fd, timeout)) {
+      if (errno == EAGAIN && !WaitReadable(fd, timeout, idle)) {
         return false;
       }
     }
@@ -350,9 +363,9 @@ void FrontServer::ServeConnection(int fd) {
       }
       // Between requests the keep-alive idle time, within one the read
       // timeout.
-      const bool idle = first_wait && c.unread().empty();
+      const bool idle = first_wait && c.unread().empty() && served > 0;
       first_wait = false;
-      if (!fill(idle && served > 0 ? o_.keep_alive : o_.read_timeout)) {
+      if (!fill(idle ? o_.keep_alive : o_.read_timeout, idle)) {
         break;
       }
     }
@@ -519,10 +532,16 @@ void FrontServer::ServeConnection(int fd) {
     }
 
     // The head, then the body or the provider's chunks.
+    // Draining (maybe since the request came): this answer is the last.
+    keep = keep && !draining_;
     const bool head_only = req.method == "HEAD" || res.status == 204 ||
                            res.status == 304 || res.status < 200;
     const bool provided = static_cast<bool>(res.content_provider_);
     const bool streamed = provided && res.is_chunked_content_provider_;
+    // HTTP/1.0 has no chunked coding: there a stream ends with the
+    // connection.
+    const bool framed = streamed && req.version == "HTTP/1.1";
+    keep = keep && (framed || !streamed);
     std::string out =
         absl::StrCat("HTTP/1.1 ", res.status, " ", Reason(res.status), "\r\n");
     for (const auto& [name, value] : res.headers) {
@@ -532,14 +551,17 @@ void FrontServer::ServeConnection(int fd) {
         absl::StrAppend(&out, name, ": ", value, "\r\n");
       }
     }
-    if (streamed) {
+    if (framed) {
       out += "Transfer-Encoding: chunked\r\n";
-    } else if (res.status >= 200 && res.status != 204 && res.status != 304) {
+    } else if (!streamed && res.status >= 200 && res.status != 204 &&
+               res.status != 304) {
       absl::StrAppend(&out, "Content-Length: ",
                       provided ? res.content_length_ : res.body.size(), "\r\n");
     }
     if (!keep) {
       out += "Connection: close\r\n";
+    } else if (req.version == "HTTP/1.0") {
+      out += "Connection: keep-alive\r\n";  // asked for, and granted
     }
     out += "\r\n";
     if (!head_only && !provided) {
@@ -559,14 +581,14 @@ void FrontServer::ServeConnection(int fd) {
         std::array<iovec, 3> v{iovec{size.data(), static_cast<size_t>(k)},
                                iovec{const_cast<char*>(d), n},
                                iovec{const_cast<char*>("\r\n"), 2}};
-        ok = streamed ? SendAll(fd, v.data(), v.size()) : SendAll(fd, &v[1], 1);
+        ok = framed ? SendAll(fd, v.data(), v.size()) : SendAll(fd, &v[1], 1);
         offset += n;
         return ok;
       };
       sink.done = [&] {
         if (!done) {
           done = true;
-          ok = ok && (!streamed || SendAll(fd, "0\r\n\r\n"));
+          ok = ok && (!framed || SendAll(fd, "0\r\n\r\n"));
         }
       };
       sink.is_writable = [&] {
@@ -575,8 +597,8 @@ void FrontServer::ServeConnection(int fd) {
                (p.revents & (POLLERR | POLLHUP)) == 0;
       };
       while (ok && !done) {
-        if (stopping_ || !res.content_provider_(
-                             offset, res.content_length_ - offset, sink)) {
+        const size_t left = streamed ? 0 : res.content_length_ - offset;
+        if (stopping_ || !res.content_provider_(offset, left, sink)) {
           ok = false;
         } else if (!streamed && offset >= res.content_length_) {
           done = true;

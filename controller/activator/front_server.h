@@ -87,6 +87,11 @@ class FrontServer {
   // Stops accepting; idle connections close at once, a response being
   // streamed ends at its next chunk. Any thread, any number of times.
   void Stop();
+  // Keeps serving, but each connection ends after the response it is on
+  // (`Connection: close`) and idle ones close at once: clients on
+  // kept-alive connections reconnect, through the Service, to an activator
+  // that is not draining, while this one still answers what it has.
+  void Drain();
   bool running() const { return running_; }
 
   // Reason phrases for the status codes the activator answers with.
@@ -95,16 +100,18 @@ class FrontServer {
  private:
   struct Connection;
   void ServeConnection(int fd);
-  // Waits until `fd` is readable or the server stops; false when it
-  // stopped, timed out or failed.
-  bool WaitReadable(int fd, absl::Duration timeout) const;
+  // Waits until `fd` is readable or the server stops (or, `idle` between
+  // requests, drains); false when it stopped, drained, timed out or failed.
+  bool WaitReadable(int fd, absl::Duration timeout, bool idle) const;
 
   const FrontServerOptions o_;
   const Handler handler_;
   const TooLarge too_large_;
   std::atomic<int> listen_fd_{-1};
-  int stop_fd_ = -1;  // an eventfd, readable once stopping
+  int stop_fd_ = -1;   // an eventfd, readable once stopping
+  int drain_fd_ = -1;  // an eventfd, readable once draining
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> draining_{false};
   std::atomic<bool> running_{false};
   std::atomic<bool> serving_{false};
   std::unique_ptr<GrowingPool> pool_;

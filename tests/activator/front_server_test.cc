@@ -249,6 +249,38 @@ TEST_F(FrontServerTest, Http10AndConnectionCloseEndTheConnection) {
   }
 }
 
+TEST_F(FrontServerTest, Http10GetsAStreamWithoutChunksEndedByClose) {
+  Start({}, [](const httplib::Request&, httplib::Response& res) {
+    res.status = 200;
+    res.set_chunked_content_provider("text/event-stream",
+                                     [](size_t, httplib::DataSink& sink) {
+                                       sink.write("data: a\n\n", 9);
+                                       sink.done();
+                                       return true;
+                                     });
+  });
+  const int fd = Connect();
+  Send(fd, "GET /s HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+  bool closed = false;
+  const std::string got = ReadUntil(fd, "", 1, &closed);
+  EXPECT_TRUE(closed);
+  EXPECT_THAT(got, Not(HasSubstr("Transfer-Encoding")));
+  EXPECT_THAT(got, HasSubstr("Connection: close\r\n"));
+  EXPECT_EQ(got.substr(got.find("\r\n\r\n") + 4), "data: a\n\n");
+  ::close(fd);
+}
+
+TEST_F(FrontServerTest, Http10KeepAliveIsGrantedWhenAskedFor) {
+  Start();
+  const int fd = Connect();
+  const std::string get = "GET /a HTTP/1.0\r\nConnection: keep-alive\r\n\r\n";
+  Send(fd, get);
+  EXPECT_THAT(ReadUntil(fd, "echo:"), HasSubstr("Connection: keep-alive\r\n"));
+  Send(fd, get);  // the same connection, again
+  EXPECT_THAT(ReadUntil(fd, "echo:"), StartsWith("HTTP/1.1 200 OK"));
+  ::close(fd);
+}
+
 TEST_F(FrontServerTest, HeadAnswersWithoutABody) {
   Start();
   const int fd = Connect();
@@ -371,6 +403,31 @@ TEST_F(FrontServerTest, StopClosesIdleConnectionsAtOnce) {
   thread_.join();
   server_.reset();
   ::close(fd);
+}
+
+TEST_F(FrontServerTest, DrainEndsKeptAliveConnectionsAndStillServes) {
+  FrontServerOptions o;
+  o.keep_alive = absl::Seconds(60);
+  Start(o);
+  const int idle = Connect();
+  Send(idle, "GET /a HTTP/1.1\r\n\r\n");
+  EXPECT_THAT(ReadUntil(idle, "echo:"), Not(HasSubstr("Connection: close")));
+  server_->Drain();
+  // The idle connection closes at once, not after its 60 s.
+  EXPECT_TRUE(ClosedWithin(idle, absl::Seconds(2)));
+  ::close(idle);
+  // A request still comes in (the Service has not caught up): it is
+  // served, and its connection ends with it.
+  const int late = Connect();
+  Send(late, "GET /b HTTP/1.1\r\n\r\nGET /c HTTP/1.1\r\n\r\n");
+  bool closed = false;
+  const std::string got = ReadUntil(late, "", 1, &closed);
+  EXPECT_THAT(got, StartsWith("HTTP/1.1 200 OK"));
+  EXPECT_THAT(got, HasSubstr("Connection: close"));
+  EXPECT_EQ(got.find("HTTP/1.1", 1), std::string::npos);  // /c not answered
+  EXPECT_TRUE(closed);
+  ::close(late);
+  EXPECT_TRUE(server_->running());  // draining is not stopping
 }
 
 }  // namespace
