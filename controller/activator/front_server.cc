@@ -316,6 +316,8 @@ void FrontServer::ServeConnection(int fd) {
       c.at = 0;
     }
     for (;;) {
+      // Into the buffer itself (a stack array would be resident on every
+      // connection thread: the compiler probes each of its pages).
       const size_t had = c.in.size();
       c.in.resize(had + kReadBytes);
       const ssize_t n = ::recv(fd, c.in.data() + had, kReadBytes, MSG_DONTWAIT);
@@ -525,6 +527,12 @@ void FrontServer::ServeConnection(int fd) {
       break;  // the client went away, or stopped sending
     }
 
+    // The read buffer is not kept while the handler runs (a held request
+    // may wait minutes) when nothing more has come.
+    if (c.unread().empty()) {
+      std::string().swap(c.in);
+      c.at = 0;
+    }
     httplib::Response res;
     handler_(req, res);
     if (res.status < 0) {
