@@ -119,6 +119,19 @@ class FrontServerTest : public ::testing::Test {
     }
     return got;
   }
+  // A server that keeps idle connections 60 s, and a connection to it left
+  // idle after one request answered and kept alive.
+  int StartWithIdleConnection() {
+    FrontServerOptions o;
+    o.keep_alive = absl::Seconds(60);
+    Start(o);
+    const int fd = Connect();
+    Send(fd, "GET /a HTTP/1.1\r\n\r\n");
+    const std::string got = ReadUntil(fd, "echo:");
+    EXPECT_THAT(got, StartsWith("HTTP/1.1 200 OK"));
+    EXPECT_THAT(got, Not(HasSubstr("Connection: close")));
+    return fd;
+  }
   // Whether the server closes `fd` within `within`.
   static bool ClosedWithin(int fd, absl::Duration within) {
     bool closed = false;
@@ -390,12 +403,7 @@ TEST_F(FrontServerTest, KeepAliveEndsAfterMaxRequests) {
 }
 
 TEST_F(FrontServerTest, StopClosesIdleConnectionsAtOnce) {
-  FrontServerOptions o;
-  o.keep_alive = absl::Seconds(60);
-  Start(o);
-  const int fd = Connect();
-  Send(fd, "GET /a HTTP/1.1\r\n\r\n");
-  EXPECT_THAT(ReadUntil(fd, "echo:"), HasSubstr("200 OK"));
+  const int fd = StartWithIdleConnection();
   const absl::Time t0 = absl::Now();
   server_->Stop();
   EXPECT_TRUE(ClosedWithin(fd, absl::Seconds(5)));
@@ -406,12 +414,7 @@ TEST_F(FrontServerTest, StopClosesIdleConnectionsAtOnce) {
 }
 
 TEST_F(FrontServerTest, DrainEndsKeptAliveConnectionsAndStillServes) {
-  FrontServerOptions o;
-  o.keep_alive = absl::Seconds(60);
-  Start(o);
-  const int idle = Connect();
-  Send(idle, "GET /a HTTP/1.1\r\n\r\n");
-  EXPECT_THAT(ReadUntil(idle, "echo:"), Not(HasSubstr("Connection: close")));
+  const int idle = StartWithIdleConnection();
   server_->Drain();
   // The idle connection closes at once, not after its 60 s.
   EXPECT_TRUE(ClosedWithin(idle, absl::Seconds(2)));
