@@ -6,10 +6,12 @@
 //      model server (also with a new connection per request), through a
 //      bare TCP relay on one epoll thread and on a thread per connection
 //      (tcp_relay.h: the floor under any proxy in the path), through the
-//      activator, and straight again (the run's own drift). Each path runs
-//      once unmeasured first. Prints time to first byte and total, p50/p99,
-//      requests/s, the differences, and the CPU per request of the process
-//      in between.
+//      activator on cpp-httplib's server (its front before 2026-12-05: the
+//      baseline) and on its own front, and straight again (the run's own
+//      drift). Each path runs once unmeasured first. Prints time to first
+//      byte and total, p50/p99, requests/s, the differences, and the CPU
+//      per request of the process in between. Then the CPU each activator
+//      spends in 2 s with N idle kept-alive client connections (--idle).
 //   2. burst: B requests at once, each on a new connection, to a warm
 //      endpoint -- straight, through the relay, then through the activator,
 //      twice (the second finds the connection threads the first made).
