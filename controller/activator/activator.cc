@@ -212,9 +212,8 @@ absl::Status Activator::Impl::Run(const std::atomic<bool>& stop,
   proxy_.WatchClients(&client_watch_);
   front_ = std::make_unique<FrontServer>(
       http,
-      [this](const httplib::Request& req, httplib::Response& res) {
-        proxy_.Handle(req, res);
-      },
+      [this](const httplib::Request& req, httplib::Response& res,
+             int client_socket) { proxy_.Handle(req, res, client_socket); },
       [this](const httplib::Request& req, uint64_t bytes,
              httplib::Response& res) { proxy_.TooLarge(req, bytes, res); });
   absl::StatusOr<int> fp = front_->Bind(front->first, front->second);

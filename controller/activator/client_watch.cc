@@ -104,6 +104,14 @@ std::unique_ptr<ClientWatch::Registration> ClientWatch::Watch(
   return std::unique_ptr<Registration>(new Registration(this, id));
 }
 
+std::unique_ptr<ClientWatch::Registration> ClientWatch::WatchSocket(
+    int socket, std::function<void()> on_gone) {
+  const std::lock_guard<std::mutex> lock(mu_);
+  const int64_t id = next_id_++;
+  entries_[id] = Entry{{}, std::move(on_gone), absl::Now(), socket};
+  return std::unique_ptr<Registration>(new Registration(this, id));
+}
+
 void ClientWatch::Unregister(int64_t id) {
   std::unique_lock<std::mutex> lock(mu_);
   idle_.wait(lock, [&] { return firing_ != id; });

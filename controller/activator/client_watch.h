@@ -8,9 +8,11 @@
 // hold's bound) and was sent on to a pod once one was ready. Clients that
 // time out and retry while a model cold-starts piled up such ghosts.
 //
-// How: a request waiting for longer than one pass is matched to its socket
-// by its addresses and ports (`/proc/self/fd`, getpeername/getsockname --
-// the same numbers cpp-httplib put in the request), and every pass polls
+// How: a server that knows the request's socket hands it over
+// (WatchSocket: the activator's own front, front_server.h); otherwise a
+// request waiting for longer than one pass is matched to its socket by its
+// addresses and ports (`/proc/self/fd`, getpeername/getsockname -- the
+// same numbers cpp-httplib put in the request). Every pass polls
 // the waiting sockets for the client's FIN or a reset (POLLRDHUP, POLLHUP,
 // POLLERR), reading nothing. The socket stays open while its handler
 // runs, so the match holds for as long as the registration lives. As Go's
@@ -69,6 +71,11 @@ class ClientWatch {
   // own registration (the destructor waits for it to return).
   std::unique_ptr<Registration> Watch(const ConnectionId& conn,
                                       std::function<void()> on_gone);
+  // The same for a connection whose socket the caller knows (the
+  // activator's own front): polled from the next pass, no scan to find it.
+  // `socket` must stay open while the registration lives.
+  std::unique_ptr<Registration> WatchSocket(int socket,
+                                            std::function<void()> on_gone);
 
   // The thread: a pass every period until Stop (or destruction).
   void Start();

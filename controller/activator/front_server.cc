@@ -534,7 +534,7 @@ void FrontServer::ServeConnection(int fd) {
       c.at = 0;
     }
     httplib::Response res;
-    handler_(req, res);
+    handler_(req, res, fd);
     if (res.status < 0) {
       res.status = 404;
     }

@@ -66,8 +66,9 @@ struct FrontServerOptions {
 
 class FrontServer {
  public:
-  using Handler =
-      std::function<void(const httplib::Request& req, httplib::Response& res)>;
+  // `client_socket` is the connection's, open while the handler runs.
+  using Handler = std::function<void(
+      const httplib::Request& req, httplib::Response& res, int client_socket)>;
   // Answers a request whose body (`bytes`, declared) is over the limit;
   // its body is not read. Unset: a plain 413.
   using TooLarge = std::function<void(const httplib::Request& req,

@@ -188,7 +188,8 @@ void Proxy::TooLarge(const httplib::Request& req, uint64_t bytes,
                       o_.max_body_bytes));
 }
 
-void Proxy::Handle(const httplib::Request& req, httplib::Response& res) {
+void Proxy::Handle(const httplib::Request& req, httplib::Response& res,
+                   int client_socket) {
   std::string endpoint;
   std::string rest;
   if (!SplitTarget(req.target, endpoint, rest)) {
@@ -221,16 +222,19 @@ void Proxy::Handle(const httplib::Request& req, httplib::Response& res) {
   const auto waiting = std::make_shared<Waiting>();
   std::unique_ptr<ClientWatch::Registration> watched;
   if (watch_ != nullptr) {
+    auto gone = [waiting, &router = router_, endpoint] {
+      waiting->gone = true;
+      router.Wake(endpoint);
+      const std::lock_guard<std::mutex> lock(waiting->mu);
+      if (waiting->forward != nullptr) {
+        waiting->forward->Cancel();
+      }
+    };
     watched =
-        watch_->Watch({req.remote_addr, req.remote_port, req.local_port},
-                      [waiting, &router = router_, endpoint] {
-                        waiting->gone = true;
-                        router.Wake(endpoint);
-                        const std::lock_guard<std::mutex> lock(waiting->mu);
-                        if (waiting->forward != nullptr) {
-                          waiting->forward->Cancel();
-                        }
-                      });
+        client_socket >= 0
+            ? watch_->WatchSocket(client_socket, std::move(gone))
+            : watch_->Watch({req.remote_addr, req.remote_port, req.local_port},
+                            std::move(gone));
   }
   std::string last_error;
   bool cold = false;

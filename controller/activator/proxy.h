@@ -78,7 +78,10 @@ class Proxy {
   void WatchClients(ClientWatch* watch) { watch_ = watch; }
   // Routes every path of `server` to Handle.
   void Install(httplib::Server& server);
-  void Handle(const httplib::Request& req, httplib::Response& res);
+  // `client_socket`: the client's connection, when the server knows it
+  // (the activator's own front; -1: matched by its addresses).
+  void Handle(const httplib::Request& req, httplib::Response& res,
+              int client_socket = -1);
   // The 413 for a body of `bytes`, over the limit (FrontServer's answer
   // to a body it does not read, and Handle's).
   void TooLarge(const httplib::Request& req, uint64_t bytes,

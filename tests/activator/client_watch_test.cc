@@ -92,6 +92,24 @@ TEST(ClientWatchTest, AConnectionThatIsNotOursNeverFires) {
   EXPECT_EQ(gone.load(), 0);
 }
 
+// A socket the caller gives (the activator's own front knows it) is polled
+// as it is: a Unix socket pair, which the scan could never match (it has
+// no port), fires when its peer hangs up.
+TEST(ClientWatchTest, ASocketGivenIsWatchedWithoutAScan) {
+  ClientWatch watch;
+  int sv[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  std::atomic<int> gone{0};
+  auto reg = watch.WatchSocket(sv[0], [&] { ++gone; });
+  watch.PassNow();
+  EXPECT_EQ(gone.load(), 0);  // connected: nothing
+  ::close(sv[1]);
+  watch.PassNow();
+  EXPECT_EQ(gone.load(), 1);
+  reg.reset();
+  ::close(sv[0]);
+}
+
 // The thread: a young registration is matched after a pass, then fires.
 TEST(ClientWatchTest, TheThreadNoticesWithinAFewPasses) {
   ClientWatch watch(absl::Milliseconds(20));

@@ -43,7 +43,8 @@ class FrontServerTest : public ::testing::Test {
   void Start(FrontServerOptions o = {},
              FrontServer::Handler handler = nullptr) {
     if (handler == nullptr) {
-      handler = [this](const httplib::Request& req, httplib::Response& res) {
+      handler = [this](const httplib::Request& req, httplib::Response& res,
+                       int) {
         {
           const std::lock_guard<std::mutex> lock(mu_);
           seen_.push_back({req.method, req.target, req.path, req.body,
@@ -184,7 +185,7 @@ TEST_F(FrontServerTest, ServesRequestsOnOneKeptAliveConnection) {
 TEST_F(FrontServerTest, SendsEachChunkAsItIsGiven) {
   std::atomic<bool> first_arrived{false};
   std::atomic<bool> waited_for_client{false};
-  Start({}, [&](const httplib::Request&, httplib::Response& res) {
+  Start({}, [&](const httplib::Request&, httplib::Response& res, int) {
     res.status = 200;
     res.set_chunked_content_provider(
         "text/event-stream",
@@ -263,7 +264,7 @@ TEST_F(FrontServerTest, Http10AndConnectionCloseEndTheConnection) {
 }
 
 TEST_F(FrontServerTest, Http10GetsAStreamWithoutChunksEndedByClose) {
-  Start({}, [](const httplib::Request&, httplib::Response& res) {
+  Start({}, [](const httplib::Request&, httplib::Response& res, int) {
     res.status = 200;
     res.set_chunked_content_provider("text/event-stream",
                                      [](size_t, httplib::DataSink& sink) {
@@ -363,7 +364,7 @@ TEST_F(FrontServerTest, OversizedBodyIsAnsweredByTheHook) {
 }
 
 TEST_F(FrontServerTest, AStreamCutShortEndsWithoutItsLastChunk) {
-  Start({}, [](const httplib::Request&, httplib::Response& res) {
+  Start({}, [](const httplib::Request&, httplib::Response& res, int) {
     res.status = 200;
     res.set_chunked_content_provider(
         "text/event-stream",

@@ -146,9 +146,8 @@ class ProxyTest : public ::testing::Test {
     o.max_body_bytes = ProxyOptions{}.max_body_bytes;
     front_ = std::make_unique<FrontServer>(
         o,
-        [this](const httplib::Request& req, httplib::Response& res) {
-          proxy_->Handle(req, res);
-        },
+        [this](const httplib::Request& req, httplib::Response& res,
+               int client_socket) { proxy_->Handle(req, res, client_socket); },
         [this](const httplib::Request& req, uint64_t bytes,
                httplib::Response& res) { proxy_->TooLarge(req, bytes, res); });
     port_ = *front_->Bind("127.0.0.1", 0);

@@ -135,9 +135,8 @@ class Front {
     }
     front_ = std::make_unique<FrontServer>(
         FrontServerOptions{},
-        [this](const httplib::Request& req, httplib::Response& res) {
-          proxy_->Handle(req, res);
-        });
+        [this](const httplib::Request& req, httplib::Response& res,
+               int client_socket) { proxy_->Handle(req, res, client_socket); });
     port_ = *front_->Bind("127.0.0.1", 0);
     thread_ = std::thread([this] { front_->Serve(); });
     while (!front_->running()) {
@@ -420,11 +419,16 @@ int main(int argc, char** argv) {
              "application/json");
     });
   }
+  const double hold_cpu0 = ProcessCpu(holding.pid());
   absl::SleepFor(absl::Seconds(3));
   const double rss1 = pilotlight::bench::RssMiB(holding.pid());
+  const double hold_cpu1 = ProcessCpu(holding.pid());
   std::printf("holding (activator in its own process, no pod):\n");
-  std::printf("  %d held: RSS %.1f -> %.1f MiB, %.1f KiB per held request\n",
-              held, rss0, rss1, (rss1 - rss0) * 1024 / held);
+  std::printf(
+      "  %d held: RSS %.1f -> %.1f MiB, %.1f KiB per held request; %.0f ms "
+      "of CPU in the 3 s they came and waited\n",
+      held, rss0, rss1, (rss1 - rss0) * 1024 / held,
+      (hold_cpu1 - hold_cpu0) * 1e3);
   ::kill(holding.pid(), SIGKILL);
   for (std::thread& t : holders) {
     t.join();
