@@ -316,8 +316,8 @@ void FrontServer::ServeConnection(int fd) {
       c.at = 0;
     }
     for (;;) {
-      // Into the buffer itself (a stack array would be resident on every
-      // connection thread: the compiler probes each of its pages).
+      // Into the buffer itself: a stack array would push the calls below it
+      // 16 KiB deeper, and every connection thread's stack with them.
       const size_t had = c.in.size();
       c.in.resize(had + kReadBytes);
       const ssize_t n = ::recv(fd, c.in.data() + had, kReadBytes, MSG_DONTWAIT);
