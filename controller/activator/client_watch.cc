@@ -13,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "controller/activator/socket_name.h"
 
 namespace pilotlight::activator {
 namespace {
@@ -28,30 +29,6 @@ constexpr int kFired = -3;
 std::string Key(const std::string& remote_addr, int remote_port,
                 int local_port) {
   return absl::StrCat(remote_addr, "|", remote_port, "|", local_port);
-}
-
-// The port of `a`; -1 when it is not an IP address.
-int Port(const sockaddr_storage& a) {
-  if (a.ss_family == AF_INET) {
-    return ntohs(reinterpret_cast<const sockaddr_in*>(&a)->sin_port);
-  }
-  if (a.ss_family == AF_INET6) {
-    return ntohs(reinterpret_cast<const sockaddr_in6*>(&a)->sin6_port);
-  }
-  return -1;
-}
-
-// The host of `a`, numeric as getnameinfo writes it (and cpp-httplib with
-// it); false when it has none.
-bool Host(const sockaddr_storage& a, socklen_t len, std::string& host) {
-  std::array<char, NI_MAXHOST> buf{};
-  if (::getnameinfo(reinterpret_cast<const sockaddr*>(&a), len, buf.data(),
-                    static_cast<socklen_t>(buf.size()), nullptr, 0,
-                    NI_NUMERICHOST) != 0) {
-    return false;
-  }
-  host = buf.data();
-  return true;
 }
 
 // Every connected IP socket of this process, by Key.
@@ -76,11 +53,11 @@ std::map<std::string, int> ScanSockets() {
             0) {
       continue;  // not a socket, or not connected
     }
-    const int remote_port = Port(peer);
-    const int local_port = Port(local);
+    const int remote_port = SocketPort(peer);
+    const int local_port = SocketPort(local);
     std::string remote_host;
     if (remote_port >= 0 && local_port >= 0 &&
-        Host(peer, peer_len, remote_host)) {
+        SocketHost(peer, peer_len, remote_host)) {
       out.emplace(Key(remote_host, remote_port, local_port), fd);
     }
   }

@@ -23,6 +23,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
+#include "controller/activator/socket_name.h"
 
 namespace pilotlight::activator {
 namespace {
@@ -41,14 +42,8 @@ timeval Timeval(absl::Duration d) {
 // The numeric host and the port of `a`, as cpp-httplib writes them.
 void Describe(const sockaddr_storage& a, socklen_t len, std::string& host,
               int& port) {
-  std::array<char, NI_MAXHOST> buf{};
-  std::array<char, NI_MAXSERV> serv{};
-  if (::getnameinfo(reinterpret_cast<const sockaddr*>(&a), len, buf.data(),
-                    static_cast<socklen_t>(buf.size()), serv.data(),
-                    static_cast<socklen_t>(serv.size()),
-                    NI_NUMERICHOST | NI_NUMERICSERV) == 0) {
-    host = buf.data();
-    (void)absl::SimpleAtoi(serv.data(), &port);
+  if (SocketHost(a, len, host)) {
+    port = SocketPort(a);
   }
 }
 
@@ -82,6 +77,15 @@ bool SendAll(int fd, iovec* iov, size_t n) {
 bool SendAll(int fd, absl::string_view s) {
   iovec v{const_cast<char*>(s.data()), s.size()};
   return SendAll(fd, &v, 1);
+}
+
+// A final answer on a connection that then ends.
+bool SendClosing(int fd, int status, absl::string_view type,
+                 absl::string_view body) {
+  return SendAll(
+      fd, absl::StrCat("HTTP/1.1 ", status, " ", FrontServer::Reason(status),
+                       "\r\nContent-Type: ", type, "\r\nContent-Length: ",
+                       body.size(), "\r\nConnection: close\r\n\r\n", body));
 }
 
 bool Token(absl::string_view s) {
@@ -336,11 +340,7 @@ void FrontServer::ServeConnection(int fd) {
   // Answers `status` with `message` as plain text; the connection then
   // ends.
   const auto refuse = [&](int status, const std::string& message) {
-    const std::string body = absl::StrCat(message, "\n");
-    SendAll(fd,
-            absl::StrCat("HTTP/1.1 ", status, " ", Reason(status),
-                         "\r\nContent-Type: text/plain\r\nContent-Length: ",
-                         body.size(), "\r\nConnection: close\r\n\r\n", body));
+    SendClosing(fd, status, "text/plain", absl::StrCat(message, "\n"));
   };
 
   for (int served = 0; served < o_.keep_alive_max_requests && !stopping_;
@@ -443,14 +443,9 @@ void FrontServer::ServeConnection(int fd) {
       if (too_large_) {
         too_large_(req, bytes, res);
       }
-      const std::string body =
-          res.body.empty() ? "request body too large\n" : res.body;
       const std::string type = res.get_header_value("Content-Type");
-      SendAll(fd, absl::StrCat(
-                      "HTTP/1.1 413 ", Reason(413),
-                      "\r\nContent-Type: ", type.empty() ? "text/plain" : type,
-                      "\r\nContent-Length: ", body.size(),
-                      "\r\nConnection: close\r\n\r\n", body));
+      SendClosing(fd, 413, type.empty() ? "text/plain" : type,
+                  res.body.empty() ? "request body too large\n" : res.body);
     };
     if (length > o_.max_body_bytes) {
       too_large(length);

@@ -6,8 +6,6 @@
 // idle connections closed at once when the server stops).
 #include "controller/activator/front_server.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -24,6 +22,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
+#include "tests/loopback.h"
 
 namespace pilotlight::activator {
 namespace {
@@ -77,12 +76,8 @@ class FrontServerTest : public ::testing::Test {
 
   // A raw connection to the server.
   int Connect() const {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<uint16_t>(port_));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    const int fd = testutil::ConnectLoopback(port_);
+    EXPECT_GE(fd, 0);
     return fd;
   }
   static void Send(int fd, const std::string& s) {

@@ -30,8 +30,6 @@
 // Usage: activator_bench [--clients 64] [--requests 50] [--burst 1000]
 //                        [--held 2000] [--idle 1000]
 //                        [--activator-cpu N --rest-cpu M]
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -59,6 +57,7 @@
 #include "prometheus/registry.h"
 #include "tests/bench/proc_stats.h"
 #include "tests/bench/tcp_relay.h"
+#include "tests/loopback.h"
 
 namespace {
 
@@ -208,21 +207,6 @@ double Quantile(std::vector<double> v, double q) {
   }
   std::sort(v.begin(), v.end());
   return v[static_cast<size_t>(q * static_cast<double>(v.size() - 1))];
-}
-
-// A blocking connection to 127.0.0.1:`port`; -1 when refused.
-int ConnectLoopback(int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (fd >= 0 &&
-      ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
 }
 
 struct Run {
@@ -522,7 +506,7 @@ int main(int argc, char** argv) {
     }
     std::vector<int> fds;
     for (int i = 0; i < idle; ++i) {
-      const int fd = ConnectLoopback(p.port);
+      const int fd = pilotlight::testutil::ConnectLoopback(p.port);
       const std::string req = "GET /none HTTP/1.1\r\nHost: b\r\n\r\n";
       char buf[1024];
       if (fd < 0 ||

@@ -1,8 +1,6 @@
 #include "tests/bench/tcp_relay.h"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/epoll.h>
@@ -15,6 +13,8 @@
 #include <thread>
 #include <vector>
 
+#include "tests/loopback.h"
+
 namespace pilotlight::bench {
 namespace {
 
@@ -25,14 +25,6 @@ struct Side {
   std::string out;
   bool open = false;
 };
-
-sockaddr_in Loopback(int port) {
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  return a;
-}
 
 void NoDelay(int fd) {
   const int one = 1;
@@ -50,14 +42,9 @@ class Relay {
         return;  // EAGAIN: all taken
       }
       // Blocking connect (loopback: microseconds), then non-blocking.
-      const int u = ::socket(AF_INET, SOCK_STREAM, 0);
-      const sockaddr_in a = Loopback(target_);
-      if (u < 0 ||
-          ::connect(u, reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0) {
+      const int u = testutil::ConnectLoopback(target_);
+      if (u < 0) {
         ::close(c);
-        if (u >= 0) {
-          ::close(u);
-        }
         continue;
       }
       ::fcntl(u, F_SETFL, O_NONBLOCK);
@@ -175,10 +162,8 @@ class Relay {
 // A thread per connection, as the activator has: it waits on both sockets
 // with poll(2) and copies what comes with blocking writes.
 void RelayOnThread(int c, int target_port) {
-  const int u = ::socket(AF_INET, SOCK_STREAM, 0);
-  const sockaddr_in a = Loopback(target_port);
-  if (u >= 0 &&
-      ::connect(u, reinterpret_cast<const sockaddr*>(&a), sizeof a) == 0) {
+  const int u = testutil::ConnectLoopback(target_port);
+  if (u >= 0) {
     NoDelay(c);
     NoDelay(u);
     std::array<pollfd, 2> p{pollfd{c, POLLIN, 0}, pollfd{u, POLLIN, 0}};
@@ -205,17 +190,13 @@ void RelayOnThread(int c, int target_port) {
 
 bool RunTcpRelay(int target_port, const std::function<void(int port)>& ready,
                  bool thread_per_connection) {
-  const int l = ::socket(
-      AF_INET, SOCK_STREAM | (thread_per_connection ? 0 : SOCK_NONBLOCK), 0);
-  sockaddr_in a = Loopback(0);
-  socklen_t len = sizeof a;
-  if (l < 0 || ::bind(l, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-      ::listen(l, 4096) != 0 ||
-      ::getsockname(l, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+  int port = 0;
+  const int l = testutil::ListenLoopback(port, 4096);
+  if (l < 0) {
     return false;
   }
   if (thread_per_connection) {
-    ready(ntohs(a.sin_port));
+    ready(port);
     for (;;) {
       const int c = ::accept(l, nullptr, nullptr);
       if (c >= 0) {
@@ -225,12 +206,13 @@ bool RunTcpRelay(int target_port, const std::function<void(int port)>& ready,
       }
     }
   }
+  ::fcntl(l, F_SETFL, O_NONBLOCK);  // Accept takes all there are
   const int ep = ::epoll_create1(0);
   epoll_event e{};
   e.events = EPOLLIN;
   e.data.fd = l;
   ::epoll_ctl(ep, EPOLL_CTL_ADD, l, &e);
-  ready(ntohs(a.sin_port));
+  ready(port);
   Relay relay(ep, target_port);
   std::array<epoll_event, 256> events;
   for (;;) {
