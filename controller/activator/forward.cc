@@ -356,59 +356,13 @@ bool Forward::Decode(std::string& out) {
     case Framing::kChunked:
       break;
   }
-  size_t at = 0;
-  while (!done_ && at < buf_.size()) {
-    if (chunk_ == ChunkState::kData) {
-      const size_t n =
-          static_cast<size_t>(std::min<uint64_t>(remaining_, buf_.size() - at));
-      out.append(buf_, at, n);
-      at += n;
-      remaining_ -= n;
-      if (remaining_ == 0) {
-        chunk_ = ChunkState::kDataEnd;
-      }
-      continue;
-    }
-    const size_t eol = buf_.find("\r\n", at);
-    if (eol == std::string::npos) {
-      if (buf_.size() - at > 4096) {
-        why_ = "malformed chunked body: a line over 4 KiB";
-        return false;
-      }
-      break;  // the rest of the line has not come yet
-    }
-    const absl::string_view line(buf_.data() + at, eol - at);
-    at = eol + 2;
-    switch (chunk_) {
-      case ChunkState::kSize: {
-        const absl::string_view hex = absl::StripAsciiWhitespace(
-            line.substr(0, line.find(';')));  // extensions ignored
-        uint64_t size = 0;
-        if (hex.empty() || hex.size() > 15 ||
-            !absl::SimpleHexAtoi(hex, &size)) {
-          why_ = absl::StrCat("malformed chunk size: \"",
-                              absl::CEscape(line.substr(0, 32)), "\"");
-          return false;
-        }
-        remaining_ = size;
-        chunk_ = size == 0 ? ChunkState::kTrailers : ChunkState::kData;
-        break;
-      }
-      case ChunkState::kDataEnd:
-        if (!line.empty()) {
-          why_ = "malformed chunked body: no CRLF after a chunk";
-          return false;
-        }
-        chunk_ = ChunkState::kSize;
-        break;
-      case ChunkState::kTrailers:
-        done_ = line.empty();  // trailers are dropped
-        break;
-      case ChunkState::kData:
-        break;
-    }
+  size_t used = 0;
+  if (!chunked_.Decode(buf_, used, out)) {
+    why_ = chunked_.error();
+    return false;
   }
-  buf_.erase(0, at);
+  buf_.erase(0, used);
+  done_ = chunked_.done();
   return true;
 }
 

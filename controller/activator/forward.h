@@ -29,6 +29,7 @@
 #include <string>
 
 #include "absl/time/time.h"
+#include "controller/activator/chunked.h"
 #include "httplib.h"
 
 namespace pilotlight::activator {
@@ -78,7 +79,6 @@ class Forward {
 
  private:
   enum class Framing { kNone, kLength, kChunked, kUntilClose };
-  enum class ChunkState { kSize, kData, kDataEnd, kTrailers };
   enum class Io { kOk, kTimedOut, kClosed, kError };
 
   // Connects within the connect timeout; false (why_ set) when it cannot.
@@ -106,8 +106,8 @@ class Forward {
   httplib::Headers headers_;
   std::string buf_;  // read, not yet consumed
   Framing framing_ = Framing::kNone;
-  uint64_t remaining_ = 0;  // of the body (kLength) or the chunk (kData)
-  ChunkState chunk_ = ChunkState::kSize;
+  uint64_t remaining_ = 0;  // of the body (kLength)
+  ChunkedDecoder chunked_;  // kChunked
   bool done_ = false;
 };
 

@@ -23,6 +23,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
+#include "controller/activator/chunked.h"
 #include "controller/activator/socket_name.h"
 
 namespace pilotlight::activator {
@@ -459,54 +460,27 @@ void FrontServer::ServeConnection(int fd) {
     }
     bool whole = true;
     if (chunked) {
-      // size [; extensions] CRLF, data CRLF, ..., 0 CRLF, trailers, CRLF
-      for (bool last = false; whole;) {
-        const size_t eol = c.unread().find("\r\n");
-        if (eol == absl::string_view::npos) {
-          whole = c.unread().size() <= 4096 && fill(o_.read_timeout);
-          continue;
-        }
-        const absl::string_view line = c.unread().substr(0, eol);
-        if (last) {
-          c.Consume(eol + 2);
-          if (line.empty()) {
-            break;  // the end of the trailers
-          }
-          continue;
-        }
-        uint64_t size = 0;
-        const absl::string_view hex =
-            absl::StripAsciiWhitespace(line.substr(0, line.find(';')));
-        if (hex.empty() || hex.size() > 15 ||
-            !absl::SimpleHexAtoi(hex, &size)) {
+      ChunkedDecoder decoder;
+      while (whole && !decoder.done()) {
+        size_t used = 0;
+        if (!decoder.Decode(c.unread(), used, req.body)) {
           bad = true;
           break;
         }
-        if (req.body.size() + size > o_.max_body_bytes) {
-          too_large(req.body.size() + size);
+        c.Consume(used);
+        // Over the limit by what a chunk declares: refused before its
+        // data is read.
+        if (const uint64_t declared = req.body.size() + decoder.chunk_left();
+            declared > o_.max_body_bytes) {
+          too_large(declared);
           whole = false;
-          break;
-        }
-        if (size == 0) {
-          c.Consume(eol + 2);  // the last chunk: trailers follow
-          last = true;
-          continue;
-        }
-        while (whole && c.unread().size() < eol + 2 + size + 2) {
+        } else if (!decoder.done()) {
           whole = fill(o_.read_timeout);
         }
-        if (!whole) {
-          break;
-        }
-        if (c.unread().substr(eol + 2 + size, 2) != "\r\n") {
-          bad = true;
-          break;
-        }
-        absl::StrAppend(&req.body, c.unread().substr(eol + 2, size));
-        c.Consume(eol + 2 + size + 2);
       }
       if (bad) {
-        refuse(400, "malformed chunked request body");
+        refuse(400, absl::StrCat("malformed chunked request body: ",
+                                 decoder.error()));
         break;
       }
     } else {
