@@ -59,11 +59,13 @@ int PollMillis(absl::Time deadline) {
 }  // namespace
 
 Forward::Forward(const httplib::Request& req, const std::string& target,
-                 const std::string& address, const ForwardTimeouts& timeouts)
+                 const std::string& address, const ForwardTimeouts& timeouts,
+                 UpstreamPool* pool)
     : timeouts_(timeouts),
       address_(address),
       started_(absl::Now()),
-      head_(req.method == "HEAD") {
+      head_(req.method == "HEAD"),
+      pool_(pool != nullptr && pool->enabled() ? pool : nullptr) {
   request_.reserve(512 + req.body.size());
   absl::StrAppend(&request_, req.method, " ", target,
                   " HTTP/1.1\r\nHost: ", address, "\r\n");
@@ -76,16 +78,45 @@ Forward::Forward(const httplib::Request& req, const std::string& target,
   if (!req.body.empty() || (req.method != "GET" && !head_)) {
     absl::StrAppend(&request_, "Content-Length: ", req.body.size(), "\r\n");
   }
-  absl::StrAppend(&request_, "Connection: close\r\n\r\n", req.body);
+  // HTTP/1.1 keeps the connection without asking.
+  absl::StrAppend(&request_, pool_ == nullptr ? "Connection: close\r\n" : "",
+                  "\r\n", req.body);
 }
 
-Forward::~Forward() {
-  if (const int fd = fd_.exchange(-1); fd >= 0) {
+Forward::~Forward() { Close(); }
+
+void Forward::Close() {
+  int fd = -1;
+  {
+    const std::lock_guard<std::mutex> lock(fd_mu_);
+    fd = fd_.exchange(-1);
+  }
+  if (fd >= 0) {
     ::close(fd);
   }
 }
 
+void Forward::Release() {
+  if (pool_ == nullptr || !keep_alive_ || !buf_.empty() ||
+      framing_ == Framing::kUntilClose) {
+    Close();
+    return;
+  }
+  int fd = -1;
+  {
+    const std::lock_guard<std::mutex> lock(fd_mu_);
+    if (cancelled_) {
+      return;  // shut down already: the destructor closes it
+    }
+    fd = fd_.exchange(-1);
+  }
+  if (fd >= 0) {
+    pool_->Give(address_, fd);
+  }
+}
+
 void Forward::Cancel() {
+  const std::lock_guard<std::mutex> lock(fd_mu_);
   cancelled_ = true;
   if (const int fd = fd_.load(); fd >= 0) {
     ::shutdown(fd, SHUT_RDWR);  // wakes a wait on it in another thread
@@ -127,6 +158,7 @@ Forward::Io Forward::Read(absl::Time deadline) {
     const ssize_t n = ::recv(fd_.load(), b.data(), b.size(), 0);
     if (n > 0) {
       buf_.append(b.data(), static_cast<size_t>(n));
+      answered_ = true;
       return Io::kOk;
     }
     if (n == 0) {
@@ -172,7 +204,13 @@ bool Forward::Connect() {
     ::freeaddrinfo(found);
     return false;
   }
-  fd_ = fd;
+  {
+    const std::lock_guard<std::mutex> lock(fd_mu_);
+    fd_ = fd;
+    if (cancelled_) {
+      ::shutdown(fd, SHUT_RDWR);
+    }
+  }
   const int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   const int rc = ::connect(fd, found->ai_addr, found->ai_addrlen);
@@ -206,10 +244,35 @@ bool Forward::Connect() {
 }
 
 Forward::Start Forward::WaitForResponse() {
+  const absl::Time deadline = started_ + timeouts_.response_start;
+  if (pool_ != nullptr) {
+    if (const int fd = pool_->Take(address_); fd >= 0) {
+      {
+        const std::lock_guard<std::mutex> lock(fd_mu_);
+        fd_ = fd;
+        if (cancelled_) {
+          ::shutdown(fd, SHUT_RDWR);
+        }
+      }
+      reused_ = true;
+      const Start start = Exchange(deadline);
+      if (start != Start::kFailed || answered_ || cancelled_) {
+        return start;
+      }
+      // Closed or reset with nothing answered: the pod ended its idle
+      // connection as the request went out. Once more, on a new one.
+      stale_ = true;
+      why_.clear();
+      Close();
+    }
+  }
   if (!Connect()) {
     return cancelled_ ? Start::kFailed : Start::kConnectFailed;
   }
-  const absl::Time deadline = started_ + timeouts_.response_start;
+  return Exchange(deadline);
+}
+
+Forward::Start Forward::Exchange(absl::Time deadline) {
   auto timed_out = [&] {
     why_ = absl::StrCat("no response within ",
                         absl::FormatDuration(timeouts_.response_start));
@@ -240,7 +303,6 @@ Forward::Start Forward::WaitForResponse() {
     why_ = Errno("write", errno);
     return Start::kFailed;
   }
-  std::string().swap(request_);
   // The status line and headers; interim (1xx) responses are skipped.
   for (;;) {
     const size_t end = buf_.find("\r\n\r\n");
@@ -250,6 +312,7 @@ Forward::Start Forward::WaitForResponse() {
         return Start::kFailed;
       }
       if (status_ >= 200) {
+        std::string().swap(request_);
         return Start::kResponded;
       }
       continue;
@@ -292,6 +355,9 @@ bool Forward::ParseHead(size_t end) {
     return true;  // 100 Continue, 103 Early Hints: the real one follows
   }
   headers_.clear();
+  // HTTP/1.1 keeps the connection unless the pod says close; HTTP/1.0's
+  // keep-alive is not taken up (the request did not ask for it).
+  keep_alive_ = line[7] == '1';
   bool chunked = false;
   std::optional<uint64_t> length;
   for (size_t i = 1; i < lines.size(); ++i) {
@@ -305,7 +371,14 @@ bool Forward::ParseHead(size_t end) {
     const std::string value(
         absl::StripAsciiWhitespace(lines[i].substr(colon + 1)));
     const std::string lower = absl::AsciiStrToLower(name);
-    if (lower == "transfer-encoding") {
+    if (lower == "connection") {
+      for (const absl::string_view token : absl::StrSplit(value, ',')) {
+        if (absl::EqualsIgnoreCase(absl::StripAsciiWhitespace(token),
+                                   "close")) {
+          keep_alive_ = false;
+        }
+      }
+    } else if (lower == "transfer-encoding") {
       chunked = absl::StrContains(absl::AsciiStrToLower(value), "chunked");
     } else if (lower == "content-length") {
       uint64_t n = 0;
@@ -338,6 +411,7 @@ bool Forward::ParseHead(size_t end) {
 bool Forward::Decode(std::string& out) {
   switch (framing_) {
     case Framing::kNone:
+      keep_alive_ = keep_alive_ && buf_.empty();  // else bytes unasked for
       buf_.clear();
       return true;
     case Framing::kUntilClose:
@@ -348,7 +422,10 @@ bool Forward::Decode(std::string& out) {
       const size_t n =
           static_cast<size_t>(std::min<uint64_t>(remaining_, buf_.size()));
       out.assign(buf_, 0, n);
-      buf_.clear();  // bytes past the length are not the body
+      // Bytes past the length are not the body (nor to be read as the
+      // next response).
+      keep_alive_ = keep_alive_ && n == buf_.size();
+      buf_.clear();
       remaining_ -= n;
       done_ = remaining_ == 0;
       return true;
@@ -377,6 +454,7 @@ bool Forward::Pump(httplib::DataSink& sink) {
       return Fail("the client went away");
     }
     if (done_) {
+      Release();
       sink.done();
       return true;
     }

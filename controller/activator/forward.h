@@ -2,14 +2,21 @@
 //
 // Forward: one request sent on to one pod, its answer streamed back as it
 // comes, on the thread of the client's connection. The upstream side is a
-// small HTTP/1.1 client over a non-blocking socket (one connection per
-// request, `Connection: close`): WaitForResponse connects, sends the
-// request and reads the status line and headers; a chunked content
+// small HTTP/1.1 client over a non-blocking socket: WaitForResponse takes
+// an idle connection to the pod from the UpstreamPool or connects, sends
+// the request and reads the status line and headers; a chunked content
 // provider then calls Pump, which reads what the pod sent next and writes
 // it to the client at once -- the client's first byte goes out before the
 // upstream is done. The body's framing (Content-Length, chunked, or until
 // close) is decoded; its bytes are not parsed (SSE events pass as they
-// are, compressed bodies stay compressed).
+// are, compressed bodies stay compressed). A response read whole gives its
+// connection back to the pool; without a pool each request has its own
+// (`Connection: close`).
+//
+// A reused connection that ends before any byte of an answer (the pod
+// closed it as it idled, in the instant the request went out) is retried
+// once on a new connection to the same pod: the pod answered nothing, and
+// only a connection the pod had kept alive is retried so.
 //
 // Why not cpp-httplib's client: 0.11.4's blocking client has no way to
 // stop after the headers and read the body later, so the upstream request
@@ -26,10 +33,12 @@
 
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <string>
 
 #include "absl/time/time.h"
 #include "controller/activator/chunked.h"
+#include "controller/activator/upstream_pool.h"
 #include "httplib.h"
 
 namespace pilotlight::activator {
@@ -54,10 +63,12 @@ class Forward {
 
   // Prepares `req` (its body and headers, hop-by-hop headers dropped) for
   // `address` ("host:port") at `target` (path and query). Nothing is sent
-  // before WaitForResponse.
+  // before WaitForResponse. `pool` (may be null: a connection of its own,
+  // closed after the response) outlives the Forward.
   Forward(const httplib::Request& req, const std::string& target,
-          const std::string& address, const ForwardTimeouts& timeouts);
-  ~Forward();  // closes the upstream connection
+          const std::string& address, const ForwardTimeouts& timeouts,
+          UpstreamPool* pool = nullptr);
+  ~Forward();  // closes the upstream connection unless it went back
   Forward(const Forward&) = delete;
   Forward& operator=(const Forward&) = delete;
 
@@ -67,6 +78,10 @@ class Forward {
   std::string error() const { return why_; }
   const std::string& address() const { return address_; }
   absl::Time started() const { return started_; }
+  // How WaitForResponse got its connection.
+  bool reused() const { return reused_; }
+  // A reused connection ended unanswered and a new one was made.
+  bool stale() const { return stale_; }
 
   // Writes what the pod sent next to `sink`, waiting for it; false to end
   // the response (upstream done: after sink.done(); broken, idle or over
@@ -83,6 +98,13 @@ class Forward {
 
   // Connects within the connect timeout; false (why_ set) when it cannot.
   bool Connect();
+  // Sends the request and reads the response's head.
+  Start Exchange(absl::Time deadline);
+  // Closes the connection (not to be reused).
+  void Close();
+  // After the response was read whole: back to the pool when it can carry
+  // another request, else closed.
+  void Release();
   // Waits for the socket to be readable (POLLIN) or writable until
   // `deadline`; kClosed when cancelled.
   Io Wait(short events, absl::Time deadline);
@@ -99,8 +121,14 @@ class Forward {
   const absl::Time started_;
   const bool head_;  // a HEAD request: no body comes back
   std::string request_;
+  UpstreamPool* const pool_;
+  std::mutex fd_mu_;  // fd_ changing (this thread) vs Cancel (any thread)
   std::atomic<int> fd_{-1};
   std::atomic<bool> cancelled_{false};
+  bool reused_ = false;
+  bool stale_ = false;
+  bool answered_ = false;    // a byte came back on this connection
+  bool keep_alive_ = false;  // the pod lets the connection carry another
   std::string why_;
   int status_ = 0;
   httplib::Headers headers_;

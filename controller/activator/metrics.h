@@ -50,6 +50,14 @@ struct Metrics {
                                   "reason (connect, broken, "
                                   "response_timeout, client_gone)")
                             .Register(r)),
+        upstream_connections(
+            prometheus::BuildCounter()
+                .Name("pilotlight_activator_upstream_connections_total")
+                .Help("Requests sent to a pod, by the connection they went "
+                      "on (new; reused: kept alive from an earlier "
+                      "request; stale: a reused one the pod had closed, "
+                      "so a new one)")
+                .Register(r)),
         abandoned(prometheus::BuildCounter()
                       .Name("pilotlight_activator_abandoned_total")
                       .Help("Requests whose client hung up before a pod "
@@ -105,6 +113,9 @@ struct Metrics {
          {"connect", "broken", "response_timeout", "client_gone"}) {
       upstream_errors.Add({{"reason", reason}});
     }
+    for (const char* how : {"new", "reused", "stale"}) {
+      upstream_connections.Add({{"how", how}});
+    }
     for (const char* stage : {"held", "sent"}) {
       abandoned.Add({{"stage", stage}});
     }
@@ -133,6 +144,7 @@ struct Metrics {
   }
   prometheus::Family<prometheus::Counter>& rejections;
   prometheus::Family<prometheus::Counter>& upstream_errors;
+  prometheus::Family<prometheus::Counter>& upstream_connections;
   prometheus::Family<prometheus::Counter>& abandoned;
   prometheus::Counter& retries;
   prometheus::Family<prometheus::Counter>& client_retries;

@@ -258,7 +258,7 @@ void Proxy::Handle(const httplib::Request& req, httplib::Response& res,
     }
     auto held = std::make_shared<Lease>(*std::move(lease));
     const std::string pod = held->address();
-    auto f = std::make_shared<Forward>(req, rest, pod, t.forward);
+    auto f = std::make_shared<Forward>(req, rest, pod, t.forward, &pool_);
     {
       const std::lock_guard<std::mutex> lock(waiting->mu);
       waiting->forward = f;
@@ -271,6 +271,9 @@ void Proxy::Handle(const httplib::Request& req, httplib::Response& res,
       Abandoned(res, endpoint, "sent");
       return;
     }
+    metrics_.upstream_connections
+        .Add({{"how", f->stale() ? "stale" : (f->reused() ? "reused" : "new")}})
+        .Increment();
     switch (start) {
       case Forward::Start::kResponded:
         StreamBack(res, endpoint, f, held, cold, held_for);
@@ -280,6 +283,7 @@ void Proxy::Handle(const httplib::Request& req, httplib::Response& res,
         last_error = absl::StrCat(pod, ": ", f->error());
         metrics_.upstream_errors.Add({{"reason", "connect"}}).Increment();
         router_.Remove(endpoint, pod);
+        pool_.Forget(pod);
         metrics_.retries.Increment();
         continue;
       case Forward::Start::kFailed:

@@ -45,6 +45,7 @@
 #include "controller/activator/forward.h"
 #include "controller/activator/metrics.h"
 #include "controller/activator/router.h"
+#include "controller/activator/upstream_pool.h"
 #include "httplib.h"
 
 namespace pilotlight::activator {
@@ -57,6 +58,8 @@ struct EndpointTimeouts {
 struct ProxyOptions {
   size_t max_body_bytes = size_t{16} << 20;
   int max_attempts = 3;
+  // Idle connections to pods kept for the next request (upstream_pool.h).
+  UpstreamPoolOptions upstream;
 };
 
 inline constexpr char kColdStartHeader[] = "X-Pilotlight-Cold-Start";
@@ -70,7 +73,8 @@ class Proxy {
       : o_(options),
         router_(router),
         timeouts_(std::move(timeouts)),
-        metrics_(metrics) {}
+        metrics_(metrics),
+        pool_(options.upstream) {}
 
   // Notice clients that hang up while their request waits (`watch` outlives
   // the proxy; without one, a client that went away is noticed when its
@@ -109,6 +113,7 @@ class Proxy {
   Router& router_;
   const Timeouts timeouts_;
   Metrics& metrics_;
+  UpstreamPool pool_;
   ClientWatch* watch_ = nullptr;
 };
 

@@ -64,6 +64,10 @@ int RunActivator(const std::vector<std::string>& args, std::ostream& out,
       {"max-connections", false, "N",
        "connections served at once, one thread each (4096)"},
       {"backlog", false, "N", "listen backlog of the proxy (4096)"},
+      {"upstream-keepalive", false, "DURATION",
+       "how long an idle connection to a pod is kept for the next request "
+       "(2s; below the model server's own idle timeout, uvicorn's 5s; 0: a "
+       "new connection per request)"},
       {"activation-timeout", false, "DURATION",
        "hold limit before the controller has predicted a cold start (5m); "
        "then 1.5 x the prediction + 30s, at most 20m"},
@@ -117,6 +121,7 @@ int RunActivator(const std::vector<std::string>& args, std::ostream& out,
         Set(flags.Int("max-body-bytes"), max_body),
         Set(flags.Int("max-connections"), o.http.max_threads),
         Set(flags.Int("backlog"), o.http.backlog),
+        Set(flags.Duration("upstream-keepalive"), o.proxy.upstream.idle),
         Set(flags.Duration("activation-timeout"),
             o.targets.timeouts.activation),
         Set(flags.Duration("response-start-timeout"),
@@ -136,6 +141,7 @@ int RunActivator(const std::vector<std::string>& args, std::ostream& out,
   if (max_body <= 0 || held_bytes <= 0 || held_bytes_total <= 0 ||
       o.hold.max_held_per_endpoint < 0 || o.hold.max_held_total < 0 ||
       o.http.max_threads < 1 || o.http.backlog < 1 ||
+      o.proxy.upstream.idle < absl::ZeroDuration() ||
       o.targets.default_concurrency < 1) {
     err << "pilotlight activator: limits must be positive\n";
     return kExitUsage;

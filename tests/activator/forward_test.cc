@@ -9,6 +9,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -302,6 +304,210 @@ TEST(ForwardTest, ClientGoneCancelsTheUpstream) {
   // The pod saw its connection close (its hold_open read ended): the
   // destructor below would otherwise wait for nothing.
   EXPECT_LT(absl::Now() - t0, absl::Milliseconds(250));
+}
+
+// A pod that keeps its connections: it answers the requests it gets, in
+// order across its connections, with `answers`; an answer with `close`
+// ends its connection after its bytes (no bytes: the pod closing an idle
+// connection just as a request came).
+struct Answer {
+  std::string bytes;
+  bool close = false;
+};
+class KeptAlivePod {
+ public:
+  explicit KeptAlivePod(std::vector<Answer> answers)
+      : answers_(std::move(answers)) {
+    listen_ = testutil::ListenLoopback(port_, 4);
+    EXPECT_GE(listen_, 0);
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~KeptAlivePod() {
+    stopping_ = true;
+    ::shutdown(listen_, SHUT_RDWR);
+    if (const int fd = conn_.load(); fd >= 0) {
+      ::shutdown(fd, SHUT_RDWR);
+    }
+    thread_.join();
+    ::close(listen_);
+  }
+  std::string address() const { return absl::StrCat("127.0.0.1:", port_); }
+  int connections() const { return connections_; }
+  // The requests received, each whole.
+  std::vector<std::string> requests() {
+    const std::lock_guard<std::mutex> lock(mu_);
+    return requests_;
+  }
+
+ private:
+  void Serve() {
+    size_t next = 0;
+    while (!stopping_) {
+      const int fd = ::accept(listen_, nullptr, nullptr);
+      if (fd < 0) {
+        return;
+      }
+      ++connections_;
+      conn_ = fd;
+      std::string in;
+      char b[4096];
+      for (bool open = true; open;) {
+        const size_t end = in.find("\r\n\r\n");
+        if (end == std::string::npos) {
+          const ssize_t n = ::recv(fd, b, sizeof(b), 0);
+          if (n <= 0) {
+            break;
+          }
+          in.append(b, static_cast<size_t>(n));
+          continue;
+        }
+        const size_t cl = in.find("Content-Length: ");
+        const size_t want = end + 4 +
+                            (cl == std::string::npos || cl > end
+                                 ? 0
+                                 : std::stoul(in.substr(cl + 16)));
+        if (in.size() < want) {
+          const ssize_t n = ::recv(fd, b, sizeof(b), 0);
+          if (n <= 0) {
+            break;
+          }
+          in.append(b, static_cast<size_t>(n));
+          continue;
+        }
+        {
+          const std::lock_guard<std::mutex> lock(mu_);
+          requests_.push_back(in.substr(0, want));
+        }
+        in.erase(0, want);
+        const Answer a = next < answers_.size() ? answers_[next] : Answer{};
+        ++next;
+        ::send(fd, a.bytes.data(), a.bytes.size(), MSG_NOSIGNAL);
+        open = !a.close && next <= answers_.size();
+      }
+      conn_ = -1;
+      ::close(fd);
+    }
+  }
+
+  const std::vector<Answer> answers_;
+  int listen_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stopping_{false};
+  std::atomic<int> conn_{-1};
+  std::atomic<int> connections_{0};
+  std::mutex mu_;
+  std::vector<std::string> requests_;
+  std::thread thread_;
+};
+
+constexpr char kOk[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+
+// One request through a new Forward on `pool`; its body, or why not.
+struct Sent {
+  Forward::Start start;
+  std::string body;
+  bool reused;
+  bool stale;
+};
+Sent SendOn(UpstreamPool& pool, const std::string& address) {
+  Forward f(Post("{}"), "/", address, Short(), &pool);
+  Sent s{f.WaitForResponse(), "", false, false};
+  if (s.start == Forward::Start::kResponded) {
+    const Pumped p = PumpAll(f);
+    s.body = p.done ? p.body : "(cut short)";
+  }
+  s.reused = f.reused();
+  s.stale = f.stale();
+  return s;
+}
+
+TEST(ForwardTest, AConnectionReadWholeCarriesTheNextRequest) {
+  KeptAlivePod pod({{kOk},
+                    {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                     "2\r\nhi\r\n0\r\n\r\n"},
+                    {"HTTP/1.1 204 No Content\r\n\r\n"},
+                    {kOk}});
+  UpstreamPool pool;
+  std::vector<std::string> bodies;
+  for (int i = 0; i < 4; ++i) {
+    const Sent s = SendOn(pool, pod.address());
+    ASSERT_EQ(s.start, Forward::Start::kResponded) << i;
+    EXPECT_EQ(s.reused, i > 0) << i;
+    EXPECT_FALSE(s.stale);
+    bodies.push_back(s.body);
+  }
+  EXPECT_EQ(bodies, (std::vector<std::string>{"ok", "hi", "", "ok"}));
+  EXPECT_EQ(pod.connections(), 1);
+  EXPECT_EQ(pool.idle(), 1U);
+  // Kept alive by HTTP/1.1's default: no `Connection: close` asked.
+  for (const std::string& req : pod.requests()) {
+    EXPECT_THAT(req, ::testing::Not(HasSubstr("Connection")));
+  }
+}
+
+TEST(ForwardTest, AKeptConnectionClosedUnansweredIsTriedOnceOnANewOne) {
+  KeptAlivePod pod({{kOk}, {"", /*close=*/true}, {kOk}});
+  UpstreamPool pool;
+  ASSERT_EQ(SendOn(pool, pod.address()).body, "ok");
+  const Sent s = SendOn(pool, pod.address());
+  EXPECT_EQ(s.start, Forward::Start::kResponded);
+  EXPECT_EQ(s.body, "ok");
+  EXPECT_TRUE(s.reused);
+  EXPECT_TRUE(s.stale);
+  EXPECT_EQ(pod.connections(), 2);
+  EXPECT_EQ(pod.requests().size(), 3U);  // the one closed on, again
+}
+
+TEST(ForwardTest, AKeptConnectionBrokenAfterAByteIsNotRetried) {
+  KeptAlivePod pod({{kOk}, {"HTTP/1.1 200 OK\r\nContent-", /*close=*/true}});
+  UpstreamPool pool;
+  ASSERT_EQ(SendOn(pool, pod.address()).body, "ok");
+  const Sent s = SendOn(pool, pod.address());
+  EXPECT_EQ(s.start, Forward::Start::kFailed);
+  EXPECT_TRUE(s.reused);
+  EXPECT_FALSE(s.stale);
+  EXPECT_EQ(pod.connections(), 1);
+  EXPECT_EQ(pod.requests().size(), 2U);
+}
+
+// A connection goes back only when the next response on it cannot be
+// mistaken: read whole, nothing past it, the pod not closing it.
+TEST(ForwardTest, OnlyAConnectionThatCanCarryAnotherGoesBack) {
+  struct Case {
+    const char* what;
+    Answer answer;
+    size_t idle_after;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"kept", {kOk}, 1},
+           {"Connection: close",
+            {"HTTP/1.1 200 OK\r\nConnection: keep-alive, Close\r\n"
+             "Content-Length: 2\r\n\r\nok"},
+            0},
+           {"HTTP/1.0", {"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok"}, 0},
+           {"bytes past the length",
+            {"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1"},
+            0},
+           {"until close", {"HTTP/1.1 200 OK\r\n\r\nok", true}, 0}}) {
+    KeptAlivePod pod({c.answer});
+    UpstreamPool pool;
+    const Sent s = SendOn(pool, pod.address());
+    EXPECT_EQ(s.start, Forward::Start::kResponded) << c.what;
+    EXPECT_EQ(s.body, "ok") << c.what;
+    EXPECT_EQ(pool.idle(), c.idle_after) << c.what;
+  }
+}
+
+TEST(ForwardTest, WithoutAPoolEachRequestHasItsOwnConnection) {
+  KeptAlivePod pod({{kOk}, {kOk}});
+  UpstreamPool off({.idle = absl::ZeroDuration()});
+  for (int i = 0; i < 2; ++i) {
+    const Sent s = SendOn(off, pod.address());
+    EXPECT_EQ(s.body, "ok");
+    EXPECT_FALSE(s.reused);
+  }
+  EXPECT_EQ(pod.connections(), 2);
+  EXPECT_THAT(pod.requests()[0], HasSubstr("Connection: close\r\n"));
 }
 
 }  // namespace

@@ -10,6 +10,8 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -18,7 +20,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "controller/activator/front_server.h"
-#include "controller/activator/http_server.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
@@ -32,51 +33,24 @@ using ::testing::HasSubstr;
 constexpr char kEp[] = "ml/llama";
 
 // A model server: POST /v1/completions answers {"text":"ok <n>"}, or with
-// "stream": true, `chunks` SSE events `gap` apart then [DONE].
+// "stream": true, `chunks` SSE events `gap` apart then [DONE]. On the
+// activator's HTTP server, which closes idle kept-alive connections when
+// it stops, as uvicorn (vLLM's) does: cpp-httplib's would wait out each
+// connection the proxy keeps for reuse.
 class FakeModel {
  public:
   explicit FakeModel(int chunks = 5,
                      absl::Duration gap = absl::Milliseconds(100))
-      : chunks_(chunks), gap_(gap) {
-    socket_ = ConfigureHttpServer(server_, {});
-    server_.Post("/v1/completions", [this](const httplib::Request& req,
-                                           httplib::Response& res) {
-      ++started;
-      if (!absl::StrContains(req.body, "\"stream\": true")) {
-        res.set_content(absl::StrCat("{\"text\":\"ok ", req.body, "\"}"),
-                        "application/json");
-        ++finished;
-        return;
-      }
-      res.set_chunked_content_provider(
-          "text/event-stream", [this](size_t, httplib::DataSink& sink) {
-            for (int i = 0; i < chunks_; ++i) {
-              const std::string ev = absl::StrCat("data: ", i, "\n\n");
-              if (dead_) {
-                return false;  // the connection closes mid-response
-              }
-              if (!sink.write(ev.data(), ev.size())) {
-                ++aborted;
-                return false;
-              }
-              absl::SleepFor(gap_);
-            }
-            const std::string done = "data: [DONE]\n\n";
-            if (!sink.write(done.data(), done.size())) {
-              ++aborted;
-              return false;
-            }
-            ++finished;
-            sink.done();
-            return true;
-          });
-    });
-    port_ = *BindHttpServer(server_, *socket_, "127.0.0.1", 0, 1024);
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
+      : chunks_(chunks),
+        gap_(gap),
+        server_({}, [this](const httplib::Request& req, httplib::Response& res,
+                           int) { Serve(req, res); }) {
+    port_ = *server_.Bind("127.0.0.1", 0);
+    thread_ = std::thread([this] { server_.Serve(); });
   }
   ~FakeModel() { Stop(); }
   void Stop() {
-    server_.stop();
+    server_.Stop();
     if (thread_.joinable()) {
       thread_.join();
     }
@@ -91,13 +65,62 @@ class FakeModel {
   std::atomic<int> started{0};
   std::atomic<int> finished{0};
   std::atomic<int> aborted{0};
+  // Connections requests came on (told apart by the client's port).
+  size_t connections() {
+    const std::lock_guard<std::mutex> lock(mu_);
+    return ports_.size();
+  }
 
  private:
+  void Serve(const httplib::Request& req, httplib::Response& res) {
+    {
+      const std::lock_guard<std::mutex> lock(mu_);
+      ports_.insert(req.remote_port);
+    }
+    if (req.method != "POST" || req.path != "/v1/completions") {
+      res.status = 404;
+      res.set_content(absl::StrCat("no ", req.method, " ", req.path),
+                      "text/plain");
+      return;
+    }
+    ++started;
+    res.status = 200;
+    if (!absl::StrContains(req.body, "\"stream\": true")) {
+      res.set_content(absl::StrCat("{\"text\":\"ok ", req.body, "\"}"),
+                      "application/json");
+      ++finished;
+      return;
+    }
+    res.set_chunked_content_provider(
+        "text/event-stream", [this](size_t, httplib::DataSink& sink) {
+          for (int i = 0; i < chunks_; ++i) {
+            const std::string ev = absl::StrCat("data: ", i, "\n\n");
+            if (dead_) {
+              return false;  // the connection closes mid-response
+            }
+            if (!sink.write(ev.data(), ev.size())) {
+              ++aborted;
+              return false;
+            }
+            absl::SleepFor(gap_);
+          }
+          const std::string done = "data: [DONE]\n\n";
+          if (!sink.write(done.data(), done.size())) {
+            ++aborted;
+            return false;
+          }
+          ++finished;
+          sink.done();
+          return true;
+        });
+  }
+
   const int chunks_;
   const absl::Duration gap_;
   std::atomic<bool> dead_{false};
-  httplib::Server server_;
-  std::shared_ptr<ListenSocket> socket_;
+  std::mutex mu_;
+  std::set<int> ports_;
+  FrontServer server_;
   int port_ = 0;
   std::thread thread_;
 };
@@ -329,6 +352,44 @@ TEST_F(ProxyTest, StreamsUnbuffered) {
   // The upstream takes >= 1 s (5 x 200 ms); the first byte comes at once.
   EXPECT_GE(end - t0, absl::Milliseconds(1000));
   EXPECT_LT(first - t0, absl::Milliseconds(500));
+}
+
+// Requests one after another, streamed or not, go on one kept-alive
+// connection to the pod: the first made, each next one reused.
+TEST_F(ProxyTest, RequestsOneAfterAnotherShareOnePodConnection) {
+  Start();
+  FakeModel model(3, absl::Milliseconds(1));
+  router_->SetTargets(kEp, {model.address()}, 4);
+  httplib::Client c = Client();
+  for (int i = 0; i < 6; ++i) {
+    if (i % 2 == 0) {
+      const std::string body = absl::StrCat("r", i);
+      httplib::Result r =
+          c.Post("/ml/llama/v1/completions", body, "application/json");
+      ASSERT_TRUE(r) << httplib::to_string(r.error());
+      EXPECT_EQ(r->status, 200);
+      EXPECT_THAT(r->body, HasSubstr(absl::StrCat("ok ", body, "\"")));
+      continue;
+    }
+    std::string got;
+    httplib::Request req =
+        StreamRequest([&](const char* d, size_t n, uint64_t, uint64_t) {
+          got.append(d, n);
+          return true;
+        });
+    httplib::Response res;
+    httplib::Error err = httplib::Error::Success;
+    ASSERT_TRUE(c.send(req, res, err)) << httplib::to_string(err);
+    EXPECT_EQ(got, "data: 0\n\ndata: 1\n\ndata: 2\n\ndata: [DONE]\n\n");
+  }
+  EXPECT_EQ(model.finished.load(), 6);
+  EXPECT_EQ(model.connections(), 1U);
+  auto connections = [this](const char* how) {
+    return metrics_.upstream_connections.Add({{"how", how}}).Value();
+  };
+  EXPECT_EQ(connections("new"), 1);
+  EXPECT_EQ(connections("reused"), 5);
+  EXPECT_EQ(connections("stale"), 0);
 }
 
 // A client that goes away mid-stream cancels the upstream request.

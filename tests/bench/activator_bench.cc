@@ -7,11 +7,13 @@
 //      bare TCP relay on one epoll thread and on a thread per connection
 //      (tcp_relay.h: the floor under any proxy in the path), through the
 //      activator on cpp-httplib's server (its front before 2026-12-05: the
-//      baseline) and on its own front, and straight again (the run's own
-//      drift). Each path runs once unmeasured first. Prints time to first
-//      byte and total, p50/p99, requests/s, the differences, and the CPU
-//      per request of the process in between. Then the CPU each activator
-//      spends in 2 s with N idle kept-alive client connections (--idle).
+//      baseline), on its own front with a new pod connection per request
+//      (before 2026-12-05) and as it runs (pod connections reused), and
+//      straight again (the run's own drift). Each path runs once unmeasured
+//      first. Prints time to first byte and total, p50/p99, requests/s, the
+//      differences, and the CPU per request of the process in between. Then the
+//      CPU each activator spends in 2 s with N idle kept-alive client
+//      connections (--idle).
 //   2. burst: B requests at once, each on a new connection, to a warm
 //      endpoint -- straight, through the relay, then through the activator,
 //      twice (the second finds the connection threads the first made).
@@ -106,10 +108,11 @@ class Upstream {
 
 // The activator's front in this process: the Proxy on the activator's
 // FrontServer, or (`httplib_front`, the front before 2026-12-05) on
-// cpp-httplib's server.
+// cpp-httplib's server; `reuse`: pod connections kept for the next request
+// (since 2026-12-05), else one per request (before; the baselines).
 class Front {
  public:
-  Front(const std::string& target, int cap, bool httplib_front)
+  Front(const std::string& target, int cap, bool httplib_front, bool reuse)
       : metrics_(registry_) {
     router_.SetEndpoints({kEp});
     if (!target.empty()) {
@@ -117,9 +120,12 @@ class Front {
     }
     EndpointTimeouts t;
     t.activation = absl::Seconds(10);
+    ProxyOptions o;
+    if (!reuse) {
+      o.upstream.idle = absl::ZeroDuration();
+    }
     proxy_ = std::make_unique<Proxy>(
-        ProxyOptions{}, router_, [t](const std::string&) { return t; },
-        metrics_);
+        o, router_, [t](const std::string&) { return t; }, metrics_);
     proxy_->WatchClients(&watch_);  // as the activator runs it
     watch_.Start();
     if (httplib_front) {
@@ -249,7 +255,7 @@ Run Concurrent(int port, const std::string& path, int clients, int requests,
 
 void Print(const char* what, const Run& r) {
   std::printf(
-      "  %-22s ttfb p50 %7.2f p99 %7.2f ms | total p50 %7.2f p99 %7.2f ms | "
+      "  %-24s ttfb p50 %7.2f p99 %7.2f ms | total p50 %7.2f p99 %7.2f ms | "
       "%7.1f req/s | failed %d\n",
       what, Quantile(r.ttfb, 0.5), Quantile(r.ttfb, 0.99),
       Quantile(r.total, 0.5), Quantile(r.total, 0.99),
@@ -277,7 +283,13 @@ void PinTo(int cpu) {
 // pod's port (0: no pod, everything is held) and returns its own.
 class ForkedFront {
  public:
-  enum class Kind { kActivator, kHttplibActivator, kRelay, kThreadedRelay };
+  enum class Kind {
+    kActivator,
+    kActivatorNoReuse,
+    kHttplibActivator,
+    kRelay,
+    kThreadedRelay
+  };
   explicit ForkedFront(int cpu, Kind kind = Kind::kActivator) {
     int to_child[2];
     int to_parent[2];
@@ -297,6 +309,7 @@ class ForkedFront {
       // Its threads inherit the name: `perf report --comm activator`
       // (relay-epoll, relay-threads).
       ::prctl(PR_SET_NAME, kind == Kind::kActivator          ? "activator"
+                           : kind == Kind::kActivatorNoReuse ? "activator-new"
                            : kind == Kind::kHttplibActivator ? "activator-old"
                            : kind == Kind::kRelay            ? "relay-epoll"
                                                              : "relay-threads");
@@ -311,7 +324,8 @@ class ForkedFront {
         ::_exit(1);  // could not listen: the parent's read fails
       }
       Front front(target == 0 ? "" : absl::StrCat("127.0.0.1:", target),
-                  target == 0 ? 1 : 100000, kind == Kind::kHttplibActivator);
+                  target == 0 ? 1 : 100000, kind == Kind::kHttplibActivator,
+                  kind == Kind::kActivator);
       const int p = front.port();
       (void)::write(to_parent[1], &p, sizeof p);
       ::pause();
@@ -388,6 +402,7 @@ int main(int argc, char** argv) {
   ForkedFront relaying(activator_cpu, ForkedFront::Kind::kRelay);
   ForkedFront old_front(activator_cpu, ForkedFront::Kind::kHttplibActivator);
   ForkedFront threaded(activator_cpu, ForkedFront::Kind::kThreadedRelay);
+  ForkedFront no_reuse(activator_cpu, ForkedFront::Kind::kActivatorNoReuse);
   PinTo(rest_cpu);
 
   // 3 first: a fresh process, nothing else running.
@@ -423,6 +438,7 @@ int main(int argc, char** argv) {
   const int relay_port = relaying.Start(upstream.port());
   const int old_front_port = old_front.Start(upstream.port());
   const int threaded_port = threaded.Start(upstream.port());
+  const int no_reuse_port = no_reuse.Start(upstream.port());
   if (activator_cpu >= 0 || rest_cpu >= 0) {
     std::printf("activator on cpu %d; clients and model server on cpu %d\n",
                 activator_cpu, rest_cpu);
@@ -452,6 +468,8 @@ int main(int argc, char** argv) {
   add("TCP relay (threads)", threaded_port, kDirect, threaded.pid(), false);
   add("activator, httplib front", old_front_port, "/bench/llm/v1/completions",
       old_front.pid(), false);
+  add("activator, new pod conns", no_reuse_port, "/bench/llm/v1/completions",
+      no_reuse.pid(), false);
   add("through the activator", front_port, "/bench/llm/v1/completions",
       forwarding.pid(), false);
   // The first path again, last: what "added" reads when nothing is added
@@ -482,7 +500,7 @@ int main(int argc, char** argv) {
                                                " us CPU per request in between")
                                 : "";
     std::printf(
-        "  added by %-21s ttfb p50 %+.2f p99 %+.2f ms, total p99 %+.2f ms; "
+        "  added by %-24s ttfb p50 %+.2f p99 %+.2f ms, total p99 %+.2f ms; "
         "%.2fx direct%s\n",
         p.name, Quantile(x.ttfb, 0.5) - Quantile(d.ttfb, 0.5),
         Quantile(x.ttfb, 0.99) - Quantile(d.ttfb, 0.99),
@@ -501,7 +519,7 @@ int main(int argc, char** argv) {
       idle);
   for (const WarmPath& p : paths) {
     if (p.forwarder == 0 || p.forwarder == relaying.pid() ||
-        p.forwarder == threaded.pid()) {
+        p.forwarder == threaded.pid() || p.forwarder == no_reuse.pid()) {
       continue;
     }
     std::vector<int> fds;

@@ -256,7 +256,8 @@ void ActivatorRequest(absl::string_view data) {
                               .max_held_total = 4,
                               .max_held_bytes_total = 8192}};
     activator::Proxy proxy{
-        activator::ProxyOptions{.max_body_bytes = 1024, .max_attempts = 3},
+        activator::ProxyOptions{
+            .max_body_bytes = 1024, .max_attempts = 3, .upstream = {}},
         router,
         [](const std::string&) {
           activator::EndpointTimeouts t;
