@@ -33,7 +33,12 @@ namespace pilotlight::activator {
 
 struct UpstreamPoolOptions {
   absl::Duration idle = absl::Seconds(2);  // zero: no reuse
-  size_t max_idle_per_pod = 64;
+  // At least the requests a pod takes at once from one activator (its
+  // concurrency cap: 32 by default, from the sizing model up to vLLM's
+  // 256 sequences), so a pod busy at its cap finds a connection for each;
+  // the idle time bounds the rest (only what was in use in the last 2 s
+  // is kept).
+  size_t max_idle_per_pod = 256;
 };
 
 class UpstreamPool {
