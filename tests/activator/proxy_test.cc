@@ -149,6 +149,24 @@ httplib::Request StreamRequest(httplib::ContentReceiverWithProgress receiver) {
   return req;
 }
 
+// A streamed completion sent on `c`: what came of it, and its body.
+struct Streamed {
+  bool sent = false;  // the response ended well
+  httplib::Error error = httplib::Error::Success;
+  std::string body;
+};
+Streamed SendStream(httplib::Client& c) {
+  Streamed s;
+  httplib::Request req =
+      StreamRequest([&](const char* d, size_t n, uint64_t, uint64_t) {
+        s.body.append(d, n);
+        return true;
+      });
+  httplib::Response res;
+  s.sent = c.send(req, res, s.error);
+  return s;
+}
+
 class ProxyTest : public ::testing::Test {
  protected:
   void Start(HoldLimits limits = {},
@@ -371,16 +389,9 @@ TEST_F(ProxyTest, RequestsOneAfterAnotherShareOnePodConnection) {
       EXPECT_THAT(r->body, HasSubstr(absl::StrCat("ok ", body, "\"")));
       continue;
     }
-    std::string got;
-    httplib::Request req =
-        StreamRequest([&](const char* d, size_t n, uint64_t, uint64_t) {
-          got.append(d, n);
-          return true;
-        });
-    httplib::Response res;
-    httplib::Error err = httplib::Error::Success;
-    ASSERT_TRUE(c.send(req, res, err)) << httplib::to_string(err);
-    EXPECT_EQ(got, "data: 0\n\ndata: 1\n\ndata: 2\n\ndata: [DONE]\n\n");
+    const Streamed got = SendStream(c);
+    ASSERT_TRUE(got.sent) << httplib::to_string(got.error);
+    EXPECT_EQ(got.body, "data: 0\n\ndata: 1\n\ndata: 2\n\ndata: [DONE]\n\n");
   }
   EXPECT_EQ(model.finished.load(), 6);
   EXPECT_EQ(model.connections(), 1U);
@@ -494,20 +505,12 @@ TEST_F(ProxyTest, PodDyingMidStreamEndsTheResponsePromptly) {
     model->Kill();
   });
   httplib::Client c = Client();
-  std::string got;
-  httplib::Request req =
-      StreamRequest([&](const char* d, size_t n, uint64_t, uint64_t) {
-        got.append(d, n);
-        return true;
-      });
-  httplib::Response res;
-  httplib::Error err = httplib::Error::Success;
   const absl::Time t0 = absl::Now();
-  c.send(req, res, err);
+  const Streamed got = SendStream(c);
   killer.join();
   EXPECT_LT(absl::Now() - t0, absl::Seconds(4));
-  EXPECT_THAT(got, HasSubstr("data: 0"));
-  EXPECT_THAT(got, ::testing::Not(HasSubstr("[DONE]")));
+  EXPECT_THAT(got.body, HasSubstr("data: 0"));
+  EXPECT_THAT(got.body, ::testing::Not(HasSubstr("[DONE]")));
   EXPECT_EQ(model->started.load(), 1);
 }
 
