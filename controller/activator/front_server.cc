@@ -98,11 +98,14 @@ bool Token(absl::string_view s) {
 
 }  // namespace
 
-// One client connection: its socket and the bytes read and not yet used.
+// One client connection: its socket, the bytes read and not yet used, and
+// the addresses every request on it carries.
 struct FrontServer::Connection {
   int fd = -1;
   std::string in;
   size_t at = 0;  // in[at..] is unread
+  httplib::Request base;
+  int served = 0;  // requests answered before the one being read
 
   absl::string_view unread() const { return absl::string_view(in).substr(at); }
   void Consume(size_t n) {
@@ -111,6 +114,11 @@ struct FrontServer::Connection {
       in.clear();
       at = 0;
     }
+  }
+  // Answers `status` with `message` as plain text; the connection then
+  // ends.
+  void Refuse(int status, absl::string_view message) const {
+    SendClosing(fd, status, "text/plain", absl::StrCat(message, "\n"));
   }
 };
 
@@ -294,208 +302,37 @@ bool FrontServer::WaitReadable(int fd, absl::Duration timeout,
 }
 
 void FrontServer::ServeConnection(int fd) {
-  Connection c{fd, {}, 0};
+  Connection c;
+  c.fd = fd;
   const int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   const timeval send_timeout = Timeval(o_.write_timeout);
   ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &send_timeout, sizeof send_timeout);
-
-  httplib::Request base;
   {
     sockaddr_storage a{};
     socklen_t len = sizeof a;
     if (::getpeername(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
-      Describe(a, len, base.remote_addr, base.remote_port);
+      Describe(a, len, c.base.remote_addr, c.base.remote_port);
     }
     len = sizeof a;
     if (::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
-      Describe(a, len, base.local_addr, base.local_port);
+      Describe(a, len, c.base.local_addr, c.base.local_port);
     }
   }
-
-  // Reads more into c.in, waiting up to `timeout`; false at the end of the
-  // stream, on an error, a timeout or a stop (or a drain, when `idle`).
-  const auto fill = [&](absl::Duration timeout, bool idle = false) {
-    if (c.at > 0 && c.at * 2 > c.in.size()) {
-      c.in.erase(0, c.at);
-      c.at = 0;
-    }
-    for (;;) {
-      // Into the buffer itself: a stack array would push the calls below it
-      // 16 KiB deeper, and every connection thread's stack with them.
-      const size_t had = c.in.size();
-      c.in.resize(had + kReadBytes);
-      const ssize_t n = ::recv(fd, c.in.data() + had, kReadBytes, MSG_DONTWAIT);
-      c.in.resize(had + static_cast<size_t>(std::max<ssize_t>(n, 0)));
-      if (n > 0) {
-        return true;
-      }
-      if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
-        return false;
-      }
-      if (errno == EAGAIN && !WaitReadable(fd, timeout, idle)) {
-        return false;
-      }
-    }
-  };
-  // Answers `status` with `message` as plain text; the connection then
-  // ends.
-  const auto refuse = [&](int status, const std::string& message) {
-    SendClosing(fd, status, "text/plain", absl::StrCat(message, "\n"));
-  };
-
-  for (int served = 0; served < o_.keep_alive_max_requests && !stopping_;
-       ++served) {
-    // The head: up to the empty line (leading empty lines ignored).
-    size_t end = absl::string_view::npos;
-    bool first_wait = true;
-    for (;;) {
-      while (absl::StartsWith(c.unread(), "\r\n")) {
-        c.Consume(2);
-      }
-      end = c.unread().find("\r\n\r\n");
-      if (end != absl::string_view::npos && end <= o_.max_header_bytes) {
-        break;
-      }
-      if (end != absl::string_view::npos ||
-          c.unread().size() > o_.max_header_bytes) {
-        refuse(431, absl::StrCat("request head over ", o_.max_header_bytes,
-                                 " bytes"));
-        end = absl::string_view::npos;
-        break;
-      }
-      // Between requests the keep-alive idle time, within one the read
-      // timeout.
-      const bool idle = first_wait && c.unread().empty() && served > 0;
-      first_wait = false;
-      if (!fill(idle ? o_.keep_alive : o_.read_timeout, idle)) {
-        break;
-      }
-    }
-    if (end == absl::string_view::npos) {
-      break;
-    }
-    httplib::Request req = base;
-    const std::string head(c.unread().substr(0, end));
-    c.Consume(end + 4);
-    std::vector<absl::string_view> lines = absl::StrSplit(head, "\r\n");
-    const std::vector<absl::string_view> start =
-        absl::StrSplit(lines[0], absl::MaxSplits(' ', 2));
-    if (start.size() != 3 || !Token(start[0]) || start[1].empty() ||
-        (start[2] != "HTTP/1.1" && start[2] != "HTTP/1.0")) {
-      refuse(400, "malformed request line");
-      break;
-    }
-    req.method = std::string(start[0]);
-    req.target = std::string(start[1]);
-    req.path = req.target.substr(0, req.target.find('?'));
-    req.version = std::string(start[2]);
-    bool bad = false;
-    for (size_t i = 1; i < lines.size() && !bad; ++i) {
-      const size_t colon = lines[i].find(':');
-      bad =
-          colon == absl::string_view::npos || !Token(lines[i].substr(0, colon));
-      if (!bad) {
-        req.headers.emplace(std::string(lines[i].substr(0, colon)),
-                            std::string(absl::StripAsciiWhitespace(
-                                lines[i].substr(colon + 1))));
-      }
-    }
-    if (bad) {
-      refuse(400, "malformed request header");
+  for (; c.served < o_.keep_alive_max_requests && !stopping_; ++c.served) {
+    std::string head;
+    httplib::Request req = c.base;
+    BodyFraming body;
+    if (!ReadHead(c, head) || !ParseHead(c, head, req, body) ||
+        !ReadBody(c, req, body)) {
       break;
     }
     const std::string connection =
         absl::AsciiStrToLower(req.get_header_value("Connection"));
-    bool keep = req.version == "HTTP/1.1"
-                    ? !absl::StrContains(connection, "close")
-                    : absl::StrContains(connection, "keep-alive");
-    keep = keep && served + 1 < o_.keep_alive_max_requests;
-
-    // The body.
-    const std::string coding =
-        absl::AsciiStrToLower(req.get_header_value("Transfer-Encoding"));
-    const bool chunked = !coding.empty();
-    uint64_t length = 0;
-    if (chunked && absl::StripAsciiWhitespace(coding) != "chunked") {
-      refuse(501, absl::StrCat("transfer coding \"", coding,
-                               "\" not supported (chunked is)"));
-      break;
-    }
-    if (!chunked && req.has_header("Content-Length")) {
-      for (size_t i = 0; i < req.get_header_value_count("Content-Length");
-           ++i) {
-        uint64_t n = 0;
-        if (!absl::SimpleAtoi(req.get_header_value("Content-Length", i), &n) ||
-            (i > 0 && n != length)) {
-          bad = true;
-        }
-        length = n;
-      }
-      if (bad) {
-        refuse(400, "malformed Content-Length");
-        break;
-      }
-    }
-    // A body over the limit is not read: answered, and the connection
-    // ends.
-    const auto too_large = [&](uint64_t bytes) {
-      httplib::Response res;
-      if (too_large_) {
-        too_large_(req, bytes, res);
-      }
-      const std::string type = res.get_header_value("Content-Type");
-      SendClosing(fd, 413, type.empty() ? "text/plain" : type,
-                  res.body.empty() ? "request body too large\n" : res.body);
-    };
-    if (length > o_.max_body_bytes) {
-      too_large(length);
-      break;
-    }
-    if ((chunked || length > 0) &&
-        absl::EqualsIgnoreCase(req.get_header_value("Expect"),
-                               "100-continue") &&
-        !SendAll(fd, "HTTP/1.1 100 Continue\r\n\r\n")) {
-      break;
-    }
-    bool whole = true;
-    if (chunked) {
-      ChunkedDecoder decoder;
-      while (whole && !decoder.done()) {
-        size_t used = 0;
-        if (!decoder.Decode(c.unread(), used, req.body)) {
-          bad = true;
-          break;
-        }
-        c.Consume(used);
-        // Over the limit by what a chunk declares: refused before its
-        // data is read.
-        if (const uint64_t declared = req.body.size() + decoder.chunk_left();
-            declared > o_.max_body_bytes) {
-          too_large(declared);
-          whole = false;
-        } else if (!decoder.done()) {
-          whole = fill(o_.read_timeout);
-        }
-      }
-      if (bad) {
-        refuse(400, absl::StrCat("malformed chunked request body: ",
-                                 decoder.error()));
-        break;
-      }
-    } else {
-      while (whole && c.unread().size() < length) {
-        whole = fill(o_.read_timeout);
-      }
-      if (whole) {
-        req.body = std::string(c.unread().substr(0, length));
-        c.Consume(length);
-      }
-    }
-    if (!whole) {
-      break;  // the client went away, or stopped sending
-    }
-
+    const bool keep = (req.version == "HTTP/1.1"
+                           ? !absl::StrContains(connection, "close")
+                           : absl::StrContains(connection, "keep-alive")) &&
+                      c.served + 1 < o_.keep_alive_max_requests;
     // The read buffer is not kept while the handler runs (a held request
     // may wait minutes) when nothing more has come.
     if (c.unread().empty()) {
@@ -507,88 +344,254 @@ void FrontServer::ServeConnection(int fd) {
     if (res.status < 0) {
       res.status = 404;
     }
-
-    // The head, then the body or the provider's chunks.
-    // Draining (maybe since the request came): this answer is the last.
-    keep = keep && !draining_;
-    const bool head_only = req.method == "HEAD" || res.status == 204 ||
-                           res.status == 304 || res.status < 200;
-    const bool provided = static_cast<bool>(res.content_provider_);
-    const bool streamed = provided && res.is_chunked_content_provider_;
-    // HTTP/1.0 has no chunked coding: there a stream ends with the
-    // connection.
-    const bool framed = streamed && req.version == "HTTP/1.1";
-    keep = keep && (framed || !streamed);
-    std::string out =
-        absl::StrCat("HTTP/1.1 ", res.status, " ", Reason(res.status), "\r\n");
-    for (const auto& [name, value] : res.headers) {
-      if (!absl::EqualsIgnoreCase(name, "Content-Length") &&
-          !absl::EqualsIgnoreCase(name, "Transfer-Encoding") &&
-          !absl::EqualsIgnoreCase(name, "Connection")) {
-        absl::StrAppend(&out, name, ": ", value, "\r\n");
-      }
-    }
-    if (framed) {
-      out += "Transfer-Encoding: chunked\r\n";
-    } else if (!streamed && res.status >= 200 && res.status != 204 &&
-               res.status != 304) {
-      absl::StrAppend(&out, "Content-Length: ",
-                      provided ? res.content_length_ : res.body.size(), "\r\n");
-    }
-    if (!keep) {
-      out += "Connection: close\r\n";
-    } else if (req.version == "HTTP/1.0") {
-      out += "Connection: keep-alive\r\n";  // asked for, and granted
-    }
-    out += "\r\n";
-    if (!head_only && !provided) {
-      out += res.body;
-    }
-    bool ok = SendAll(fd, out);
-    if (ok && !head_only && provided) {
-      bool done = false;
-      size_t offset = 0;
-      httplib::DataSink sink;
-      sink.write = [&](const char* d, size_t n) {
-        if (!ok || n == 0) {
-          return ok;
-        }
-        std::array<char, 24> size{};
-        const int k = std::snprintf(size.data(), size.size(), "%zx\r\n", n);
-        std::array<iovec, 3> v{iovec{size.data(), static_cast<size_t>(k)},
-                               iovec{const_cast<char*>(d), n},
-                               iovec{const_cast<char*>("\r\n"), 2}};
-        ok = framed ? SendAll(fd, v.data(), v.size()) : SendAll(fd, &v[1], 1);
-        offset += n;
-        return ok;
-      };
-      sink.done = [&] {
-        if (!done) {
-          done = true;
-          ok = ok && (!framed || SendAll(fd, "0\r\n\r\n"));
-        }
-      };
-      sink.is_writable = [&] {
-        pollfd p{fd, POLLOUT, 0};
-        return ok && ::poll(&p, 1, 0) >= 0 &&
-               (p.revents & (POLLERR | POLLHUP)) == 0;
-      };
-      while (ok && !done) {
-        const size_t left = streamed ? 0 : res.content_length_ - offset;
-        if (stopping_ || !res.content_provider_(offset, left, sink)) {
-          ok = false;
-        } else if (!streamed && offset >= res.content_length_) {
-          done = true;
-        }
-      }
-      res.content_provider_success_ = ok && done;
-    }
-    if (!ok || !keep) {
+    if (!Respond(c, req, res, keep)) {
       break;
     }
   }
   ::shutdown(fd, SHUT_WR);
   ::close(fd);
+}
+
+bool FrontServer::Fill(Connection& c, absl::Duration timeout, bool idle) const {
+  if (c.at > 0 && c.at * 2 > c.in.size()) {
+    c.in.erase(0, c.at);
+    c.at = 0;
+  }
+  for (;;) {
+    // Into the buffer itself: a stack array would push the calls below it
+    // 16 KiB deeper, and every connection thread's stack with them.
+    const size_t had = c.in.size();
+    c.in.resize(had + kReadBytes);
+    const ssize_t n = ::recv(c.fd, c.in.data() + had, kReadBytes, MSG_DONTWAIT);
+    c.in.resize(had + static_cast<size_t>(std::max<ssize_t>(n, 0)));
+    if (n > 0) {
+      return true;
+    }
+    if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+      return false;
+    }
+    if (errno == EAGAIN && !WaitReadable(c.fd, timeout, idle)) {
+      return false;
+    }
+  }
+}
+
+bool FrontServer::ReadHead(Connection& c, std::string& head) const {
+  // Up to the empty line (leading empty lines ignored).
+  for (bool first_wait = true;; first_wait = false) {
+    while (absl::StartsWith(c.unread(), "\r\n")) {
+      c.Consume(2);
+    }
+    const size_t end = c.unread().find("\r\n\r\n");
+    if (end != absl::string_view::npos && end <= o_.max_header_bytes) {
+      head = std::string(c.unread().substr(0, end));
+      c.Consume(end + 4);
+      return true;
+    }
+    if (end != absl::string_view::npos ||
+        c.unread().size() > o_.max_header_bytes) {
+      c.Refuse(431, absl::StrCat("request head over ", o_.max_header_bytes,
+                                 " bytes"));
+      return false;
+    }
+    // Between requests the keep-alive idle time, within one the read
+    // timeout.
+    const bool idle = first_wait && c.unread().empty() && c.served > 0;
+    if (!Fill(c, idle ? o_.keep_alive : o_.read_timeout, idle)) {
+      return false;
+    }
+  }
+}
+
+bool FrontServer::ParseHead(const Connection& c, absl::string_view head,
+                            httplib::Request& req, BodyFraming& body) const {
+  const std::vector<absl::string_view> lines = absl::StrSplit(head, "\r\n");
+  const std::vector<absl::string_view> start =
+      absl::StrSplit(lines[0], absl::MaxSplits(' ', 2));
+  if (start.size() != 3 || !Token(start[0]) || start[1].empty() ||
+      (start[2] != "HTTP/1.1" && start[2] != "HTTP/1.0")) {
+    c.Refuse(400, "malformed request line");
+    return false;
+  }
+  req.method = std::string(start[0]);
+  req.target = std::string(start[1]);
+  req.path = req.target.substr(0, req.target.find('?'));
+  req.version = std::string(start[2]);
+  for (size_t i = 1; i < lines.size(); ++i) {
+    const size_t colon = lines[i].find(':');
+    if (colon == absl::string_view::npos || !Token(lines[i].substr(0, colon))) {
+      c.Refuse(400, "malformed request header");
+      return false;
+    }
+    req.headers.emplace(
+        std::string(lines[i].substr(0, colon)),
+        std::string(absl::StripAsciiWhitespace(lines[i].substr(colon + 1))));
+  }
+  const std::string coding =
+      absl::AsciiStrToLower(req.get_header_value("Transfer-Encoding"));
+  body.chunked = !coding.empty();
+  if (body.chunked && absl::StripAsciiWhitespace(coding) != "chunked") {
+    c.Refuse(501, absl::StrCat("transfer coding \"", coding,
+                               "\" not supported (chunked is)"));
+    return false;
+  }
+  if (body.chunked) {
+    return true;
+  }
+  const size_t lengths = req.get_header_value_count("Content-Length");
+  for (size_t i = 0; i < lengths; ++i) {
+    uint64_t n = 0;
+    if (!absl::SimpleAtoi(req.get_header_value("Content-Length", i), &n) ||
+        (i > 0 && n != body.length)) {
+      c.Refuse(400, "malformed Content-Length");
+      return false;
+    }
+    body.length = n;
+  }
+  return true;
+}
+
+void FrontServer::RefuseTooLarge(const Connection& c,
+                                 const httplib::Request& req,
+                                 uint64_t bytes) const {
+  httplib::Response res;
+  if (too_large_) {
+    too_large_(req, bytes, res);
+  }
+  const std::string type = res.get_header_value("Content-Type");
+  SendClosing(c.fd, 413, type.empty() ? "text/plain" : type,
+              res.body.empty() ? "request body too large\n" : res.body);
+}
+
+bool FrontServer::ReadBody(Connection& c, httplib::Request& req,
+                           const BodyFraming& body) const {
+  // A body over the limit is not read: answered, and the connection ends.
+  if (body.length > o_.max_body_bytes) {
+    RefuseTooLarge(c, req, body.length);
+    return false;
+  }
+  if ((body.chunked || body.length > 0) &&
+      absl::EqualsIgnoreCase(req.get_header_value("Expect"), "100-continue") &&
+      !SendAll(c.fd, "HTTP/1.1 100 Continue\r\n\r\n")) {
+    return false;
+  }
+  if (!body.chunked) {
+    while (c.unread().size() < body.length) {
+      if (!Fill(c, o_.read_timeout)) {
+        return false;  // the client went away, or stopped sending
+      }
+    }
+    req.body = std::string(c.unread().substr(0, body.length));
+    c.Consume(body.length);
+    return true;
+  }
+  ChunkedDecoder decoder;
+  while (!decoder.done()) {
+    size_t used = 0;
+    if (!decoder.Decode(c.unread(), used, req.body)) {
+      c.Refuse(400, absl::StrCat("malformed chunked request body: ",
+                                 decoder.error()));
+      return false;
+    }
+    c.Consume(used);
+    // Over the limit by what a chunk declares: refused before its data is
+    // read.
+    if (const uint64_t declared = req.body.size() + decoder.chunk_left();
+        declared > o_.max_body_bytes) {
+      RefuseTooLarge(c, req, declared);
+      return false;
+    }
+    if (!decoder.done() && !Fill(c, o_.read_timeout)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool FrontServer::Respond(const Connection& c, const httplib::Request& req,
+                          httplib::Response& res, bool keep) const {
+  // The head, then the body or the provider's chunks.
+  // Draining (maybe since the request came): this answer is the last.
+  keep = keep && !draining_;
+  const bool head_only = req.method == "HEAD" || res.status == 204 ||
+                         res.status == 304 || res.status < 200;
+  const bool provided = static_cast<bool>(res.content_provider_);
+  const bool streamed = provided && res.is_chunked_content_provider_;
+  // HTTP/1.0 has no chunked coding: there a stream ends with the
+  // connection.
+  const bool framed = streamed && req.version == "HTTP/1.1";
+  keep = keep && (framed || !streamed);
+  std::string out =
+      absl::StrCat("HTTP/1.1 ", res.status, " ", Reason(res.status), "\r\n");
+  for (const auto& [name, value] : res.headers) {
+    if (!absl::EqualsIgnoreCase(name, "Content-Length") &&
+        !absl::EqualsIgnoreCase(name, "Transfer-Encoding") &&
+        !absl::EqualsIgnoreCase(name, "Connection")) {
+      absl::StrAppend(&out, name, ": ", value, "\r\n");
+    }
+  }
+  if (framed) {
+    out += "Transfer-Encoding: chunked\r\n";
+  } else if (!streamed && res.status >= 200 && res.status != 204 &&
+             res.status != 304) {
+    absl::StrAppend(&out, "Content-Length: ",
+                    provided ? res.content_length_ : res.body.size(), "\r\n");
+  }
+  if (!keep) {
+    out += "Connection: close\r\n";
+  } else if (req.version == "HTTP/1.0") {
+    out += "Connection: keep-alive\r\n";  // asked for, and granted
+  }
+  out += "\r\n";
+  if (!head_only && !provided) {
+    out += res.body;
+  }
+  const bool ok =
+      SendAll(c.fd, out) && (head_only || !provided || Provide(c, res, framed));
+  return ok && keep;
+}
+
+bool FrontServer::Provide(const Connection& c, httplib::Response& res,
+                          bool framed) const {
+  const bool streamed = res.is_chunked_content_provider_;
+  bool ok = true;
+  bool done = false;
+  size_t offset = 0;
+  httplib::DataSink sink;
+  sink.write = [&](const char* d, size_t n) {
+    if (!ok || n == 0) {
+      return ok;
+    }
+    std::array<char, 24> size{};
+    const int k = std::snprintf(size.data(), size.size(), "%zx\r\n", n);
+    std::array<iovec, 3> v{iovec{size.data(), static_cast<size_t>(k)},
+                           iovec{const_cast<char*>(d), n},
+                           iovec{const_cast<char*>("\r\n"), 2}};
+    ok = framed ? SendAll(c.fd, v.data(), v.size()) : SendAll(c.fd, &v[1], 1);
+    offset += n;
+    return ok;
+  };
+  sink.done = [&] {
+    if (!done) {
+      done = true;
+      ok = ok && (!framed || SendAll(c.fd, "0\r\n\r\n"));
+    }
+  };
+  sink.is_writable = [&] {
+    pollfd p{c.fd, POLLOUT, 0};
+    return ok && ::poll(&p, 1, 0) >= 0 &&
+           (p.revents & (POLLERR | POLLHUP)) == 0;
+  };
+  while (ok && !done) {
+    const size_t left = streamed ? 0 : res.content_length_ - offset;
+    if (stopping_ || !res.content_provider_(offset, left, sink)) {
+      ok = false;
+    } else if (!streamed && offset >= res.content_length_) {
+      done = true;
+    }
+  }
+  res.content_provider_success_ = ok && done;
+  return ok && done;
 }
 
 }  // namespace pilotlight::activator

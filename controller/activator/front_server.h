@@ -42,6 +42,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "controller/activator/http_server.h"
 #include "httplib.h"
@@ -100,7 +101,35 @@ class FrontServer {
 
  private:
   struct Connection;
+  // How a request's body comes: chunked, or `length` bytes.
+  struct BodyFraming {
+    bool chunked = false;
+    uint64_t length = 0;
+  };
+  // Reads and answers requests on `fd` until it ends, then closes it.
   void ServeConnection(int fd);
+  // Reads more into the connection's buffer, waiting up to `timeout`; false
+  // at the end of the stream, on an error, a timeout or a stop (or a
+  // drain, when `idle`).
+  bool Fill(Connection& c, absl::Duration timeout, bool idle = false) const;
+  // Each step of a request; false when the connection is to end (the
+  // client went away or stopped sending, or it was answered 400, 413, 431
+  // or 501 and closed): the head up to its empty line, the request line
+  // and headers, the body.
+  bool ReadHead(Connection& c, std::string& head) const;
+  bool ParseHead(const Connection& c, absl::string_view head,
+                 httplib::Request& req, BodyFraming& body) const;
+  bool ReadBody(Connection& c, httplib::Request& req,
+                const BodyFraming& body) const;
+  void RefuseTooLarge(const Connection& c, const httplib::Request& req,
+                      uint64_t bytes) const;
+  // Writes `res` (its head, then its body or its provider's chunks); false
+  // when the connection ends after it.
+  bool Respond(const Connection& c, const httplib::Request& req,
+               httplib::Response& res, bool keep) const;
+  // Writes what `res`'s content provider gives, each chunk as it comes
+  // (`framed`: in the chunked coding); false when it broke off.
+  bool Provide(const Connection& c, httplib::Response& res, bool framed) const;
   // Waits until `fd` is readable or the server stops (or, `idle` between
   // requests, drains); false when it stopped, drained, timed out or failed.
   bool WaitReadable(int fd, absl::Duration timeout, bool idle) const;
