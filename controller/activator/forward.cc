@@ -154,20 +154,28 @@ Forward::Io Forward::Read(absl::Time deadline) {
     if (cancelled_) {
       return Io::kClosed;
     }
+    // The last read emptied the socket: wait before reading again (a
+    // stream's next chunk is seldom there yet; a read that finds nothing
+    // would be one more system call per chunk).
+    if (drained_) {
+      if (const Io w = Wait(POLLIN, deadline); w != Io::kOk) {
+        return w;
+      }
+      drained_ = false;
+    }
     std::array<char, kReadBytes> b;
     const ssize_t n = ::recv(fd_.load(), b.data(), b.size(), 0);
     if (n > 0) {
       buf_.append(b.data(), static_cast<size_t>(n));
       answered_ = true;
+      drained_ = static_cast<size_t>(n) < b.size();
       return Io::kOk;
     }
     if (n == 0) {
       return Io::kClosed;
     }
     if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      if (const Io w = Wait(POLLIN, deadline); w != Io::kOk) {
-        return w;
-      }
+      drained_ = true;
       continue;
     }
     if (errno != EINTR) {

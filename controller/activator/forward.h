@@ -128,6 +128,7 @@ class Forward {
   bool reused_ = false;
   bool stale_ = false;
   bool answered_ = false;    // a byte came back on this connection
+  bool drained_ = true;      // nothing to read: Read waits first
   bool keep_alive_ = false;  // the pod lets the connection carry another
   std::string why_;
   int status_ = 0;
