@@ -141,9 +141,13 @@ int RunActivator(const std::vector<std::string>& args, std::ostream& out,
   if (max_body <= 0 || held_bytes <= 0 || held_bytes_total <= 0 ||
       o.hold.max_held_per_endpoint < 0 || o.hold.max_held_total < 0 ||
       o.http.max_threads < 1 || o.http.backlog < 1 ||
-      o.proxy.upstream.idle < absl::ZeroDuration() ||
       o.targets.default_concurrency < 1) {
     err << "pilotlight activator: limits must be positive\n";
+    return kExitUsage;
+  }
+  if (o.proxy.upstream.idle < absl::ZeroDuration()) {
+    err << "pilotlight activator: --upstream-keepalive must not be negative "
+           "(0: a new connection to the pod per request)\n";
     return kExitUsage;
   }
   if (o.hold.max_held_total >= o.http.max_threads) {
