@@ -115,6 +115,14 @@ void Forward::Release() {
   }
 }
 
+void Forward::Adopt(int fd) {
+  const std::lock_guard<std::mutex> lock(fd_mu_);
+  fd_ = fd;
+  if (cancelled_) {
+    ::shutdown(fd, SHUT_RDWR);  // cancelled before it had a connection
+  }
+}
+
 void Forward::Cancel() {
   const std::lock_guard<std::mutex> lock(fd_mu_);
   cancelled_ = true;
@@ -212,13 +220,7 @@ bool Forward::Connect() {
     ::freeaddrinfo(found);
     return false;
   }
-  {
-    const std::lock_guard<std::mutex> lock(fd_mu_);
-    fd_ = fd;
-    if (cancelled_) {
-      ::shutdown(fd, SHUT_RDWR);
-    }
-  }
+  Adopt(fd);
   const int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   const int rc = ::connect(fd, found->ai_addr, found->ai_addrlen);
@@ -255,13 +257,7 @@ Forward::Start Forward::WaitForResponse() {
   const absl::Time deadline = started_ + timeouts_.response_start;
   if (pool_ != nullptr) {
     if (const int fd = pool_->Take(address_); fd >= 0) {
-      {
-        const std::lock_guard<std::mutex> lock(fd_mu_);
-        fd_ = fd;
-        if (cancelled_) {
-          ::shutdown(fd, SHUT_RDWR);
-        }
-      }
+      Adopt(fd);
       reused_ = true;
       const Start start = Exchange(deadline);
       if (start != Start::kFailed || answered_ || cancelled_) {

@@ -100,6 +100,8 @@ class Forward {
   bool Connect();
   // Sends the request and reads the response's head.
   Start Exchange(absl::Time deadline);
+  // `fd` is the connection now (shut down at once when already cancelled).
+  void Adopt(int fd);
   // Closes the connection (not to be reused).
   void Close();
   // After the response was read whole: back to the pool when it can carry
