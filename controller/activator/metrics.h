@@ -58,6 +58,11 @@ struct Metrics {
                       "request; stale: a reused one the pod had closed, "
                       "so a new one)")
                 .Register(r)),
+        // Resolved once, each at zero from the start: one of them counts
+        // every request sent.
+        connections_new(upstream_connections.Add({{"how", "new"}})),
+        connections_reused(upstream_connections.Add({{"how", "reused"}})),
+        connections_stale(upstream_connections.Add({{"how", "stale"}})),
         abandoned(prometheus::BuildCounter()
                       .Name("pilotlight_activator_abandoned_total")
                       .Help("Requests whose client hung up before a pod "
@@ -113,9 +118,6 @@ struct Metrics {
          {"connect", "broken", "response_timeout", "client_gone"}) {
       upstream_errors.Add({{"reason", reason}});
     }
-    for (const char* how : {"new", "reused", "stale"}) {
-      upstream_connections.Add({{"how", how}});
-    }
     for (const char* stage : {"held", "sent"}) {
       abandoned.Add({{"stage", stage}});
     }
@@ -145,6 +147,9 @@ struct Metrics {
   prometheus::Family<prometheus::Counter>& rejections;
   prometheus::Family<prometheus::Counter>& upstream_errors;
   prometheus::Family<prometheus::Counter>& upstream_connections;
+  prometheus::Counter& connections_new;
+  prometheus::Counter& connections_reused;
+  prometheus::Counter& connections_stale;
   prometheus::Family<prometheus::Counter>& abandoned;
   prometheus::Counter& retries;
   prometheus::Family<prometheus::Counter>& client_retries;

@@ -271,8 +271,9 @@ void Proxy::Handle(const httplib::Request& req, httplib::Response& res,
       Abandoned(res, endpoint, "sent");
       return;
     }
-    metrics_.upstream_connections
-        .Add({{"how", f->stale() ? "stale" : (f->reused() ? "reused" : "new")}})
+    (f->stale()    ? metrics_.connections_stale
+     : f->reused() ? metrics_.connections_reused
+                   : metrics_.connections_new)
         .Increment();
     switch (start) {
       case Forward::Start::kResponded:
