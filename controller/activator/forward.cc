@@ -23,6 +23,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
+#include "controller/activator/poll_millis.h"
 #include "controller/base/host_port.h"
 
 namespace pilotlight::activator {
@@ -44,16 +45,6 @@ bool NotForwarded(const std::string& name) {
 
 std::string Errno(absl::string_view what, int err) {
   return absl::StrCat(what, ": ", std::strerror(err));
-}
-
-int PollMillis(absl::Time deadline) {
-  const absl::Duration left = deadline - absl::Now();
-  if (left <= absl::ZeroDuration()) {
-    return 0;
-  }
-  // Rounded up: a wait never ends just short of its deadline.
-  return static_cast<int>(std::min<int64_t>(
-      absl::ToInt64Milliseconds(left + absl::Microseconds(999)), 1 << 30));
 }
 
 }  // namespace
@@ -142,7 +133,7 @@ bool Forward::Fail(std::string why) {
 Forward::Io Forward::Wait(short events, absl::Time deadline) {
   pollfd p{fd_.load(), events, 0};
   while (!cancelled_) {
-    const int n = ::poll(&p, 1, PollMillis(deadline));
+    const int n = ::poll(&p, 1, PollMillis(deadline - absl::Now()));
     if (n > 0) {
       return Io::kOk;  // ready, or an error the next call reports
     }

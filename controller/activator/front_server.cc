@@ -24,17 +24,13 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "controller/activator/chunked.h"
+#include "controller/activator/poll_millis.h"
 #include "controller/activator/socket_name.h"
 
 namespace pilotlight::activator {
 namespace {
 
 constexpr size_t kReadBytes = size_t{16} << 10;
-
-int Millis(absl::Duration d) {
-  return static_cast<int>(std::clamp<int64_t>(
-      absl::ToInt64Milliseconds(d + absl::Microseconds(999)), 0, 1 << 30));
-}
 
 timeval Timeval(absl::Duration d) {
   return absl::ToTimeval(std::max(d, absl::Milliseconds(1)));
@@ -291,7 +287,7 @@ bool FrontServer::WaitReadable(int fd, absl::Duration timeout,
                           pollfd{idle ? drain_fd_ : -1, POLLIN, 0}};
   const absl::Time until = absl::Now() + timeout;
   for (;;) {
-    const int n = ::poll(p.data(), p.size(), Millis(until - absl::Now()));
+    const int n = ::poll(p.data(), p.size(), PollMillis(until - absl::Now()));
     if (n > 0) {
       return p[1].revents == 0 && p[2].revents == 0 && p[0].revents != 0;
     }
