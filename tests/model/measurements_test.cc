@@ -4,6 +4,7 @@
 // stay what the docs say it is (>= 40 rows, >= 5 independent sources, a
 // split with both halves). The table prints, so a failing run shows which
 // rows moved.
+#include <filesystem>
 #include <iostream>
 #include <set>
 #include <string>
@@ -38,10 +39,16 @@ absl::StatusOr<ValidationReport> ValidateShipped() {
   if (!rows.ok()) {
     return rows.status();
   }
-  const ModelResolver presets = [](const std::string& name) {
+  // A preset name, or a config.json beside the CSV (as size --validate).
+  const ModelResolver resolve =
+      [](const std::string& name) -> absl::StatusOr<ModelProfile> {
+    if (name.ends_with(".json")) {
+      return ProfileFromHfConfig(ReadFile(std::string(kDir) + name),
+                                 std::filesystem::path(name).stem().string());
+    }
     return FindPreset(name);
   };
-  return Validate(*rows, presets, WithMeasurementGpus(), EngineTuning{});
+  return Validate(*rows, resolve, WithMeasurementGpus(), EngineTuning{});
 }
 
 const GroupSummary* Find(const ValidationReport& r, const std::string& group,
