@@ -89,6 +89,9 @@ struct ValidationRow {
   Measurement m;
   double predicted = 0;
   double error = 0;  // predicted / measured - 1
+  // > 0: the memory model says the shape does not fit (GiB short per GPU),
+  // though the row ran; a miss of the memory model, the speed still judged.
+  double shortfall_gib = 0;
 };
 
 struct GroupSummary {
@@ -110,7 +113,9 @@ using ModelResolver =
 
 // Predicts every row with `tuning` (the row's group size and path applied).
 // A row the model cannot express (unknown GPU class, a precision the class
-// lacks, a shape that does not fit) is an error naming the row.
+// lacks, weights beyond the GPUs' memory) is an error naming the row; a
+// shape within the memory but beyond the usable budget is predicted and
+// flagged (ValidationRow::shortfall_gib).
 absl::StatusOr<ValidationReport> Validate(const std::vector<Measurement>& rows,
                                           const ModelResolver& resolve,
                                           const Catalog& catalog,

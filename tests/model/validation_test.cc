@@ -78,10 +78,36 @@ TEST(ValidationTest, RowsTheModelCannotExpress) {
   EXPECT_THAT(
       validate("a,fit,decode_tps,llama-3.1-70b,l4,1,bf16,bf16,,1,8,8,,1,x")
           .message(),
-      HasSubstr("does not fit on 1 x l4"));
+      HasSubstr("does not fit on 1 x l4 at bf16 (its weights alone exceed"));
   EXPECT_THAT(
       validate("a,fit,decode_tps,nope-1b,l4,1,bf16,bf16,,1,8,8,,1,x").message(),
       HasSubstr("unknown model \"nope-1b\""));
+}
+
+// A shape within the GPUs' memory but beyond the usable budget ran, so the
+// row is still judged on speed, flagged as a miss of the memory model: 8B
+// bf16 (15 GiB) on an L4 with a 30,000-token sequence (3.7 GiB of KV)
+// exceeds the 0.9 x memory - 2 GiB budget.
+TEST(ValidationTest, ShapesBeyondTheUsableBudgetAreJudgedAndFlagged) {
+  absl::StatusOr<std::vector<Measurement>> m = ParseMeasurements(
+      absl::StrCat(kHeader,
+                   "a,holdout,decode_tps,llama-3.1-8b,l4,1,bf16,bf16,,1,30000,"
+                   "100,offline,10,x\n"
+                   "b,holdout,decode_tps,llama-3.1-8b,l4,1,bf16,bf16,,1,1000,"
+                   "100,offline,10,x\n"),
+      "f.csv");
+  ASSERT_TRUE(m.ok()) << m.status();
+  absl::StatusOr<ValidationReport> r =
+      Validate(*m, kPresets, DefaultCatalog(), EngineTuning{});
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->rows.size(), 2u);
+  EXPECT_GT(r->rows[0].shortfall_gib, 0.1);
+  EXPECT_LT(r->rows[0].shortfall_gib, 2.0);
+  EXPECT_GT(r->rows[0].predicted, 0);
+  EXPECT_EQ(r->rows[1].shortfall_gib, 0);
+  const std::string table = FormatValidation(*r);
+  EXPECT_THAT(table, HasSubstr("(does not fit: "));
+  EXPECT_THAT(table, HasSubstr("1 row(s) ran on GPUs the memory model says"));
 }
 
 // Each kind predicts what its definition says, from the same ReplicaModel.
