@@ -422,23 +422,31 @@ std::string FormatTuning(const EngineTuning& t) {
 }
 
 std::string FormatValidation(const ValidationReport& report) {
+  // The model and GPU columns as wide as their longest entry (a config.json
+  // path can be long), so the figures stay aligned.
+  int model_w = 14;
+  int gpu_w = 16;
+  for (const ValidationRow& r : report.rows) {
+    model_w = std::max(model_w, static_cast<int>(r.m.model.size()));
+    gpu_w = std::max(gpu_w, static_cast<int>(r.m.gpu.size()));
+  }
   std::string out = absl::StrFormat(
-      "%-10s %-7s %-18s %-14s %-16s %2s %-5s %5s %6s %5s %10s %10s %7s\n", "ID",
-      "SPLIT", "KIND", "MODEL", "GPU", "TP", "W", "BATCH", "PROMPT", "OUT",
-      "MEASURED", "PREDICTED", "ERROR");
+      "%-10s %-7s %-18s %-*s %-*s %2s %-5s %5s %6s %5s %10s %10s %7s\n", "ID",
+      "SPLIT", "KIND", model_w, "MODEL", gpu_w, "GPU", "TP", "W", "BATCH",
+      "PROMPT", "OUT", "MEASURED", "PREDICTED", "ERROR");
   for (const ValidationRow& r : report.rows) {
     absl::StrAppendFormat(
         &out,
-        "%-10s %-7s %-18s %-14s %-16s %2d %-5s %5d %6d %5d %10.4g "
-        "%10.4g %+6.1f%%\n",
-        r.m.id, r.m.split, r.m.kind, r.m.model, r.m.gpu, r.m.tp,
+        "%-10s %-7s %-18s %-*s %-*s %2d %-5s %5d %6d %5d %10.4g "
+        "%10.4g %+6.1f%%",
+        r.m.id, r.m.split, r.m.kind, model_w, r.m.model, gpu_w, r.m.gpu, r.m.tp,
         PrecisionName(r.m.weights), r.m.batch, r.m.prompt, r.m.output,
         r.m.measured, r.predicted, 100 * r.error);
     if (r.shortfall_gib > 0) {
-      out.pop_back();
-      absl::StrAppendFormat(&out, "  (does not fit: %.2f GiB short)\n",
+      absl::StrAppendFormat(&out, "  (does not fit: %.2f GiB short)",
                             r.shortfall_gib);
     }
+    out += "\n";
   }
   out += "\nGROUP      SPLIT    ROWS  WITHIN-20%  WITHIN-25%  MEAN-ABS-ERROR\n";
   for (const GroupSummary& g : report.groups) {
