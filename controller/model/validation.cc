@@ -249,7 +249,7 @@ absl::StatusOr<ValidationReport> Validate(const std::vector<Measurement>& rows,
       return absl::InvalidArgumentError(
           absl::StrCat(where, ": ", profile->name, " does not fit on ", m.tp,
                        " x ", m.gpu, " at ", PrecisionName(m.weights),
-                       " (its weights alone exceed the ", "GPUs' memory)"));
+                       " (its weights alone exceed the GPUs' memory)"));
     }
     Workload w;
     w.prompt_tokens = m.prompt;
