@@ -306,7 +306,10 @@ absl::Status ValidateSizingRequest(const SizingRequest& r) {
         absl::StrCat("slo.tpot = ", absl::FormatDuration(r.slo.tpot),
                      " is out of range (> 0 and <= 1m)"));
   }
-  const EngineTuning& t = r.tuning;
+  return ValidateTuning(r.tuning);
+}
+
+absl::Status ValidateTuning(const EngineTuning& t) {
   struct Fraction {
     const char* field;
     double value;

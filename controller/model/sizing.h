@@ -275,6 +275,8 @@ double KvBytesPerToken(const ModelProfile& m, Precision kv);
 
 // Checks the request; errors name the field, its value and the range.
 absl::Status ValidateSizingRequest(const SizingRequest& r);
+// The tuning part of it (also for a tuning read from a file).
+absl::Status ValidateTuning(const EngineTuning& t);
 
 // Evaluates every class (and TP 1/2/4/8 up to the node size) and picks the
 // cheapest replica shape that serves the workload within the SLO.
