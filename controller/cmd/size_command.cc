@@ -19,6 +19,7 @@
 #include "controller/model/catalog.h"
 #include "controller/model/model_profile.h"
 #include "controller/model/sizing.h"
+#include "controller/model/tuning_file.h"
 #include "controller/model/validation.h"
 
 namespace pilotlight::cmd {
@@ -81,6 +82,10 @@ const std::vector<FlagSpec>& SizeFlags() {
       {"max-batch", false, "N",
        absl::StrFormat("most sequences a replica batches (default %d)",
                        kTuning.max_batch)},
+      {"tuning", false, "FILE",
+       "engine terms from a file (kind: SizingTuning, as --save-tuning "
+       "writes it; controller/model/tuning_file.h); --mbu, --mfu and the "
+       "other term flags override it"},
       {"calibration", false, "FILE",
        "apply saved calibration factors (kind: SizingCalibration) to the "
        "classes they name"},
@@ -98,6 +103,9 @@ const std::vector<FlagSpec>& SizeFlags() {
        "with --validate: fit on the rows of this split instead (implies "
        "--fit), then print the --split rows at the fitted values: fitted "
        "on some rows, judged on others, in one run"},
+      {"save-tuning", false, "FILE",
+       "with --fit or --fit-on: write the fitted terms to FILE, for "
+       "--tuning"},
       {"help", true, "", "show this help"},
   };
   return *specs;
@@ -173,6 +181,14 @@ absl::StatusOr<model::ModelProfile> ModelFromConfigFile(
 }
 
 absl::Status ApplyTuningFlags(const ParsedFlags& f, model::EngineTuning& t) {
+  if (std::optional<std::string> path = f.String("tuning")) {
+    std::ifstream in(*path);
+    if (!in) {
+      return absl::NotFoundError(
+          absl::StrCat("--tuning ", *path, ": cannot open the file"));
+    }
+    PL_ASSIGN_OR_RETURN(t, model::ParseTuning(ReadWhole(in), *path, t));
+  }
   PL_RETURN_IF_ERROR(Set(f.Double("mbu"), t.memory_bandwidth_utilization));
   PL_RETURN_IF_ERROR(Set(f.Double("mfu"), t.model_flops_utilization));
   PL_RETURN_IF_ERROR(
@@ -438,7 +454,12 @@ int RunValidate(const ParsedFlags& f, std::ostream& out, std::ostream& err) {
   if (absl::Status s = ApplyTuningFlags(f, tuning); !s.ok()) {
     return fail(s);
   }
-  if (f.Bool("fit") || f.Has("fit-on")) {
+  const bool fitting = f.Bool("fit") || f.Has("fit-on");
+  if (f.Has("save-tuning") && !fitting) {
+    return fail(absl::InvalidArgumentError(
+        "--save-tuning writes what --fit or --fit-on finds; give one"));
+  }
+  if (fitting) {
     absl::StatusOr<model::FitResult> fit =
         model::FitTuning(*fit_rows, resolve, catalog, tuning);
     if (!fit.ok()) {
@@ -449,6 +470,17 @@ int RunValidate(const ParsedFlags& f, std::ostream& out, std::ostream& err) {
         fit_rows->size(), fit->before, fit->after,
         model::FormatTuning(fit->tuning));
     tuning = fit->tuning;
+    if (std::optional<std::string> path = f.String("save-tuning")) {
+      std::ofstream file(*path);
+      file << model::FormatTuningFile(tuning);
+      file.close();
+      if (!file) {
+        return fail(absl::PermissionDeniedError(
+            absl::StrCat("--save-tuning ", *path, ": cannot write the file")));
+      }
+      out << "fitted terms written to " << *path << " (size --tuning " << *path
+          << ")\n";
+    }
   }
   absl::StatusOr<model::ValidationReport> report =
       model::Validate(*shown, resolve, catalog, tuning);

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/time/time.h"
+#include "controller/model/sizing.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -260,6 +262,83 @@ TEST(SizeCommandTest, CalibrationFile) {
   EXPECT_EQ(bad.code, kExitUsage);
   EXPECT_THAT(bad.err, HasSubstr("needs \"model\" and \"gpuClass\""));
   std::remove(path.c_str());
+}
+
+// --save-tuning writes what --fit found and --tuning sizes with it: the
+// rows judged again at the saved terms are predicted as the fit predicted
+// them; a hand-written file moves the one term it names, and the term
+// flags override the file.
+TEST(SizeCommandTest, TuningFileFromAFit) {
+  const std::string dir = ::testing::TempDir();
+  const std::string csv = dir + "/lean.csv";
+  const std::string saved = dir + "/lean-tuning.yaml";
+  {
+    std::ofstream f(csv);
+    f << "id,split,kind,model,gpu,tp,weights,kv,batch,prompt,output,path,"
+         "measured,source\n"
+         "a,fit,decode_tps,llama-3.1-8b,h100-80gb-sxm,1,bf16,bf16,1,"
+         "128,256,offline,210,[me] a lean engine\n"
+         "b,fit,decode_tps,llama-3.1-8b,a100-80gb,1,bf16,bf16,1,"
+         "128,256,offline,135,[me] the same on an A100\n";
+  }
+  const CliRun fit = Size({"--validate", csv, "--fit", "--save-tuning", saved});
+  ASSERT_EQ(fit.code, kExitOk) << fit.err;
+  EXPECT_THAT(fit.out, HasSubstr("fitted terms written to " + saved));
+  std::ifstream in(saved);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_THAT(text.str(), HasSubstr("kind: SizingTuning\n"));
+  const CliRun again = Size({"--validate", csv, "--tuning", saved});
+  ASSERT_EQ(again.code, kExitOk) << again.err;
+  // Each row's line, predicted value and error included, as the fit had it.
+  for (const char* id : {"\na ", "\nb "}) {
+    const size_t at_fit = fit.out.find(id);
+    const size_t at_again = again.out.find(id);
+    ASSERT_NE(at_fit, std::string::npos) << id;
+    ASSERT_NE(at_again, std::string::npos) << id;
+    EXPECT_EQ(fit.out.substr(at_fit, fit.out.find('\n', at_fit + 1) - at_fit),
+              again.out.substr(at_again,
+                               again.out.find('\n', at_again + 1) - at_again));
+  }
+
+  const std::string hand = dir + "/no-step-cost.yaml";
+  {
+    std::ofstream f(hand);
+    f << "kind: SizingTuning\nstepOverhead: 0s\n";
+  }
+  auto tpot = [](const CliRun& r) {
+    return nlohmann::json::parse(r.out)["options"][0]["tpot_s"].get<double>();
+  };
+  const CliRun plain = Size({"--class", "h100-80gb-sxm", "--json"});
+  const CliRun lean =
+      Size({"--class", "h100-80gb-sxm", "--json", "--tuning", hand});
+  const CliRun lean_slow = Size(
+      {"--class", "h100-80gb-sxm", "--json", "--tuning", hand, "--mbu", "0.5"});
+  ASSERT_EQ(plain.code, kExitOk) << plain.err;
+  ASSERT_EQ(lean.code, kExitOk) << lean.err;
+  ASSERT_EQ(lean_slow.code, kExitOk) << lean_slow.err;
+  // One sequence at TP 1: one decode step, less exactly the default step
+  // cost (EngineTuning::step_overhead).
+  EXPECT_NEAR(tpot(plain) - tpot(lean),
+              absl::ToDoubleSeconds(model::EngineTuning{}.step_overhead), 1e-9);
+  EXPECT_GT(tpot(lean_slow), tpot(lean));
+
+  const CliRun unfitted = Size({"--validate", csv, "--save-tuning", saved});
+  EXPECT_EQ(unfitted.code, kExitUsage);
+  EXPECT_THAT(unfitted.err, HasSubstr("--save-tuning writes what --fit"));
+  const CliRun missing = Size({"--tuning", dir + "/none.yaml"});
+  EXPECT_EQ(missing.code, kExitUsage);
+  EXPECT_THAT(missing.err, HasSubstr("none.yaml: cannot open the file"));
+  {
+    std::ofstream f(hand);
+    f << "kind: SizingTuning\nrooflineOverlap: 2\n";
+  }
+  const CliRun bad = Size({"--tuning", hand});
+  EXPECT_EQ(bad.code, kExitUsage);
+  EXPECT_THAT(bad.err, HasSubstr("tuning.roofline_overlap = 2"));
+  for (const std::string& p : {csv, saved, hand}) {
+    std::remove(p.c_str());
+  }
 }
 
 // Usage errors exit 2 with a message naming what was wrong.
