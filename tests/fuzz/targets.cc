@@ -18,6 +18,8 @@
 #include "controller/kube/kube_client.h"
 #include "controller/kube/kube_config.h"
 #include "controller/model/catalog.h"
+#include "controller/model/sizing.h"
+#include "controller/model/tuning_file.h"
 #include "controller/policy/decider.h"
 #include "controller/prom/prom_client.h"
 #include "controller/runtime/cluster_index.h"
@@ -86,11 +88,22 @@ void Trace(absl::string_view data) {
   }
 }
 
-// --- The GPU catalog YAML.
+// --- The model's YAML files: the GPU catalog, and a tuning file (size
+// --tuning) from the same bytes.
 void Catalog(absl::string_view data) {
   absl::StatusOr<model::Catalog> c = model::Catalog::FromYaml(data, "fuzz");
   if (c.ok()) {
     Check(!c->Names().empty(), "an accepted catalog names a class");
+  }
+  absl::StatusOr<model::EngineTuning> t = model::ParseTuning(data, "fuzz", {});
+  if (t.ok()) {
+    Check(model::ValidateTuning(*t).ok(), "an accepted tuning is in range");
+    // What is written of it is read back to itself, written the same.
+    const std::string text = model::FormatTuningFile(*t);
+    absl::StatusOr<model::EngineTuning> back =
+        model::ParseTuning(text, "fuzz", {});
+    Check(back.ok() && model::FormatTuningFile(*back) == text,
+          "a written tuning reads back to itself");
   }
 }
 
