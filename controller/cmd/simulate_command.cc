@@ -26,6 +26,7 @@
 #include "controller/cmd/size_command.h"
 #include "controller/model/catalog.h"
 #include "controller/model/model_profile.h"
+#include "controller/model/tuning_file.h"
 #include "controller/sim/baselines.h"
 #include "controller/sim/load_trace.h"
 #include "controller/sim/match.h"
@@ -72,6 +73,10 @@ const std::vector<FlagSpec>& SimulateFlags() {
        "override the sizing model's per-replica concurrency"},
       {"cold-start", false, "DURATION",
        "fixed cold start (default: the cold-start model's estimate)"},
+      {"tuning", false, "FILE",
+       "the engine's terms (kind: SizingTuning, as size --validate --fit "
+       "--save-tuning writes them): the simulated servers run at them, and "
+       "pilotlight sizes with them as the operator does once calibrated"},
       {"cold-start-samples", false, "FILE",
        "measured cold starts (CSV, `value` column in ms, .gz ok), one "
        "drawn per new replica"},
@@ -215,6 +220,17 @@ absl::Status BuildConfig(const ParsedFlags& f, const model::Catalog& catalog,
   std::optional<absl::Duration> cold;
   PL_RETURN_IF_ERROR(Set(f.Duration("cold-start"), cold));
   c.cold_start = cold;
+  if (const std::optional<std::string> file = f.String("tuning")) {
+    std::ifstream in(*file);
+    if (!in) {
+      return absl::NotFoundError(
+          absl::StrCat("--tuning ", *file, ": cannot open the file"));
+    }
+    std::stringstream text;
+    text << in.rdbuf();
+    PL_ASSIGN_OR_RETURN(c.tuning,
+                        model::ParseTuning(text.str(), *file, c.tuning));
+  }
   if (const std::optional<std::string> file = f.String("cold-start-samples")) {
     sim::BadRows bad;
     PL_ASSIGN_OR_RETURN(c.cold_start_samples,

@@ -577,6 +577,9 @@ absl::StatusOr<ScalingPolicyPtr> MakePolicy(const std::string& name,
   if (name == "pilotlight") {
     policy::DeciderConfig d;
     d.target_utilization = value;
+    // The servers' own terms: live, the operator's calibration learns them
+    // from the engine's histograms (docs/sizing.md); here it starts knowing.
+    d.tuning = c.tuning;
     d.billing_granularity = c.billing_granularity;
     // Only the run at the default setting is logged, not a sweep's.
     return ScalingPolicyPtr(new PilotlightPolicy(

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <set>
@@ -117,6 +118,61 @@ TEST(SimulateCommandTest, JsonHasExactlyTheDocumentedKeys) {
   EXPECT_EQ(w["trace"]["requests"], j["trace"]["requests"]);
   EXPECT_GT(w["policies"][0]["requests"], 0);
   EXPECT_LT(w["policies"][0]["requests"], w["trace"]["requests"]);
+}
+
+// --tuning runs the simulated servers at the engine's own terms: a 500 ms
+// request overhead (10 ms by default) moves always-on's median TTFT by
+// about the 490 ms added; an engine too slow for the TPOT SLO is refused
+// as `size` would; a missing or bad file is a usage error.
+TEST(SimulateCommandTest, TuningFileSetsTheEnginesTerms) {
+  const std::string dir = ::testing::TempDir();
+  const auto ttft_p50 = [](const Outcome& r) {
+    return nlohmann::json::parse(r.out)["policies"][0]["ttft_p50_s"]
+        .get<double>();
+  };
+  const std::vector<std::string> base = {
+      "--trace",     kTrace, "--json",     "--duration", "10m",
+      "--match-slo", "0",    "--policies", "always-on"};
+  const std::string slow_http = dir + "/slow-http.yaml";
+  {
+    std::ofstream f(slow_http);
+    f << "kind: SizingTuning\nrequestOverhead: 500ms\n";
+  }
+  std::vector<std::string> args = base;
+  const Outcome plain = Simulate(args);
+  args.insert(args.end(), {"--tuning", slow_http});
+  const Outcome slow = Simulate(args);
+  ASSERT_EQ(plain.code, kExitOk) << plain.err;
+  ASSERT_EQ(slow.code, kExitOk) << slow.err;
+  EXPECT_NEAR(ttft_p50(slow) - ttft_p50(plain), 0.49, 0.01);
+
+  const std::string slow_engine = dir + "/slow-engine.yaml";
+  {
+    std::ofstream f(slow_engine);
+    f << "kind: SizingTuning\nmemoryBandwidthUtilization: 0.1\n"
+         "stepOverhead: 20ms\n";
+  }
+  args = base;
+  args.insert(args.end(), {"--tuning", slow_engine});
+  const Outcome refused = Simulate(args);
+  EXPECT_EQ(refused.code, kExitUsage);
+  EXPECT_THAT(refused.err, HasSubstr("does not meet the TPOT SLO"));
+  args = base;
+  args.insert(args.end(), {"--tuning", dir + "/none.yaml"});
+  const Outcome missing = Simulate(args);
+  EXPECT_EQ(missing.code, kExitUsage);
+  EXPECT_THAT(missing.err, HasSubstr("none.yaml: cannot open the file"));
+  {
+    std::ofstream f(slow_engine);
+    f << "kind: SizingTuning\nstepOverhead: soon\n";
+  }
+  args = base;
+  args.insert(args.end(), {"--tuning", slow_engine});
+  const Outcome bad = Simulate(args);
+  EXPECT_EQ(bad.code, kExitUsage);
+  EXPECT_THAT(bad.err, HasSubstr("stepOverhead: \"soon\" is not a duration"));
+  std::remove(slow_http.c_str());
+  std::remove(slow_engine.c_str());
 }
 
 // The activator's poke is on unless --no-poke: the slice opens at zero, so
