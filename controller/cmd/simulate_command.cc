@@ -26,7 +26,6 @@
 #include "controller/cmd/size_command.h"
 #include "controller/model/catalog.h"
 #include "controller/model/model_profile.h"
-#include "controller/model/tuning_file.h"
 #include "controller/sim/baselines.h"
 #include "controller/sim/load_trace.h"
 #include "controller/sim/match.h"
@@ -220,17 +219,7 @@ absl::Status BuildConfig(const ParsedFlags& f, const model::Catalog& catalog,
   std::optional<absl::Duration> cold;
   PL_RETURN_IF_ERROR(Set(f.Duration("cold-start"), cold));
   c.cold_start = cold;
-  if (const std::optional<std::string> file = f.String("tuning")) {
-    std::ifstream in(*file);
-    if (!in) {
-      return absl::NotFoundError(
-          absl::StrCat("--tuning ", *file, ": cannot open the file"));
-    }
-    std::stringstream text;
-    text << in.rdbuf();
-    PL_ASSIGN_OR_RETURN(c.tuning,
-                        model::ParseTuning(text.str(), *file, c.tuning));
-  }
+  PL_ASSIGN_OR_RETURN(c.tuning, LoadTuning(f, c.tuning));
   if (const std::optional<std::string> file = f.String("cold-start-samples")) {
     sim::BadRows bad;
     PL_ASSIGN_OR_RETURN(c.cold_start_samples,

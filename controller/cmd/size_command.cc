@@ -181,14 +181,7 @@ absl::StatusOr<model::ModelProfile> ModelFromConfigFile(
 }
 
 absl::Status ApplyTuningFlags(const ParsedFlags& f, model::EngineTuning& t) {
-  if (std::optional<std::string> path = f.String("tuning")) {
-    std::ifstream in(*path);
-    if (!in) {
-      return absl::NotFoundError(
-          absl::StrCat("--tuning ", *path, ": cannot open the file"));
-    }
-    PL_ASSIGN_OR_RETURN(t, model::ParseTuning(ReadWhole(in), *path, t));
-  }
+  PL_ASSIGN_OR_RETURN(t, LoadTuning(f, t));
   PL_RETURN_IF_ERROR(Set(f.Double("mbu"), t.memory_bandwidth_utilization));
   PL_RETURN_IF_ERROR(Set(f.Double("mfu"), t.model_flops_utilization));
   PL_RETURN_IF_ERROR(
@@ -377,6 +370,20 @@ absl::StatusOr<model::Catalog> LoadCatalog(const ParsedFlags& f) {
         absl::StrCat("--catalog ", *path, ": cannot open the file"));
   }
   return model::Catalog::FromYaml(ReadWhole(in), *path);
+}
+
+absl::StatusOr<model::EngineTuning> LoadTuning(
+    const ParsedFlags& f, const model::EngineTuning& base) {
+  const std::optional<std::string> path = f.String("tuning");
+  if (!path) {
+    return base;
+  }
+  std::ifstream in(*path);
+  if (!in) {
+    return absl::NotFoundError(
+        absl::StrCat("--tuning ", *path, ": cannot open the file"));
+  }
+  return model::ParseTuning(ReadWhole(in), *path, base);
 }
 
 namespace {
