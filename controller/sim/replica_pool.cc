@@ -1,0 +1,230 @@
+#include "controller/sim/replica_pool.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+
+namespace pilotlight::sim {
+
+ReplicaPool::ReplicaPool(const SimConfig& config,
+                         const std::vector<ServiceModel>& models,
+                         double measure_from_s)
+    : config_(config),
+      models_(models),
+      measure_from_s_(measure_from_s),
+      next_zone_(models.size(), 0),
+      zone_free_at_(
+          models.size(),
+          std::vector<double>(static_cast<size_t>(std::max(1, config.zones)),
+                              -1e18)) {}
+
+bool ReplicaPool::IsSpot(int variant) const {
+  return config_.spec.variants[static_cast<size_t>(variant)].capacity ==
+         policy::CapacityType::kSpot;
+}
+
+void ReplicaPool::Start(int variant, double t, double cold_s) {
+  Replica r;
+  r.variant = variant;
+  r.requested_s = t;
+  const auto v = static_cast<size_t>(variant);
+  r.zone = next_zone_[v]++ % static_cast<int>(zone_free_at_[v].size());
+  // A spot replica in a zone without capacity waits until it returns.
+  const double placed =
+      IsSpot(variant)
+          ? std::max(t, zone_free_at_[v][static_cast<size_t>(r.zone)])
+          : t;
+  replicas_.push_back(r);
+  const int id = static_cast<int>(replicas_.size()) - 1;
+  live_ids_.push_back(id);
+  ++starting_count_;
+  starting_.push({placed + cold_s, id});
+}
+
+double ReplicaPool::NextReady() const {
+  return starting_.empty() ? std::numeric_limits<double>::infinity()
+                           : starting_.top().first;
+}
+
+int ReplicaPool::PopReady(double t) {
+  const int id = starting_.top().second;
+  starting_.pop();
+  Replica& r = replica(id);
+  if (r.state != Replica::State::kStarting) {
+    return -1;
+  }
+  r.state = Replica::State::kReady;
+  --starting_count_;
+  r.ready_s = t;
+  ++ready_count_;
+  return id;
+}
+
+void ReplicaPool::Stop(int id, double t) {
+  Replica& r = replica(id);
+  if (r.state == Replica::State::kReady) {
+    --ready_count_;
+  } else if (r.state == Replica::State::kStarting) {
+    --starting_count_;
+  }
+  r.state = Replica::State::kGone;
+  const ServiceModel& m = models_[static_cast<size_t>(r.variant)];
+  const double lived = std::max(0.0, t - r.requested_s);
+  const double g = absl::ToDoubleSeconds(config_.billing_granularity);
+  const double billed = g > 0 ? std::ceil(lived / g - 1e-9) * g : lived;
+  // What falls after the warm-up (all of it without one).
+  const double from = std::max(r.requested_s, measure_from_s_);
+  billed_cost_ +=
+      std::max(0.0, r.requested_s + billed - from) * m.price_per_hour / 3600.0;
+  gpu_seconds_ += std::max(0.0, t - from) * m.gpus;
+  live_ids_.erase(std::find(live_ids_.begin(), live_ids_.end(), id));
+}
+
+int ReplicaPool::Scale(int v, int want, double now, bool by_paid_time) {
+  std::vector<int> live;
+  for (int id : live_ids_) {
+    const Replica& r = replicas_[static_cast<size_t>(id)];
+    if (r.variant == v && r.state != Replica::State::kDraining) {
+      live.push_back(id);
+    }
+  }
+  int have = static_cast<int>(live.size());
+  if (have <= want) {
+    return want - have;
+  }
+  const double g = absl::ToDoubleSeconds(config_.billing_granularity);
+  const auto paid_left = [&](const Replica& r) {
+    const double lived = now - r.requested_s;
+    return std::ceil(lived / g - 1e-9) * g - lived;
+  };
+  std::stable_sort(live.begin(), live.end(), [&](int a, int b) {
+    const Replica& ra = replicas_[static_cast<size_t>(a)];
+    const Replica& rb = replicas_[static_cast<size_t>(b)];
+    if (by_paid_time && paid_left(ra) != paid_left(rb)) {
+      return paid_left(ra) < paid_left(rb);
+    }
+    const bool sa = ra.state == Replica::State::kStarting;
+    const bool sb = rb.state == Replica::State::kStarting;
+    if (sa != sb) {
+      return sa;
+    }
+    if (sa) {
+      return ra.requested_s > rb.requested_s;
+    }
+    if (ra.busy != rb.busy) {
+      return ra.busy < rb.busy;
+    }
+    return ra.requested_s > rb.requested_s;  // a ReplicaSet: newest first
+  });
+  for (int id : live) {
+    if (have <= want) {
+      break;
+    }
+    Replica& r = replica(id);
+    if (r.state == Replica::State::kStarting || r.busy == 0) {
+      Stop(id, now);
+    } else {
+      r.state = Replica::State::kDraining;
+      --ready_count_;
+    }
+    --have;
+  }
+  return 0;
+}
+
+std::vector<Preemption> ReplicaPool::SchedulePreemptions(double from,
+                                                         double end) const {
+  std::vector<Preemption> out;
+  if (config_.spot_preemptions_per_hour <= 0) {
+    return out;
+  }
+  std::mt19937_64 rng(config_.seed ^ 0x5107ULL);
+  std::exponential_distribution<double> gap(config_.spot_preemptions_per_hour /
+                                            3600.0);
+  for (size_t v = 0; v < models_.size(); ++v) {
+    if (!IsSpot(static_cast<int>(v))) {
+      continue;
+    }
+    std::uniform_int_distribution<int> zone(
+        0, static_cast<int>(zone_free_at_[v].size()) - 1);
+    double t = from + gap(rng);
+    while (t < end) {
+      out.push_back({t, static_cast<int>(v), zone(rng)});
+      t += gap(rng);
+    }
+  }
+  std::sort(out.begin(), out.end(),
+            [](const Preemption& a, const Preemption& b) { return a.t < b.t; });
+  return out;
+}
+
+int ReplicaPool::Preempt(const Preemption& p) {
+  const auto v = static_cast<size_t>(p.variant);
+  zone_free_at_[v][static_cast<size_t>(p.zone)] =
+      p.t + absl::ToDoubleSeconds(config_.spot_zone_outage);
+  int taken = 0;
+  const std::vector<int> live = live_ids_;
+  for (int id : live) {
+    Replica& r = replica(id);
+    if (r.variant != p.variant || r.zone != p.zone) {
+      continue;
+    }
+    ++taken;
+    r.preempted = r.busy > 0;  // its completions become retries
+    r.busy = 0;
+    Stop(id, p.t);
+  }
+  return taken;
+}
+
+int ReplicaPool::LeastBusyFree() const {
+  int best = -1;
+  for (int id : live_ids_) {
+    const Replica& r = replicas_[static_cast<size_t>(id)];
+    if (r.state != Replica::State::kReady ||
+        r.busy >= models_[static_cast<size_t>(r.variant)].slots) {
+      continue;
+    }
+    if (best < 0 || r.busy < replicas_[static_cast<size_t>(best)].busy) {
+      best = id;
+    }
+  }
+  return best;
+}
+
+bool ReplicaPool::AllReady() const {
+  return std::all_of(live_ids_.begin(), live_ids_.end(), [&](int id) {
+    return replicas_[static_cast<size_t>(id)].state == Replica::State::kReady;
+  });
+}
+
+double ReplicaPool::Observe(std::vector<policy::VariantState>& variants,
+                            absl::Time epoch) const {
+  double gpus_held = 0;
+  for (int id : live_ids_) {
+    const Replica& r = replicas_[static_cast<size_t>(id)];
+    gpus_held += models_[static_cast<size_t>(r.variant)].gpus;
+    policy::VariantState& vs = variants[static_cast<size_t>(r.variant)];
+    if (r.state == Replica::State::kReady) {
+      ++vs.ready;
+    } else if (r.state == Replica::State::kStarting) {
+      vs.starting.push_back(epoch + absl::Seconds(r.requested_s));
+    } else if (r.state == Replica::State::kDraining) {
+      ++vs.terminating;
+    }
+  }
+  return gpus_held;
+}
+
+double ReplicaPool::RunningCost(double t) const {
+  double running = 0;
+  for (int id : live_ids_) {
+    const Replica& r = replicas_[static_cast<size_t>(id)];
+    running += std::max(0.0, t - std::max(r.requested_s, measure_from_s_)) *
+               models_[static_cast<size_t>(r.variant)].price_per_hour / 3600;
+  }
+  return running;
+}
+
+}  // namespace pilotlight::sim

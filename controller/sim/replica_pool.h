@@ -1,0 +1,110 @@
+// ReplicaPool: the replicas of one replay -- requested -> starting -> ready
+// -> draining -> gone -- with their billing, the zones spot replicas spread
+// over and the preemptions that take a zone's spot replicas, and which
+// replica goes first when a variant scales down.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <queue>
+#include <utility>
+#include <vector>
+
+#include "controller/policy/snapshot.h"
+#include "controller/sim/service_model.h"
+#include "controller/sim/sim_config.h"
+
+namespace pilotlight::sim {
+
+struct Replica {
+  int variant = 0;
+  enum class State {
+    kStarting,
+    kReady,
+    kDraining,
+    kGone
+  } state = State::kStarting;
+  double requested_s = 0;
+  double ready_s = 0;
+  int busy = 0;
+  int zone = 0;
+  bool preempted = false;  // taken while busy: its requests start over
+};
+
+// A spot preemption: every replica of `variant` in `zone`, at `t`.
+struct Preemption {
+  double t;
+  int variant;
+  int zone;
+};
+
+class ReplicaPool {
+ public:
+  // Cost and GPU time are counted from `measure_from_s`.
+  ReplicaPool(const SimConfig& config, const std::vector<ServiceModel>& models,
+              double measure_from_s);
+
+  // A replica of `variant` asked for at `t`, ready `cold_s` after it is
+  // placed (a spot replica waits for its zone to have capacity again).
+  void Start(int variant, double t, double cold_s);
+  // When the next starting replica becomes ready (infinity: none).
+  double NextReady() const;
+  // That replica becomes ready at `t`: its id, or -1 when it was stopped
+  // meanwhile.
+  int PopReady(double t);
+  // Gone at `t`: billed up to then, rounded up to the billing period.
+  void Stop(int id, double t);
+  // Scales variant `v` down to `want` at `now`: starting replicas first
+  // (newest first), then idle ready ones (newest first, as a ReplicaSet
+  // picks), then the least busy drain -- or, `by_paid_time`, the one with
+  // the least paid time left first, whatever its state. Returns how many
+  // must be started instead (0 when it scaled down or had enough).
+  int Scale(int v, int want, double now, bool by_paid_time);
+
+  // The preemptions a replay starting at `from` meets (seeded).
+  std::vector<Preemption> SchedulePreemptions(double from, double end) const;
+  // Takes the replicas `p` names; their zone places no spot replica for
+  // SimConfig::spot_zone_outage. Returns how many it took.
+  int Preempt(const Preemption& p);
+
+  Replica& replica(int id) { return replicas_[static_cast<size_t>(id)]; }
+  // The ready replica with a free slot and the fewest busy, -1: none.
+  int LeastBusyFree() const;
+  bool FreeSlot() const { return LeastBusyFree() >= 0; }
+  // Every replica not gone is ready.
+  bool AllReady() const;
+  int ready() const { return ready_count_; }
+  int starting() const { return starting_count_; }
+  int live() const { return static_cast<int>(live_ids_.size()); }
+  // Ids of the replicas not gone, oldest first.
+  const std::vector<int>& live_ids() const { return live_ids_; }
+  // Fills each variant's ready, starting and draining replicas (the
+  // starting ones' creation times from `epoch`); returns the GPUs held.
+  double Observe(std::vector<policy::VariantState>& variants,
+                 absl::Time epoch) const;
+  // Billed so far, and what the replicas up now cost until `t`.
+  double billed_cost() const { return billed_cost_; }
+  double RunningCost(double t) const;
+  double gpu_seconds() const { return gpu_seconds_; }
+
+ private:
+  bool IsSpot(int variant) const;
+
+  const SimConfig& config_;
+  const std::vector<ServiceModel>& models_;
+  const double measure_from_s_;
+  std::vector<Replica> replicas_;
+  std::vector<int> live_ids_;  // every replica not gone (any state)
+  int ready_count_ = 0;
+  int starting_count_ = 0;  // asked for and not yet ready (or gone)
+  std::priority_queue<std::pair<double, int>,
+                      std::vector<std::pair<double, int>>, std::greater<>>
+      starting_;                                   // (ready time, id)
+  std::vector<int> next_zone_;                     // per variant
+  std::vector<std::vector<double>> zone_free_at_;  // per variant, per zone
+  double billed_cost_ = 0;
+  double gpu_seconds_ = 0;
+};
+
+}  // namespace pilotlight::sim
