@@ -1,5 +1,3 @@
-// File: tests/files.h
-//
 // Files the tests read and the generated files they keep in sync:
 // ReadFile (a path relative to the repository root, where ctest runs the
 // tests), and ExpectGenerated, which fails when a committed file is not

@@ -1,5 +1,3 @@
-// File: tests/loopback.h
-//
 // Raw TCP on 127.0.0.1 for tests that need the socket itself (a pod that
 // never answers, a client that hangs up at a chosen moment): a listening
 // socket on a free port, and a connected client.

@@ -1,5 +1,3 @@
-// File: tests/yaml_json.h
-//
 // YAML (yaml-cpp) -> JSON (nlohmann) for the tests that read manifests,
 // CRD schemas and chart values: quoted scalars stay strings, `true`/`false`
 // become booleans and plain numbers numbers, as a YAML 1.2 core-schema

@@ -1,5 +1,3 @@
-// File: controller/activator/activator.h
-//
 // Activator: `pilotlight activator`, wired. It watches InferenceAutoscalers,
 // ReplicaSets (metadata) and Pods; serves the OpenAI-compatible front
 // (Proxy) on one port and /metrics, /healthz, /readyz on another (its own

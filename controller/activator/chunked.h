@@ -1,5 +1,3 @@
-// File: controller/activator/chunked.h
-//
 // ChunkedDecoder: HTTP/1.1's chunked transfer coding (RFC 9112 7.1),
 // decoded as its bytes come -- a pod's streamed response (Forward) and a
 // client's chunked request body (FrontServer). Chunk extensions and

@@ -1,5 +1,3 @@
-// File: controller/activator/client_watch.h
-//
 // ClientWatch: notices clients that hang up while their request waits --
 // held for a pod, or sent to one that has not answered yet. cpp-httplib
 // 0.11.4 gives a handler no way to see its connection, so a client that

@@ -1,5 +1,3 @@
-// File: controller/activator/demand_reporter.h
-//
 // DemandReporter: the activator's end of the demand stream
 // (proto/pilotlight/v1/demand.proto). One stream per controller replica --
 // every replica gets the demand, so whichever leads, now or after a

@@ -1,5 +1,3 @@
-// File: controller/activator/forward.h
-//
 // Forward: one request sent on to one pod, its answer streamed back as it
 // comes, on the thread of the client's connection. The upstream side is a
 // small HTTP/1.1 client over a non-blocking socket: WaitForResponse takes

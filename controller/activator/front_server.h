@@ -1,5 +1,3 @@
-// File: controller/activator/front_server.h
-//
 // FrontServer: the HTTP/1.1 server on the activator's proxy port, in place
 // of cpp-httplib's. Measured (docs/benchmarks.md, "The floor"): a bare
 // relay with a thread per connection adds TTFB p99 +0.4-0.5 ms on the

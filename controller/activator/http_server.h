@@ -1,5 +1,3 @@
-// File: controller/activator/http_server.h
-//
 // cpp-httplib (Debian's 0.11.4) set up for bursts of connections. As
 // shipped it listens with a backlog of 5 and serves each connection on one
 // of max(8, cores - 1) threads for the connection's whole life (keep-alive

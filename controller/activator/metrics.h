@@ -1,5 +1,3 @@
-// File: controller/activator/metrics.h
-//
 // The activator's Prometheus metrics (served on its admin port's /metrics).
 #pragma once
 

@@ -1,5 +1,3 @@
-// File: controller/activator/poll_millis.h
-//
 // A wait's time left as poll(2)'s timeout, for the front's and Forward's
 // waits alike.
 #pragma once

@@ -1,5 +1,3 @@
-// File: controller/activator/proxy.h
-//
 // Proxy: the activator's OpenAI-compatible front. A request for
 //
 //   /<namespace>/<name>/<rest>        e.g. /ml/llama/v1/chat/completions

@@ -1,5 +1,3 @@
-// File: controller/activator/router.h
-//
 // Router: which pod each request of an endpoint goes to, and the requests
 // that wait for one. Per endpoint it keeps the targets (pods that are Ready
 // and whose model server answers, each with an admission cap from the

@@ -1,5 +1,3 @@
-// File: controller/activator/socket_name.h
-//
 // A socket address as cpp-httplib writes it into a Request: the numeric
 // host (getnameinfo's NI_NUMERICHOST) and the port. One writing for the
 // activator's front (the addresses it gives each request) and ClientWatch

@@ -1,5 +1,3 @@
-// File: controller/activator/targets.h
-//
 // Targets: which pods each endpoint's requests may go to, kept in the
 // Router. A pod is a target once the kubelet reports it Ready (so startup
 // and readiness probes are respected) AND its model server answers its

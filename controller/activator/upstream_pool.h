@@ -1,5 +1,3 @@
-// File: controller/activator/upstream_pool.h
-//
 // UpstreamPool: idle kept-alive connections to pods, for the next Forward
 // to the same pod to reuse instead of connecting again (a TCP handshake,
 // a socket and a pod-side accept per request: on the warm path the larger

@@ -1,5 +1,3 @@
-// File: controller/api/demand_service.h
-//
 // DemandService: the controller's end of the activator's demand stream
 // (proto/pilotlight/v1/demand.proto, service pilotlight.v1.Demand). It turns
 // each DemandReport into an ActivatorReport and hands it to a

@@ -1,5 +1,3 @@
-// File: controller/api/explain.h
-//
 // `pilotlight explain`: why an endpoint runs what it runs, in dollars, read
 // from its InferenceAutoscaler's live status (status.economics, written by
 // the controller with each decision that changed the status). Pure: JSON

@@ -1,5 +1,3 @@
-// File: controller/api/resources.h
-//
 // The custom resources (deploy/crds) <-> the domain types: a GPUClass
 // object becomes a catalog entry with its capacity type and cold-start
 // assumptions; an InferenceAutoscaler becomes the policy's EndpointSpec

@@ -1,5 +1,3 @@
-// File: controller/api/size_report.h
-//
 // Conversion of a model::SizingReport to its proto (proto/pilotlight/v1/
 // sizing.proto) and to the JSON document `pilotlight size --json` prints.
 #pragma once

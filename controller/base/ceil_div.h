@@ -1,5 +1,3 @@
-// File: controller/base/ceil_div.h
-//
 // CeilDiv: how many units of `per` hold `demand` (replicas for a load,
 // slots for requests). Zero demand or no capacity needs none; a demand a
 // hair over a whole number (floating-point noise) does not round up.

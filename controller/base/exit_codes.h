@@ -1,5 +1,3 @@
-// File: controller/base/exit_codes.h
-//
 // The process exit codes every `pilotlight` subcommand and test tool uses.
 #pragma once
 

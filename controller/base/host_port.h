@@ -1,5 +1,3 @@
-// File: controller/base/host_port.h
-//
 // "host:port" flag values, split once for every server and client address.
 #pragma once
 

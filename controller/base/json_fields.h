@@ -1,5 +1,3 @@
-// File: controller/base/json_fields.h
-//
 // Reading Kubernetes objects as JSON without a chain of checks: Field()
 // follows a path and answers null for anything missing or of the wrong
 // shape; the typed readers answer a default. ParseTime reads an RFC 3339

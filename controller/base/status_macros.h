@@ -1,5 +1,3 @@
-// File: controller/base/status_macros.h
-//
 // PL_ASSIGN_OR_RETURN / PL_RETURN_IF_ERROR: early return on a non-OK
 // absl::Status(Or), as in Abseil-style codebases. base/ is the bottom of the
 // dependency graph (no domain code), so every layer can include this.

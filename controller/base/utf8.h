@@ -1,5 +1,3 @@
-// File: controller/base/utf8.h
-//
 // Text from outside (an HTTP path, the first bytes of a garbage Prometheus
 // answer) that goes into JSON -- a status condition, an event, an error
 // body -- must be valid UTF-8: nlohmann::json throws on dumping anything

@@ -1,5 +1,3 @@
-// File: controller/cmd/activator_command.h
-//
 // `pilotlight activator`: runs the activator (activator::Activator) until
 // SIGTERM/SIGINT, then drains. Wiring only: flags -> options.
 #pragma once

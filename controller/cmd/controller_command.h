@@ -1,5 +1,3 @@
-// File: controller/cmd/controller_command.h
-//
 // `pilotlight controller`: runs the operator (runtime::Controller) until
 // SIGTERM/SIGINT. Wiring only: flags -> options.
 #pragma once

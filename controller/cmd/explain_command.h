@@ -1,5 +1,3 @@
-// File: controller/cmd/explain_command.h
-//
 // `pilotlight explain <namespace>/<name>`: why an endpoint runs what it
 // runs, in dollars, from its live InferenceAutoscaler (api/explain.h).
 // Wiring only.

@@ -1,5 +1,3 @@
-// File: controller/cmd/flags.h
-//
 // A small command-line parser for subcommands: `--name value`,
 // `--name=value` and boolean `--name`. Each subcommand declares its flags;
 // anything else is a usage error that lists what is accepted.

@@ -1,5 +1,3 @@
-// File: controller/cmd/gpuclasses_command.h
-//
 // `pilotlight gpuclasses`: prints the default GPUClass objects, one per
 // catalog entry and capacity type
 // (charts/pilotlight/files/gpuclasses/default.yaml is this output for the

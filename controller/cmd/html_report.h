@@ -1,5 +1,3 @@
-// File: controller/cmd/html_report.h
-//
 // The simulator's HTML report: one self-contained page (inline SVG and CSS,
 // no scripts, no network) with the summary table and, per policy, replicas
 // against demand over time, cumulative cold starts and cumulative cost;

@@ -1,5 +1,3 @@
-// File: controller/cmd/simulate_command.h
-//
 // `pilotlight simulate`: replays a trace through the policy core and the
 // baselines (controller/sim) and prints a table, JSON, or an HTML report.
 #pragma once

@@ -1,5 +1,3 @@
-// File: controller/cmd/size_command.h
-//
 // `pilotlight size`: which GPU class, how many GPUs per replica, at what
 // precision and cost, for a model and an SLO. Wiring only: flags -> a
 // model::SizingRequest -> model::Size -> a table or JSON.

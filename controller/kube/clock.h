@@ -1,5 +1,3 @@
-// File: controller/kube/clock.h
-//
 // Clock: the time source the Kubernetes machinery (throttling, back-off,
 // leases, delayed work) runs on. controller/runtime owns the real one (the
 // only code that reads the system clock); tests pass a fake they advance.

@@ -1,5 +1,3 @@
-// File: controller/kube/informer.h
-//
 // Informer: a local, always-current copy of one kind of object, kept by
 // list + watch as client-go's reflector does. It lists (paged), watches
 // from the list's resourceVersion with bookmarks, re-watches from the last

@@ -1,5 +1,3 @@
-// File: controller/kube/kube_client.h
-//
 // KubeClient: HTTPS to the Kubernetes API server with cpp-httplib and
 // OpenSSL -- client certificates, bearer tokens (a token file is re-read on
 // every request, so a rotated service-account token is picked up), the

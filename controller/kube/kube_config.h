@@ -1,5 +1,3 @@
-// File: controller/kube/kube_config.h
-//
 // KubeConfig: where the API server is and how to authenticate to it, from a
 // kubeconfig file (its current context) or from inside a pod (the service
 // account). Certificates and keys are held as PEM text; a token file is

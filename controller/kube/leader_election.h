@@ -1,5 +1,3 @@
-// File: controller/kube/leader_election.h
-//
 // LeaderElector: one controller leads at a time, through a
 // coordination.k8s.io/v1 Lease, with client-go's algorithm and timings
 // (lease 15 s, renew deadline 10 s, retry 2 s with jitter 1.2): a lease is

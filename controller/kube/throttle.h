@@ -1,5 +1,3 @@
-// File: controller/kube/throttle.h
-//
 // Throttle: client-side rate limiting of API requests (a token bucket of
 // `qps` tokens per second holding at most `burst`), shared by every client
 // of one controller, so a large cluster is not hammered: client-go's

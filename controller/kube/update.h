@@ -1,5 +1,3 @@
-// File: controller/kube/update.h
-//
 // UpdateWithRetry: optimistic concurrency as the API expects it. Reads the
 // object, applies `mutate`, and PUTs it back carrying the resourceVersion
 // it read; when someone else wrote in between (409 Conflict) it reads again

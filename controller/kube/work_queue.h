@@ -1,5 +1,3 @@
-// File: controller/kube/work_queue.h
-//
 // WorkQueue: keys to reconcile, as client-go's rate-limited work queue
 // behaves. A key is queued at most once however often it is added; a key
 // added while a worker holds it is queued again when the worker calls

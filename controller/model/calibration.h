@@ -1,5 +1,3 @@
-// File: controller/model/calibration.h
-//
 // Online calibration of the sizing model: per (model, GPU class), bounded
 // correction factors -- observed / predicted decode step time and prefill
 // time -- learned from the serving engine's own latency histograms (vLLM's

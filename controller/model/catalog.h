@@ -1,5 +1,3 @@
-// File: controller/model/catalog.h
-//
 // Catalog: the GPU classes an endpoint may run on. The default catalog ships
 // inside the binary (data/gpu_catalog.yaml); users bring their own file of the
 // same shape. Parsing is pure: callers read files and pass the text.

@@ -1,5 +1,3 @@
-// File: controller/model/cold_start.h
-//
 // The cold-start model: how long a new replica takes from "asked for" to
 // "ready to serve", before the controller has measured any. Pure arithmetic;
 // the controller replaces these estimates with what it measures from pod

@@ -1,5 +1,3 @@
-// File: controller/model/gpu_class.h
-//
 // GpuClass: one GPU tier on one node pool -- the hardware figures the sizing
 // model needs, its prices and the node labels that select it. A plain value
 // type; catalogs (catalog.h) hold many.

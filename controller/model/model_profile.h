@@ -1,5 +1,3 @@
-// File: controller/model/model_profile.h
-//
 // ModelProfile: the architecture figures of a decoder-only transformer that
 // the sizing model needs, plus presets for common open models. Pure values.
 //

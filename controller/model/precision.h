@@ -1,5 +1,3 @@
-// File: controller/model/precision.h
-//
 // Numeric precisions for model weights and the KV cache, and what each costs
 // in bytes. Pure value code: no I/O.
 #pragma once

@@ -1,5 +1,3 @@
-// File: controller/model/sizing.h
-//
 // The GPU sizing model: from a model profile, a GPU class, a precision and a
 // tensor-parallel degree to memory fit, decode speed, time to first token,
 // per-replica concurrency at a TPOT SLO, and cost per million tokens. Pure

@@ -1,5 +1,3 @@
-// File: controller/model/tuning_file.h
-//
 // The engine terms of the sizing model (EngineTuning) as a file, so that a
 // fit to your own measurements can size with what it found:
 //

@@ -1,5 +1,3 @@
-// File: controller/model/validation.h
-//
 // Holds the sizing model against measurements: a CSV of published (or your
 // own) figures, each row one number under stated conditions, predicted by
 // ReplicaModel and compared. `pilotlight size --validate FILE.csv` prints

@@ -1,5 +1,3 @@
-// File: controller/model/yaml_document.h
-//
 // One YAML document from text, with the error naming where it came from:
 // the shared first step of the model's YAML readers (the GPU catalog, saved
 // calibrations).

@@ -1,5 +1,3 @@
-// File: controller/policy/activation.h
-//
 // ActivationRule: how long the activator holds a request for a replica
 // before it answers 503 -- `factor` x the endpoint's predicted cold start
 // (the controller's status.coldStart.leadSeconds) + `margin`, at most

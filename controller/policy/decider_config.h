@@ -1,5 +1,3 @@
-// File: controller/policy/decider_config.h
-//
 // DeciderConfig: the decider's tunables, with units in the names and the
 // defaults docs/policy.md explains. They are policy mechanics, not
 // per-endpoint economics: the latter come from the spec (SLO, prices, cold

@@ -1,5 +1,3 @@
-// File: controller/policy/decision.h
-//
 // Decision: what the decider wants, as a value that explains itself
 // (STYLE.md #5). The reason enum goes into metric labels and status
 // conditions; the message is one line with the numbers.

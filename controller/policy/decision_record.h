@@ -1,5 +1,3 @@
-// File: controller/policy/decision_record.h
-//
 // DecisionRecord: one decision with everything the decider saw for it --
 // the demand samples, each variant's replicas and learned cold start -- as
 // one JSON line. The controller (`--decision-log`) and the simulator

@@ -1,5 +1,3 @@
-// File: controller/policy/demand_history.h
-//
 // Two small, bounded records of an endpoint's past demand that the decider
 // forecasts from:
 //

@@ -1,5 +1,3 @@
-// File: controller/policy/endpoint_spec.h
-//
 // EndpointSpec: what the user asked for one serverless endpoint (the policy
 // view of an InferenceAutoscaler): the model, the SLO, the mode, the replica
 // bounds and the variants (one Deployment each, on one GPU class and one

@@ -1,5 +1,3 @@
-// File: controller/policy/idle_histogram.h
-//
 // IdleHistogram: the per-endpoint distribution of idle gaps (end of activity
 // to the next request) and the "hybrid histogram" keep-alive policy of
 // Serverless in the Wild (Shahrad et al., USENIX ATC'20, section 4.2), with

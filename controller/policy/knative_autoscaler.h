@@ -1,5 +1,3 @@
-// File: controller/policy/knative_autoscaler.h
-//
 // KnativeAutoscaler: Knative Serving's whole scaling loop for one revision,
 // as the `knative` baseline runs it -- the KPA decider and its
 // scale-to-zero reconciler (knative_kpa.h) with what the KPA reconciler

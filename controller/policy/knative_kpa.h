@@ -1,5 +1,3 @@
-// File: controller/policy/knative_kpa.h
-//
 // KpaDecider: Knative Serving's KPA decider (pkg/autoscaler/scaling/
 // autoscaler.go, knative/serving @ 98e5ef90), ported rule for rule so the
 // `knative` baseline is Knative, not an impression of it. It is held

@@ -1,5 +1,3 @@
-// File: controller/policy/snapshot.h
-//
 // Snapshot: everything the decider sees at one decision -- the spec and
 // catalog, the demand observed since the previous call, each variant's
 // replicas, learned cold-start times, and spot health. Drivers (controller,

@@ -1,5 +1,3 @@
-// File: controller/policy/time_window.h
-//
 // TimeBuckets: a bounded, bucketed window over timestamped values, in the
 // manner of Knative's TimedFloat64Buckets. Values recorded in the same
 // bucket are averaged; a window average is the mean over the buckets that

@@ -1,5 +1,3 @@
-// File: controller/policy/variant_model.h
-//
 // VariantModel: what one variant of an endpoint is worth, derived once from
 // the spec and the catalog -- its replica's sizing model, price per replica
 // hour, cold start before any is measured, the node provisioning a cold

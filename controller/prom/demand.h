@@ -1,5 +1,3 @@
-// File: controller/prom/demand.h
-//
 // Demand from Prometheus, batched: each signal (requests running, waiting,
 // arrival rate, generated tokens/s) of each metrics preset is ONE query,
 // `sum by (namespace, pod) (...)`, answered for every pod in the cluster at

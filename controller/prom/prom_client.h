@@ -1,5 +1,3 @@
-// File: controller/prom/prom_client.h
-//
 // PromClient: the Prometheus HTTP API (/api/v1/query, /api/v1/query_range)
 // over cpp-httplib, with a timeout on every call. Every failure is an error
 // that says which: the server unreachable (Unavailable), an HTTP or API

@@ -1,5 +1,3 @@
-// File: controller/runtime/activator_demand.h
-//
 // ActivatorDemand: what the activators report (proto/pilotlight/v1/
 // demand.proto, received by api::DemandService), per activator and
 // endpoint, and what the reconciler reads of it:

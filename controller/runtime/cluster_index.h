@@ -1,5 +1,3 @@
-// File: controller/runtime/cluster_index.h
-//
 // ClusterIndex: the joins the reconciler needs over the informer caches,
 // kept up to date from their events -- which endpoints name a Deployment,
 // which pods a Deployment owns (pod -> ReplicaSet -> Deployment, following

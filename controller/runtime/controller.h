@@ -1,5 +1,3 @@
-// File: controller/runtime/controller.h
-//
 // Controller: `pilotlight controller`, the operator's reconcile loop.
 // Informers keep InferenceAutoscalers, GPUClasses, Deployments and Pods;
 // every tick (2 s by default) one batched read of Prometheus gives demand

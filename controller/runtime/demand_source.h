@@ -1,5 +1,3 @@
-// File: controller/runtime/demand_source.h
-//
 // DemandSource: where the reconciler gets an endpoint's demand: Prometheus
 // (PromDemand: one batched read per tick, joined to the endpoint's ready
 // pods) merged with the activators' stream (MergedDemand); tests hand in a

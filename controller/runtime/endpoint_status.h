@@ -1,5 +1,3 @@
-// File: controller/runtime/endpoint_status.h
-//
 // An InferenceAutoscaler's status as a value: conditions (metav1.Condition
 // semantics: lastTransitionTime moves only when the status flips) and what
 // was decided. The reconciler builds one per reconcile and writes it only

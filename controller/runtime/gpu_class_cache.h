@@ -1,5 +1,3 @@
-// File: controller/runtime/gpu_class_cache.h
-//
 // GpuClassCache: the GPUClasses parsed once per change of any of them
 // (a GPUClass event calls Changed()), shared by every reconcile until the
 // next change. A GPUClass that does not parse is left out and named in

@@ -1,5 +1,3 @@
-// File: controller/runtime/kube_writers.h
-//
 // KubeWriters: the reconciler's writers over the Kubernetes API --
 // a merge patch of deployments/NAME/scale, a merge patch of
 // inferenceautoscalers/NAME/status (one request, no read first: the

@@ -1,5 +1,3 @@
-// File: controller/runtime/log.h
-//
 // Structured logs: one JSON object per line on stderr,
 //   {"ts":"2026-12-02T19:40:01.123Z","level":"info","msg":"scaled",
 //    "endpoint":"ml/chat","deployment":"chat-l4","from":1,"to":3,...}

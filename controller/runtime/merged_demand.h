@@ -1,5 +1,3 @@
-// File: controller/runtime/merged_demand.h
-//
 // MergedDemand: the DemandSource the controller runs on -- Prometheus (what
 // the model servers report) merged with the activators' stream (what waits
 // for a replica), without counting a request twice:

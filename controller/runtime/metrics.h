@@ -1,5 +1,3 @@
-// File: controller/runtime/metrics.h
-//
 // The controller's Prometheus metrics (served on /metrics), in one place.
 #pragma once
 

@@ -1,5 +1,3 @@
-// File: controller/runtime/observe.h
-//
 // Observing one variant: its Deployment and pods become the policy's
 // VariantState (desired, ready, starting, terminating, the cold starts
 // learned from pod condition times, whether its pool has a free node) and

@@ -1,5 +1,3 @@
-// File: controller/runtime/pod_facts.h
-//
 // What the controller reads off Pods, ReplicaSets and Nodes as the API
 // server returns them (JSON): owners, readiness and condition times, when
 // the cluster took a pod away, whether the scheduler cannot place it, the

@@ -1,5 +1,3 @@
-// File: controller/runtime/prom_demand.h
-//
 // PromDemand: the DemandSource over Prometheus. Refresh() runs once a tick:
 // every distinct query of the presets and custom PromQL in use, each ONE
 // query answered for every pod in the cluster, whatever the number of

@@ -1,5 +1,3 @@
-// File: controller/runtime/real_clock.h
-//
 // RealClock: the system clock, for the Kubernetes machinery (kube::Clock).
 // controller/runtime is where the clock may be read (scripts/test checks).
 #pragma once

@@ -1,5 +1,3 @@
-// File: controller/runtime/reconciler.h
-//
 // Reconciler: one endpoint's reconcile, as a function of what the caches
 // hold, the demand, and the clock:
 //

@@ -1,5 +1,3 @@
-// File: controller/runtime/writers.h
-//
 // The reconciler's edges toward the cluster, as three narrow interfaces:
 // patch a Deployment's replicas (/scale) and its pods' deletion cost, write
 // an InferenceAutoscaler's status, record an Event. KubeWriters implements them

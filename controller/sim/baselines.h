@@ -1,5 +1,3 @@
-// File: controller/sim/baselines.h
-//
 // The policies Pilotlight is compared with, re-implemented from their
 // documented semantics (each class names its source; docs/simulator.md
 // "Policies" lists them with their defaults), and the

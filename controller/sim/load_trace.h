@@ -1,5 +1,3 @@
-// File: controller/sim/load_trace.h
-//
 // LoadTrace: a trace file (plain, .gz or .tar.gz) in any supported format,
 // detected from its content unless forced, restricted to a time window and
 // an endpoint subset.

@@ -1,5 +1,3 @@
-// File: controller/sim/match.h
-//
 // Cost at matched SLO: each policy judged at the same latency. For every
 // policy with a knob (PolicyKnob: target utilisation, keep-alive) the whole
 // trace is replayed at each setting of its sweep; the policy's matched cost

@@ -1,5 +1,3 @@
-// File: controller/sim/run.h
-//
 // RunSimulation: every endpoint of a trace through every chosen policy,
 // results merged per policy. Endpoints are independent, so they run one at
 // a time and rate traces are sampled one endpoint at a time.

@@ -1,5 +1,3 @@
-// File: controller/sim/scaling_policy.h
-//
 // ScalingPolicy: what the simulator asks every tick -- "how many replicas of
 // each variant now?" -- given what a real autoscaler could observe. One
 // implementation wraps the real policy core (pilotlight); the others are

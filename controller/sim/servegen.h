@@ -1,5 +1,3 @@
-// File: controller/sim/servegen.h
-//
 // ServeGen per-client rate traces (Alibaba Model Studio; arXiv 2505.09999):
 // each client file has one line per 10-minute window,
 //   timestamp_s, rate (req/s), cv, Gamma|Weibull|<empty>, param1, param2

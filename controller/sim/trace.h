@@ -1,5 +1,3 @@
-// File: controller/sim/trace.h
-//
 // Request traces for the simulator: one in-memory representation and the
 // readers for the formats users bring. Every reader counts the rows it could
 // not use (with the first few line numbers and why) instead of dropping them

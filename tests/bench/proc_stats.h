@@ -1,5 +1,3 @@
-// File: tests/bench/proc_stats.h
-//
 // What the benchmarks read of a process from /proc: CPU seconds and
 // resident memory.
 #pragma once

@@ -1,5 +1,3 @@
-// File: tests/bench/tcp_relay.h
-//
 // The floor under any proxy in the request path, for activator_bench: a
 // relay that copies bytes between each accepted connection and one
 // connection of its own to the model server, on one thread (epoll), with

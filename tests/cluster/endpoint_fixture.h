@@ -1,5 +1,3 @@
-// File: tests/cluster/endpoint_fixture.h
-//
 // EndpointFixture: what the end-to-end tests of the controller and the
 // activator share on the local test cluster -- a namespace of their own
 // (deleted after), the CRDs and default GPUClasses applied, Deployments of

@@ -1,5 +1,3 @@
-// File: tests/cluster/process.h
-//
 // A `pilotlight <command>` process for end-to-end tests: started with its
 // JSON log in a file, stopped with a signal (SIGTERM, then SIGKILL after
 // 10 s), its ports read from its "started" log line and its /metrics

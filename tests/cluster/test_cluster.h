@@ -1,5 +1,3 @@
-// File: tests/cluster/test_cluster.h
-//
 // Where the local test cluster that ctest brought up (the cluster_up
 // fixture, tests/cluster/CMakeLists.txt) is, for the integration tests:
 // PILOTLIGHT_CLUSTER_DIR (set by ctest) or PILOTLIGHT_TEST_KUBECONFIG (a

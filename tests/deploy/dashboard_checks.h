@@ -1,5 +1,3 @@
-// File: tests/deploy/dashboard_checks.h
-//
 // Checks of a Grafana dashboard (Classic JSON) without Grafana, after the
 // rules of grafana/dashboard-linter: a templated Prometheus datasource
 // used by every panel and target, valid unit ids, titles and descriptions,

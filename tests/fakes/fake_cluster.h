@@ -1,5 +1,3 @@
-// File: tests/fakes/fake_cluster.h
-//
 // FakeCluster: the reconciler's world without an API server, for timeline
 // tests with explicit times. It holds the objects the informers would
 // (InferenceAutoscalers, GPUClasses, Deployments, ReplicaSets, Pods, Nodes)

@@ -1,5 +1,3 @@
-// File: tests/fakes/fake_prometheus.h
-//
 // A Prometheus HTTP API stand-in on loopback, over real HTTP: every instant
 // query (POST /api/v1/query, under an optional path prefix, as behind a
 // proxy) is answered by a function of its PromQL text -- what a working,

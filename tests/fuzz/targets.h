@@ -1,5 +1,3 @@
-// File: tests/fuzz/targets.h
-//
 // The fuzz targets: every parser of outside input, each behind one
 // function of raw bytes. Each must return on any input -- no crash, no
 // hang, no sanitizer report -- and checks what its parser promises about

@@ -1,5 +1,3 @@
-// File: tests/policy/world.h
-//
 // World: a tiny, deterministic stand-in for a cluster, for timeline tests of
 // the decider. Each Step(now, demand) calls Decide, then applies the decision
 // the way a Deployment would: new replicas become ready one cold start after

@@ -1,5 +1,3 @@
-// File: tests/sim/one_variant_config.h
-//
 // The simulator configuration the sim tests and benches start from:
 // endpoint "e" serving llama-3.1-8b on one a100-80gb variant, with the
 // catalog given (which must outlive the config).

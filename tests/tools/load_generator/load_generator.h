@@ -1,5 +1,3 @@
-// File: tests/tools/load_generator/load_generator.h
-//
 // LoadGenerator: closed-loop load against the model-server pods of one
 // endpoint on the local test cluster. `concurrency` workers each send
 // /v1/completions requests back to back to the Ready pods matching a label

@@ -1,5 +1,3 @@
-// File: tests/tools/loopback_kubelet/loopback_kubelet.h
-//
 // LoopbackKubelet: the one part of the local test cluster that stands in
 // for a real node. It serves the Nodes labelled for it (tests/cluster/up
 // creates them next to kwok's fake GPU pools): keeps them Ready (a Lease in

@@ -1,5 +1,3 @@
-// File: tests/tools/model_server/model_server.h
-//
 // ModelServer: a stand-in for a GPU model server (vLLM-like) for the local
 // test cluster -- real HTTP, with latencies and batching from Pilotlight's
 // sizing model instead of a GPU. It speaks the OpenAI API the activator and

@@ -1,5 +1,3 @@
-// File: tests/tools/replay/replay.h
-//
 // The live-versus-simulated replay (pilotlight-replay, docs/replay.md): one
 // slice of a trace sent through the activator into the local test cluster,
 // and the same slice through `pilotlight simulate`, compared side by side.
