@@ -10,10 +10,6 @@ ActivatorHold::ActivatorHold(const ActivatorModel& model, size_t requests)
       started_(requests, false),
       cause_(requests, static_cast<uint8_t>(MissCause::kServed)) {}
 
-bool ActivatorHold::AtBound() const {
-  return model_.max_held > 0 && std::ssize(queue_) >= model_.max_held;
-}
-
 void ActivatorHold::SetDeadline(size_t index, int attempt, double now,
                                 double activation_s) {
   const double client =
@@ -27,14 +23,6 @@ void ActivatorHold::SetDeadline(size_t index, int attempt, double now,
   if (t < std::numeric_limits<double>::infinity()) {
     deadlines_.push({{t, index, attempt}, activation < client});
   }
-}
-
-double ActivatorHold::NextDeadline() {
-  while (!deadlines_.empty() && started_[deadlines_.top().index]) {
-    deadlines_.pop();
-  }
-  return deadlines_.empty() ? std::numeric_limits<double>::infinity()
-                            : deadlines_.top().t;
 }
 
 ActivatorHold::Deadline ActivatorHold::TakeDeadline(
@@ -52,11 +40,6 @@ bool ActivatorHold::RetryLater(size_t index, int attempt, double now,
   }
   retries_.push({now + delay_s, index, attempt + 1});
   return true;
-}
-
-double ActivatorHold::NextRetry() const {
-  return retries_.empty() ? std::numeric_limits<double>::infinity()
-                          : retries_.top().t;
 }
 
 ActivatorHold::Due ActivatorHold::TakeRetry() {

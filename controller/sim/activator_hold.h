@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <queue>
 #include <vector>
 
@@ -50,7 +51,9 @@ class ActivatorHold {
   int64_t arrivals() const { return arrivals_; }
   // The hold holds its most (ActivatorModel::max_held): an arrival that
   // finds no free slot either is answered 429.
-  bool AtBound() const;
+  bool AtBound() const {
+    return model_.max_held > 0 && std::ssize(queue_) >= model_.max_held;
+  }
 
   std::deque<const Request*>& queue() { return queue_; }
   const std::deque<const Request*>& queue() const { return queue_; }
@@ -60,14 +63,23 @@ class ActivatorHold {
   void SetDeadline(size_t index, int attempt, double now, double activation_s);
   // When the next waiting request stops waiting (infinity: none will);
   // deadlines of requests that started meanwhile are dropped.
-  double NextDeadline();
+  double NextDeadline() {
+    while (!deadlines_.empty() && started_[deadlines_.top().index]) {
+      deadlines_.pop();
+    }
+    return deadlines_.empty() ? std::numeric_limits<double>::infinity()
+                              : deadlines_.top().t;
+  }
   // The next waiting request (of `requests`) stops waiting: out of the
   // queue.
   Deadline TakeDeadline(const std::vector<Request>& requests);
 
   // The client tries again `delay_s` after `now`, if it has tries left.
   bool RetryLater(size_t index, int attempt, double now, double delay_s);
-  double NextRetry() const;
+  double NextRetry() const {
+    return retries_.empty() ? std::numeric_limits<double>::infinity()
+                            : retries_.top().t;
+  }
   Due TakeRetry();
 
   // First started on a replica (or stopped waiting for good).

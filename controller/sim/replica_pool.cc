@@ -42,11 +42,6 @@ void ReplicaPool::Start(int variant, double t, double cold_s) {
   starting_.push({placed + cold_s, id});
 }
 
-double ReplicaPool::NextReady() const {
-  return starting_.empty() ? std::numeric_limits<double>::infinity()
-                           : starting_.top().first;
-}
-
 int ReplicaPool::PopReady(double t) {
   const int id = starting_.top().second;
   starting_.pop();
@@ -176,21 +171,6 @@ int ReplicaPool::Preempt(const Preemption& p) {
     Stop(id, p.t);
   }
   return taken;
-}
-
-int ReplicaPool::LeastBusyFree() const {
-  int best = -1;
-  for (int id : live_ids_) {
-    const Replica& r = replicas_[static_cast<size_t>(id)];
-    if (r.state != Replica::State::kReady ||
-        r.busy >= models_[static_cast<size_t>(r.variant)].slots) {
-      continue;
-    }
-    if (best < 0 || r.busy < replicas_[static_cast<size_t>(best)].busy) {
-      best = id;
-    }
-  }
-  return best;
 }
 
 bool ReplicaPool::AllReady() const {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <queue>
 #include <utility>
@@ -49,7 +50,10 @@ class ReplicaPool {
   // placed (a spot replica waits for its zone to have capacity again).
   void Start(int variant, double t, double cold_s);
   // When the next starting replica becomes ready (infinity: none).
-  double NextReady() const;
+  double NextReady() const {
+    return starting_.empty() ? std::numeric_limits<double>::infinity()
+                             : starting_.top().first;
+  }
   // That replica becomes ready at `t`: its id, or -1 when it was stopped
   // meanwhile.
   int PopReady(double t);
@@ -70,7 +74,20 @@ class ReplicaPool {
 
   Replica& replica(int id) { return replicas_[static_cast<size_t>(id)]; }
   // The ready replica with a free slot and the fewest busy, -1: none.
-  int LeastBusyFree() const;
+  int LeastBusyFree() const {
+    int best = -1;
+    for (int id : live_ids_) {
+      const Replica& r = replicas_[static_cast<size_t>(id)];
+      if (r.state != Replica::State::kReady ||
+          r.busy >= models_[static_cast<size_t>(r.variant)].slots) {
+        continue;
+      }
+      if (best < 0 || r.busy < replicas_[static_cast<size_t>(best)].busy) {
+        best = id;
+      }
+    }
+    return best;
+  }
   bool FreeSlot() const { return LeastBusyFree() >= 0; }
   // Every replica not gone is ready.
   bool AllReady() const;

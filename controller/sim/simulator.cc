@@ -90,20 +90,6 @@ class Engine {
   SimResult Run();
 
  private:
-  // The next event before `until`, if any, and its time.
-  double NextEvent() {
-    const double t_arrival = next_ < trace_.requests.size()
-                                 ? trace_.requests[next_].arrival_s
-                                 : std::numeric_limits<double>::infinity();
-    const double t_done = completions_.empty()
-                              ? std::numeric_limits<double>::infinity()
-                              : completions_.top().t;
-    const double t_preempt = next_preemption_ < preemptions_.size()
-                                 ? preemptions_[next_preemption_].t
-                                 : std::numeric_limits<double>::infinity();
-    return std::min({t_arrival, t_done, pool_.NextReady(), t_preempt, poke_at_,
-                     hold_.NextDeadline(), hold_.NextRetry()});
-  }
   void ProcessUntil(double until);
   void Complete();
   void Arrive(size_t index, int attempt);
@@ -228,34 +214,45 @@ SimResult Engine::Run() {
 }
 
 void Engine::ProcessUntil(double until) {
+  constexpr double kNever = std::numeric_limits<double>::infinity();
   for (;;) {
-    const double t = NextEvent();
+    const double t_arrival = next_ < trace_.requests.size()
+                                 ? trace_.requests[next_].arrival_s
+                                 : kNever;
+    const double t_done = completions_.empty() ? kNever : completions_.top().t;
+    const double t_ready = pool_.NextReady();
+    const double t_preempt = next_preemption_ < preemptions_.size()
+                                 ? preemptions_[next_preemption_].t
+                                 : kNever;
+    const double t_deadline = hold_.NextDeadline();
+    const double t_retry = hold_.NextRetry();
+    const double t = std::min(
+        {t_arrival, t_done, t_ready, t_preempt, poke_at_, t_deadline, t_retry});
     if (t >= until) {
       return;
     }
     now_ = t;
     if (t == poke_at_) {
       // The activator's poke: the policy decides now, not at the tick.
-      poke_at_ = std::numeric_limits<double>::infinity();
+      poke_at_ = kNever;
       ++result_.pokes;
       Tick(t, /*poke=*/true);
-    } else if (next_preemption_ < preemptions_.size() &&
-               t == preemptions_[next_preemption_].t) {
+    } else if (t == t_preempt) {
       const Preemption& p = preemptions_[next_preemption_++];
       last_preemption_[static_cast<size_t>(p.variant)] =
           config_.epoch + absl::Seconds(p.t);
       result_.preemptions += pool_.Preempt(p);
-    } else if (!completions_.empty() && t == completions_.top().t) {
+    } else if (t == t_done) {
       Complete();
-    } else if (t == pool_.NextReady()) {
+    } else if (t == t_ready) {
       if (const int id = pool_.PopReady(t); id >= 0) {
         const Replica& r = pool_.replica(id);
         cold_starts_.Learn(r.variant, r.requested_s, t);
         Dispatch();
       }
-    } else if (t == hold_.NextDeadline()) {
+    } else if (t == t_deadline) {
       Expire();
-    } else if (t == hold_.NextRetry()) {
+    } else if (t == t_retry) {
       const ActivatorHold::Due r = hold_.TakeRetry();
       Arrive(r.index, r.attempt);
     } else {
