@@ -31,7 +31,7 @@ using runtime::LogJson;
 class Activator::Impl {
  public:
   explicit Impl(const ActivatorOptions& o)
-      : o_(o),
+      : options_(o),
         throttle_(50, 100, clock_),
         metrics_(registry_),
         router_(o.hold,
@@ -61,7 +61,8 @@ class Activator::Impl {
     kube::InformerOptions io;
     io.path = path;
     io.transform = std::move(transform);
-    return std::make_unique<kube::Informer>(o_.kube, io, clock_, &throttle_);
+    return std::make_unique<kube::Informer>(options_.kube, io, clock_,
+                                            &throttle_);
   }
   bool Synced() const {
     return autoscalers_->Synced() && replicasets_->Synced() && pods_->Synced();
@@ -71,7 +72,7 @@ class Activator::Impl {
   void FindControllers();
   void Drain();
 
-  const ActivatorOptions& o_;
+  const ActivatorOptions& options_;
   runtime::RealClock clock_;
   kube::Throttle throttle_;
   prometheus::Registry registry_;
@@ -148,9 +149,9 @@ absl::StatusOr<int> Activator::Impl::ServeAdmin(const std::string& host,
 
 // The controller replicas by label, when no list was given.
 void Activator::Impl::FindControllers() {
-  std::vector<std::string> now =
-      ControllerAddresses(*pods_, o_.controller_namespace,
-                          o_.controller_selector, o_.controller_port);
+  std::vector<std::string> now = ControllerAddresses(
+      *pods_, options_.controller_namespace, options_.controller_selector,
+      options_.controller_port);
   if (now == controllers_) {
     return;
   }
@@ -158,8 +159,8 @@ void Activator::Impl::FindControllers() {
   reporter_->SetControllers(controllers_);
   LogJson(controllers_.empty() ? "warn" : "info", "controllers",
           {{"addresses", absl::StrJoin(controllers_, ",")},
-           {"selector", o_.controller_selector},
-           {"namespace", o_.controller_namespace}});
+           {"selector", options_.controller_selector},
+           {"namespace", options_.controller_namespace}});
 }
 
 // Unready first, keep serving while the Service catches up, then finish
@@ -172,8 +173,8 @@ void Activator::Impl::Drain() {
   LogJson("info", "draining",
           {{"held", router_.held_total()},
            {"in_flight", router_.in_flight_total()}});
-  absl::SleepFor(o_.drain_delay);
-  const absl::Time until = absl::Now() + o_.drain_timeout;
+  absl::SleepFor(options_.drain_delay);
+  const absl::Time until = absl::Now() + options_.drain_timeout;
   while ((router_.held_total() > 0 || router_.in_flight_total() > 0) &&
          absl::Now() < until) {
     absl::SleepFor(absl::Milliseconds(50));
@@ -189,9 +190,9 @@ absl::Status Activator::Impl::Run(const std::atomic<bool>& stop,
                                   std::atomic<int>& port,
                                   std::atomic<int>& admin_port) {
   absl::StatusOr<std::pair<std::string, int>> front =
-      SplitHostPort(o_.listen_address, "--listen");
+      SplitHostPort(options_.listen_address, "--listen");
   absl::StatusOr<std::pair<std::string, int>> admin =
-      SplitHostPort(o_.admin_address, "--admin-listen");
+      SplitHostPort(options_.admin_address, "--admin-listen");
   if (!front.ok() || !admin.ok()) {
     return front.ok() ? admin.status() : front.status();
   }
@@ -202,12 +203,12 @@ absl::Status Activator::Impl::Run(const std::atomic<bool>& stop,
   admin_port = *ap;
   std::thread admin_thread([this] { admin_.listen_after_bind(); });
   FrontServerOptions http;
-  http.backlog = o_.http.backlog;
-  http.min_threads = o_.http.min_threads;
-  http.max_threads = o_.http.max_threads;
-  http.keep_alive = absl::Seconds(o_.http.keep_alive_seconds);
-  http.keep_alive_max_requests = o_.http.keep_alive_max_requests;
-  http.max_body_bytes = o_.proxy.max_body_bytes;
+  http.backlog = options_.http.backlog;
+  http.min_threads = options_.http.min_threads;
+  http.max_threads = options_.http.max_threads;
+  http.keep_alive = absl::Seconds(options_.http.keep_alive_seconds);
+  http.keep_alive_max_requests = options_.http.keep_alive_max_requests;
+  http.max_body_bytes = options_.proxy.max_body_bytes;
   http.warn = [](const std::string& message) { LogJson("warn", message); };
   proxy_.WatchClients(&client_watch_);
   front_ = std::make_unique<FrontServer>(
@@ -233,8 +234,9 @@ absl::Status Activator::Impl::Run(const std::atomic<bool>& stop,
   }
   targets_.ChangedAll();
   targets_.Refresh();
-  reporter_ = std::make_unique<DemandReporter>(o_.reporter, router_, metrics_);
-  const bool discover = o_.reporter.controllers.empty();
+  reporter_ =
+      std::make_unique<DemandReporter>(options_.reporter, router_, metrics_);
+  const bool discover = options_.reporter.controllers.empty();
   if (discover) {
     FindControllers();
   } else {
@@ -244,14 +246,14 @@ absl::Status Activator::Impl::Run(const std::atomic<bool>& stop,
   std::thread targets_thread([&] { targets_.Run(stop_targets); });
   client_watch_.Start();
   std::thread front_thread([this] { front_->Serve(); });
-  LogJson(
-      "info", "activator started",
-      {{"port", port.load()},
-       {"admin_port", admin_port.load()},
-       {"controllers", discover ? absl::StrCat("pods ", o_.controller_selector,
-                                               " in ", o_.controller_namespace)
-                                : absl::StrJoin(o_.reporter.controllers, ",")},
-       {"name", o_.reporter.name}});
+  LogJson("info", "activator started",
+          {{"port", port.load()},
+           {"admin_port", admin_port.load()},
+           {"controllers",
+            discover ? absl::StrCat("pods ", options_.controller_selector,
+                                    " in ", options_.controller_namespace)
+                     : absl::StrJoin(options_.reporter.controllers, ",")},
+           {"name", options_.reporter.name}});
   for (int i = 0; !stop; ++i) {
     absl::SleepFor(absl::Milliseconds(50));
     if (discover && i % 10 == 0) {
@@ -275,11 +277,11 @@ absl::Status Activator::Impl::Run(const std::atomic<bool>& stop,
   return absl::OkStatus();
 }
 
-Activator::Activator(ActivatorOptions options) : o_(std::move(options)) {}
+Activator::Activator(ActivatorOptions options) : options_(std::move(options)) {}
 Activator::~Activator() = default;
 
 absl::Status Activator::Run(const std::atomic<bool>& stop) {
-  Impl impl(o_);
+  Impl impl(options_);
   return impl.Run(stop, port_, admin_port_);
 }
 

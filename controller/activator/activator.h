@@ -63,7 +63,7 @@ class Activator {
 
  private:
   class Impl;
-  ActivatorOptions o_;
+  ActivatorOptions options_;
   std::atomic<int> port_{0};
   std::atomic<int> admin_port_{0};
 };

@@ -24,7 +24,7 @@ struct DemandReporter::Stream {
 
 DemandReporter::DemandReporter(ReporterOptions options, const Router& router,
                                Metrics& metrics)
-    : o_(std::move(options)),
+    : options_(std::move(options)),
       router_(router),
       metrics_(metrics),
       incarnation_(absl::ToUnixMicros(absl::Now())) {}
@@ -44,7 +44,7 @@ DemandReporter::~DemandReporter() {
   }
 }
 
-void DemandReporter::Start() { SetControllers(o_.controllers); }
+void DemandReporter::Start() { SetControllers(options_.controllers); }
 
 void DemandReporter::SetControllers(const std::vector<std::string>& addresses) {
   const std::lock_guard<std::mutex> lock(streams_mu_);
@@ -153,7 +153,7 @@ bool DemandReporter::NextReport(Stream& s, bool first, int64_t sequence,
   if (stopping()) {
     return false;
   }
-  r.set_activator(o_.name);
+  r.set_activator(options_.name);
   r.set_incarnation(incarnation_);
   r.set_sequence(sequence);
   const absl::Time now = absl::Now();
@@ -166,7 +166,7 @@ bool DemandReporter::NextReport(Stream& s, bool first, int64_t sequence,
     for (const EndpointLoad& l : router_.Demand(now)) {
       Fill(*r.add_endpoints(), l);
     }
-    next_full = now + o_.interval;
+    next_full = now + options_.interval;
   }
   if (s.poked_at && s.poke_sequence < 0) {
     s.poke_sequence = sequence;

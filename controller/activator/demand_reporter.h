@@ -60,7 +60,7 @@ class DemandReporter {
   bool NextReport(Stream& s, bool first, int64_t sequence,
                   absl::Time& next_full, v1::DemandReport& r);
 
-  const ReporterOptions o_;
+  const ReporterOptions options_;
   const Router& router_;
   Metrics& metrics_;
   const int64_t incarnation_;

@@ -167,7 +167,7 @@ const char* FrontServer::Reason(int status) {
 
 FrontServer::FrontServer(FrontServerOptions options, Handler handler,
                          TooLarge too_large)
-    : o_(std::move(options)),
+    : options_(std::move(options)),
       handler_(std::move(handler)),
       too_large_(std::move(too_large)),
       stop_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
@@ -213,7 +213,7 @@ absl::StatusOr<int> FrontServer::Bind(const std::string& host, int port) {
     const int yes = 1;
     ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
     if (::bind(fd, a->ai_addr, a->ai_addrlen) != 0 ||
-        ::listen(fd, o_.backlog) != 0) {
+        ::listen(fd, options_.backlog) != 0) {
       why = std::strerror(errno);
       ::close(fd);
       fd = -1;
@@ -240,8 +240,8 @@ void FrontServer::Serve() {
     return;
   }
   serving_ = true;
-  pool_ = std::make_unique<GrowingPool>(o_.min_threads, o_.max_threads, nullptr,
-                                        o_.warn);
+  pool_ = std::make_unique<GrowingPool>(
+      options_.min_threads, options_.max_threads, nullptr, options_.warn);
   running_ = true;
   while (!stopping_) {
     const int c = ::accept4(l, nullptr, nullptr, SOCK_CLOEXEC);
@@ -302,7 +302,7 @@ void FrontServer::ServeConnection(int fd) {
   c.fd = fd;
   const int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  const timeval send_timeout = Timeval(o_.write_timeout);
+  const timeval send_timeout = Timeval(options_.write_timeout);
   ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &send_timeout, sizeof send_timeout);
   {
     sockaddr_storage a{};
@@ -315,7 +315,8 @@ void FrontServer::ServeConnection(int fd) {
       Describe(a, len, c.base.local_addr, c.base.local_port);
     }
   }
-  for (; c.served < o_.keep_alive_max_requests && !stopping_; ++c.served) {
+  for (; c.served < options_.keep_alive_max_requests && !stopping_;
+       ++c.served) {
     std::string head;
     httplib::Request req = c.base;
     BodyFraming body;
@@ -328,7 +329,7 @@ void FrontServer::ServeConnection(int fd) {
     const bool keep = (req.version == "HTTP/1.1"
                            ? !absl::StrContains(connection, "close")
                            : absl::StrContains(connection, "keep-alive")) &&
-                      c.served + 1 < o_.keep_alive_max_requests;
+                      c.served + 1 < options_.keep_alive_max_requests;
     // The read buffer is not kept while the handler runs (a held request
     // may wait minutes) when nothing more has come.
     if (c.unread().empty()) {
@@ -379,21 +380,21 @@ bool FrontServer::ReadHead(Connection& c, std::string& head) const {
       c.Consume(2);
     }
     const size_t end = c.unread().find("\r\n\r\n");
-    if (end != absl::string_view::npos && end <= o_.max_header_bytes) {
+    if (end != absl::string_view::npos && end <= options_.max_header_bytes) {
       head = std::string(c.unread().substr(0, end));
       c.Consume(end + 4);
       return true;
     }
     if (end != absl::string_view::npos ||
-        c.unread().size() > o_.max_header_bytes) {
-      c.Refuse(431, absl::StrCat("request head over ", o_.max_header_bytes,
-                                 " bytes"));
+        c.unread().size() > options_.max_header_bytes) {
+      c.Refuse(431, absl::StrCat("request head over ",
+                                 options_.max_header_bytes, " bytes"));
       return false;
     }
     // Between requests the keep-alive idle time, within one the read
     // timeout.
     const bool idle = first_wait && c.unread().empty() && c.served > 0;
-    if (!Fill(c, idle ? o_.keep_alive : o_.read_timeout, idle)) {
+    if (!Fill(c, idle ? options_.keep_alive : options_.read_timeout, idle)) {
       return false;
     }
   }
@@ -462,7 +463,7 @@ void FrontServer::RefuseTooLarge(const Connection& c,
 bool FrontServer::ReadBody(Connection& c, httplib::Request& req,
                            const BodyFraming& body) const {
   // A body over the limit is not read: answered, and the connection ends.
-  if (body.length > o_.max_body_bytes) {
+  if (body.length > options_.max_body_bytes) {
     RefuseTooLarge(c, req, body.length);
     return false;
   }
@@ -473,7 +474,7 @@ bool FrontServer::ReadBody(Connection& c, httplib::Request& req,
   }
   if (!body.chunked) {
     while (c.unread().size() < body.length) {
-      if (!Fill(c, o_.read_timeout)) {
+      if (!Fill(c, options_.read_timeout)) {
         return false;  // the client went away, or stopped sending
       }
     }
@@ -493,11 +494,11 @@ bool FrontServer::ReadBody(Connection& c, httplib::Request& req,
     // Over the limit by what a chunk declares: refused before its data is
     // read.
     if (const uint64_t declared = req.body.size() + decoder.chunk_left();
-        declared > o_.max_body_bytes) {
+        declared > options_.max_body_bytes) {
       RefuseTooLarge(c, req, declared);
       return false;
     }
-    if (!decoder.done() && !Fill(c, o_.read_timeout)) {
+    if (!decoder.done() && !Fill(c, options_.read_timeout)) {
       return false;
     }
   }

@@ -132,7 +132,7 @@ class FrontServer {
   // requests, drains); false when it stopped, drained, timed out or failed.
   bool WaitReadable(int fd, absl::Duration timeout, bool idle) const;
 
-  const FrontServerOptions o_;
+  const FrontServerOptions options_;
   const Handler handler_;
   const TooLarge too_large_;
   std::atomic<int> listen_fd_{-1};

@@ -185,7 +185,7 @@ void Proxy::TooLarge(const httplib::Request& req, uint64_t bytes,
   Refuse(res, endpoint, 413, "too_large",
          absl::StrCat("request body of ", bytes,
                       " bytes is over the activator's limit of ",
-                      o_.max_body_bytes));
+                      options_.max_body_bytes));
 }
 
 void Proxy::Handle(const httplib::Request& req, httplib::Response& res,
@@ -199,7 +199,7 @@ void Proxy::Handle(const httplib::Request& req, httplib::Response& res,
                         "<namespace>/<name> is an InferenceAutoscaler"));
     return;
   }
-  if (req.body.size() > o_.max_body_bytes) {
+  if (req.body.size() > options_.max_body_bytes) {
     TooLarge(req, req.body.size(), res);
     return;
   }
@@ -239,7 +239,7 @@ void Proxy::Handle(const httplib::Request& req, httplib::Response& res,
   std::string last_error;
   bool cold = false;
   absl::Duration held_for;
-  for (int attempt = 0; attempt < o_.max_attempts; ++attempt) {
+  for (int attempt = 0; attempt < options_.max_attempts; ++attempt) {
     absl::StatusOr<Lease> lease =
         router_.Acquire(endpoint, static_cast<int64_t>(req.body.size()),
                         deadline, &waiting->gone,
@@ -304,7 +304,7 @@ void Proxy::Handle(const httplib::Request& req, httplib::Response& res,
   }
   Refuse(res, endpoint, 502, "",
          absl::StrCat("no pod of ", endpoint, " took the connection after ",
-                      o_.max_attempts, " tries; last: ", last_error));
+                      options_.max_attempts, " tries; last: ", last_error));
 }
 
 }  // namespace pilotlight::activator

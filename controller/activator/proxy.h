@@ -68,7 +68,7 @@ class Proxy {
   using Timeouts = std::function<EndpointTimeouts(const std::string& endpoint)>;
   Proxy(ProxyOptions options, Router& router, Timeouts timeouts,
         Metrics& metrics)
-      : o_(options),
+      : options_(options),
         router_(router),
         timeouts_(std::move(timeouts)),
         metrics_(metrics),
@@ -107,7 +107,7 @@ class Proxy {
                   const std::shared_ptr<Forward>& f,
                   std::shared_ptr<Lease> lease, bool cold, absl::Duration held);
 
-  const ProxyOptions o_;
+  const ProxyOptions options_;
   Router& router_;
   const Timeouts timeouts_;
   Metrics& metrics_;

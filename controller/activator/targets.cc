@@ -98,7 +98,7 @@ Targets::Targets(TargetOptions options, Router& router,
                  const kube::ObjectCache& autoscalers,
                  const kube::ObjectCache& pods,
                  const runtime::ClusterIndex& index, Probe probe)
-    : o_(options),
+    : options_(options),
       router_(router),
       autoscalers_(autoscalers),
       pods_(pods),
@@ -211,7 +211,8 @@ Targets::Plan Targets::Collect(const std::string& key) {
     }
   }
   const int64_t cap = IntField(*ia, {"status", "concurrencyPerReplica"});
-  plan.concurrency = cap > 0 ? static_cast<int>(cap) : o_.default_concurrency;
+  plan.concurrency =
+      cap > 0 ? static_cast<int>(cap) : options_.default_concurrency;
   return plan;
 }
 
@@ -220,7 +221,7 @@ void Targets::ProbeAll(const std::vector<Candidate*>& todo) {
   auto work = [&] {
     for (size_t i = next++; i < todo.size(); i = next++) {
       Candidate& c = *todo[i];
-      c.answered = probe_(c.address, c.health_path, o_.probe_timeout);
+      c.answered = probe_(c.address, c.health_path, options_.probe_timeout);
     }
   };
   if (todo.size() <= 1) {
@@ -265,7 +266,7 @@ bool Targets::Apply(const Plan& plan) {
 
 void Targets::Run(const std::atomic<bool>& stop) {
   while (!stop) {
-    const absl::Time next = absl::Now() + o_.probe_interval;
+    const absl::Time next = absl::Now() + options_.probe_interval;
     Refresh();
     const absl::Duration left = next - absl::Now();
     if (left > absl::ZeroDuration()) {
@@ -275,14 +276,14 @@ void Targets::Run(const std::atomic<bool>& stop) {
 }
 
 EndpointTimeouts Targets::TimeoutsOf(const std::string& endpoint) const {
-  EndpointTimeouts t = o_.timeouts;
+  EndpointTimeouts t = options_.timeouts;
   const kube::ObjectCache::ObjectPtr ia = autoscalers_.Get(endpoint);
   if (ia == nullptr) {
     return t;
   }
   const json& lead = Field(*ia, {"status", "coldStart", "leadSeconds"});
   if (lead.is_number() && lead.get<double>() > 0) {
-    t.activation = o_.activation.For(absl::Seconds(lead.get<double>()));
+    t.activation = options_.activation.For(absl::Seconds(lead.get<double>()));
   }
   return t;
 }

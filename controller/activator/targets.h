@@ -109,7 +109,7 @@ class Targets {
   bool Apply(const Plan& plan);
   static constexpr size_t kMaxParallelProbes = 16;
 
-  const TargetOptions o_;
+  const TargetOptions options_;
   Router& router_;
   const kube::ObjectCache& autoscalers_;
   const kube::ObjectCache& pods_;

@@ -27,7 +27,7 @@ bool StillOpen(int fd) {
 
 }  // namespace
 
-UpstreamPool::UpstreamPool(UpstreamPoolOptions options) : o_(options) {
+UpstreamPool::UpstreamPool(UpstreamPoolOptions options) : options_(options) {
   if (enabled()) {
     sweeper_ = std::thread([this] { Sweep(); });
   }
@@ -61,7 +61,7 @@ int UpstreamPool::Take(const std::string& address) {
     if (it == idle_.end()) {
       return -1;
     }
-    const absl::Time fresh = absl::Now() - o_.idle;
+    const absl::Time fresh = absl::Now() - options_.idle;
     while (!it->second.empty()) {
       const Idle c = it->second.back();
       it->second.pop_back();
@@ -86,7 +86,7 @@ void UpstreamPool::Give(const std::string& address, int fd) {
   if (enabled()) {
     const std::lock_guard<std::mutex> lock(mu_);
     std::vector<Idle>& conns = idle_[address];
-    if (!stopping_ && conns.size() < o_.max_idle_per_pod) {
+    if (!stopping_ && conns.size() < options_.max_idle_per_pod) {
       conns.push_back({fd, absl::Now()});
       ++count_;
       return;
@@ -122,9 +122,9 @@ size_t UpstreamPool::idle() const {
 void UpstreamPool::Sweep() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stopping_) {
-    wake_.wait_for(lock, absl::ToChronoMilliseconds(
-                             std::max(o_.idle / 4, absl::Milliseconds(10))));
-    const absl::Time fresh = absl::Now() - o_.idle;
+    wake_.wait_for(lock, absl::ToChronoMilliseconds(std::max(
+                             options_.idle / 4, absl::Milliseconds(10))));
+    const absl::Time fresh = absl::Now() - options_.idle;
     std::vector<int> expired;
     for (auto it = idle_.begin(); it != idle_.end();) {
       std::vector<Idle>& conns = it->second;

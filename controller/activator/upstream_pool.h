@@ -46,7 +46,7 @@ class UpstreamPool {
   UpstreamPool(const UpstreamPool&) = delete;
   UpstreamPool& operator=(const UpstreamPool&) = delete;
 
-  bool enabled() const { return o_.idle > absl::ZeroDuration(); }
+  bool enabled() const { return options_.idle > absl::ZeroDuration(); }
   // An idle connection to `address` ("host:port") the pod has not closed,
   // the most recently used first; -1 when there is none. The caller owns
   // it.
@@ -67,7 +67,7 @@ class UpstreamPool {
   };
   void Sweep();
 
-  const UpstreamPoolOptions o_;
+  const UpstreamPoolOptions options_;
   mutable std::mutex mu_;
   std::condition_variable wake_;
   bool stopping_ = false;

@@ -82,9 +82,9 @@ double ThreadCpuSeconds() {
 class Controller::Impl : public api::DemandReceiver {
  public:
   Impl(ControllerOptions o, const kube::Clock& clock)
-      : o_(std::move(o)),
+      : options_(std::move(o)),
         clock_(clock),
-        throttle_(o_.qps, o_.burst, clock_),
+        throttle_(options_.qps, options_.burst, clock_),
         queue_(clock_),
         metrics_(registry_) {}
 
@@ -109,7 +109,9 @@ class Controller::Impl : public api::DemandReceiver {
             clean ? "activator left" : "activator stream lost",
             {{"activator", activator}});
   }
-  bool Leading() const override { return !o_.leader_elect || leading_.load(); }
+  bool Leading() const override {
+    return !options_.leader_elect || leading_.load();
+  }
 
  private:
   std::unique_ptr<kube::Informer> MakeInformer(
@@ -117,7 +119,8 @@ class Controller::Impl : public api::DemandReceiver {
     kube::InformerOptions io;
     io.path = path;
     io.transform = std::move(transform);
-    auto i = std::make_unique<kube::Informer>(o_.kube, io, clock_, &throttle_);
+    auto i =
+        std::make_unique<kube::Informer>(options_.kube, io, clock_, &throttle_);
     informers_.push_back(i.get());
     return i;
   }
@@ -143,7 +146,7 @@ class Controller::Impl : public api::DemandReceiver {
   void ReadDemand();
   void Worker();
 
-  ControllerOptions o_;
+  ControllerOptions options_;
   const kube::Clock& clock_;
   kube::Throttle throttle_;
   kube::WorkQueue queue_;
@@ -185,11 +188,11 @@ void Controller::Impl::Wire() {
   nodes_ = MakeInformer("/api/v1/nodes");
   gpu_classes_ = std::make_unique<GpuClassCache>(*gpu_class_objects_);
   reconciler_ = std::make_unique<Reconciler>(
-      o_.decider,
+      options_.decider,
       ReconcilerInputs{*autoscalers_, *deployments_, *pods_, index_,
                        *gpu_classes_, *merged_demand_},
-      clock_, metrics_, o_.policy);
-  reconciler_->set_decision_log(o_.decision_log);
+      clock_, metrics_, options_.policy);
+  reconciler_->set_decision_log(options_.decision_log);
 
   autoscalers_->AddHandler([this](EventType t, const json& ia) {
     Enqueue(index_.OnAutoscaler(t, ia));
@@ -229,11 +232,11 @@ absl::Status Controller::Impl::ServeHttp(httplib::Server& http,
     r.status = synced ? 200 : 503;
     r.set_content(synced ? "ok\n" : "informers not synced\n", "text/plain");
   });
-  if (o_.listen_address.empty()) {
+  if (options_.listen_address.empty()) {
     return absl::OkStatus();
   }
   const absl::StatusOr<std::pair<std::string, int>> address =
-      SplitHostPort(o_.listen_address, "--listen");
+      SplitHostPort(options_.listen_address, "--listen");
   if (!address.ok()) {
     return address.status();
   }
@@ -242,7 +245,7 @@ absl::Status Controller::Impl::ServeHttp(httplib::Server& http,
                  : (http.bind_to_port(host, p) ? p : -1);
   if (port_ < 0) {
     return absl::UnavailableError(
-        absl::StrCat("cannot listen on ", o_.listen_address));
+        absl::StrCat("cannot listen on ", options_.listen_address));
   }
   thread = std::thread([&http] { http.listen_after_bind(); });
   return absl::OkStatus();
@@ -254,21 +257,22 @@ absl::Status Controller::Impl::ServeGrpc() {
   // No demand service, no activators: nothing to wait for after start.
   activator_demand_ = std::make_unique<ActivatorDemand>(
       clock_,
-      o_.grpc_address.empty() ? absl::ZeroDuration()
-                              : o_.activator_startup_grace,
-      o_.activator_forget_after);
-  if (o_.grpc_address.empty()) {
+      options_.grpc_address.empty() ? absl::ZeroDuration()
+                                    : options_.activator_startup_grace,
+      options_.activator_forget_after);
+  if (options_.grpc_address.empty()) {
     return absl::OkStatus();
   }
   demand_service_ = std::make_unique<api::DemandService>(*this);
   int port = 0;
   grpc::ServerBuilder b;
-  b.AddListeningPort(o_.grpc_address, grpc::InsecureServerCredentials(), &port);
+  b.AddListeningPort(options_.grpc_address, grpc::InsecureServerCredentials(),
+                     &port);
   b.RegisterService(demand_service_.get());
   grpc_ = b.BuildAndStart();
   if (grpc_ == nullptr || port == 0) {
     return absl::UnavailableError(
-        absl::StrCat("cannot serve gRPC on ", o_.grpc_address));
+        absl::StrCat("cannot serve gRPC on ", options_.grpc_address));
   }
   grpc_port_ = port;
   return absl::OkStatus();
@@ -295,32 +299,33 @@ void Controller::Impl::WaitForSync(const std::atomic<bool>& stop) {
 
 void Controller::Impl::Elect(const std::atomic<bool>& stop,
                              KubeClient& client) {
-  kube::LeaderElector elector(client, o_.election, clock_);
+  kube::LeaderElector elector(client, options_.election, clock_);
   elector.Run(
       stop,
       [&] {
         leading_ = true;
         metrics_.leader.Set(1);
-        LogJson("info", "leading", {{"identity", o_.election.identity}});
+        LogJson("info", "leading", {{"identity", options_.election.identity}});
         EnqueueAll();
       },
       [&] {
         leading_ = false;
         metrics_.leader.Set(0);
         LogJson("warn", "stopped leading",
-                {{"identity", o_.election.identity}});
+                {{"identity", options_.election.identity}});
       });
 }
 
 absl::Status Controller::Impl::Run(const std::atomic<bool>& stop) {
   absl::StatusOr<std::unique_ptr<prom::PromClient>> prom =
-      prom::PromClient::Create(o_.prometheus_url, o_.prometheus_timeout);
+      prom::PromClient::Create(options_.prometheus_url,
+                               options_.prometheus_timeout);
   if (!prom.ok()) {
     return prom.status();
   }
   prom_ = *std::move(prom);
-  if (o_.leader_elect) {
-    if (absl::Status st = kube::ValidateLeaderElectionConfig(o_.election);
+  if (options_.leader_elect) {
+    if (absl::Status st = kube::ValidateLeaderElectionConfig(options_.election);
         !st.ok()) {
       return st;
     }
@@ -335,7 +340,8 @@ absl::Status Controller::Impl::Run(const std::atomic<bool>& stop) {
     http_thread.join();
     return st;
   }
-  demand_ = std::make_unique<PromDemand>(*prom_, o_.rate_window, o_.tick);
+  demand_ =
+      std::make_unique<PromDemand>(*prom_, options_.rate_window, options_.tick);
   merged_demand_ = std::make_unique<MergedDemand>(*demand_, *activator_demand_);
   Wire();
   for (kube::Informer* i : informers_) {
@@ -345,8 +351,9 @@ absl::Status Controller::Impl::Run(const std::atomic<bool>& stop) {
   std::atomic<bool> stop_election{false};
   std::thread election;
   std::unique_ptr<KubeClient> election_client;
-  if (o_.leader_elect) {
-    absl::StatusOr<std::unique_ptr<KubeClient>> c = KubeClient::Create(o_.kube);
+  if (options_.leader_elect) {
+    absl::StatusOr<std::unique_ptr<KubeClient>> c =
+        KubeClient::Create(options_.kube);
     if (!c.ok()) {
       return c.status();
     }
@@ -356,13 +363,13 @@ absl::Status Controller::Impl::Run(const std::atomic<bool>& stop) {
     metrics_.leader.Set(1);
   }
   std::vector<std::thread> workers;
-  for (int i = 0; i < std::max(1, o_.workers); ++i) {
+  for (int i = 0; i < std::max(1, options_.workers); ++i) {
     workers.emplace_back([this] { Worker(); });
   }
   LogJson("info", "controller started",
-          {{"prometheus", o_.prometheus_url},
-           {"tick_seconds", absl::ToDoubleSeconds(o_.tick)},
-           {"leader_election", o_.leader_elect},
+          {{"prometheus", options_.prometheus_url},
+           {"tick_seconds", absl::ToDoubleSeconds(options_.tick)},
+           {"leader_election", options_.leader_elect},
            {"metrics_port", port_.load()},
            {"grpc_port", grpc_port_.load()}});
   TickLoop(stop);
@@ -396,9 +403,9 @@ void Controller::Impl::TickLoop(const std::atomic<bool>& stop) {
       clock_.SleepFor(std::min(absl::Milliseconds(50), next - clock_.Now()));
       continue;
     }
-    next += o_.tick;
+    next += options_.tick;
     if (next < clock_.Now()) {
-      next = clock_.Now() + o_.tick;  // fell behind: do not burst
+      next = clock_.Now() + options_.tick;  // fell behind: do not burst
     }
     if (!Synced()) {
       continue;
@@ -426,7 +433,8 @@ void Controller::Impl::ReadDemand() {
 }
 
 void Controller::Impl::Worker() {
-  absl::StatusOr<std::unique_ptr<KubeClient>> c = KubeClient::Create(o_.kube);
+  absl::StatusOr<std::unique_ptr<KubeClient>> c =
+      KubeClient::Create(options_.kube);
   if (!c.ok()) {
     LogJson("error", "worker has no API client",
             {{"error", c.status().ToString()}});
@@ -434,7 +442,7 @@ void Controller::Impl::Worker() {
   }
   KubeClient& client = **c;
   client.set_throttle(&throttle_);
-  KubeWriters kube_writers(client, o_.election.identity, clock_,
+  KubeWriters kube_writers(client, options_.election.identity, clock_,
                            [this] { metrics_.api_errors.Increment(); });
   const Writers real = kube_writers.writers();
   PatchWatcher patcher(real.patcher, clock_);

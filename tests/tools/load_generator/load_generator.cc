@@ -19,15 +19,15 @@ struct LoadGenerator::Shared {
 };
 
 LoadGenerator::LoadGenerator(LoadOptions o)
-    : o_(std::move(o)), shared_(std::make_unique<Shared>()) {}
+    : options_(std::move(o)), shared_(std::make_unique<Shared>()) {}
 
 LoadGenerator::~LoadGenerator() { Stop(); }
 
 void LoadGenerator::Start() {
   stop_ = false;
-  active_ = o_.concurrency;
+  active_ = options_.concurrency;
   discovery_ = std::thread([this] { Discover(); });
-  for (int i = 0; i < o_.concurrency; ++i) {
+  for (int i = 0; i < options_.concurrency; ++i) {
     workers_.emplace_back([this, i] { Work(i); });
   }
 }
@@ -52,13 +52,13 @@ std::vector<std::string> LoadGenerator::Targets() {
 
 void LoadGenerator::Discover() {
   absl::StatusOr<std::unique_ptr<kube::KubeClient>> c =
-      kube::KubeClient::Create(o_.kube);
+      kube::KubeClient::Create(options_.kube);
   if (!c.ok()) {
     return;
   }
-  const std::string path = absl::StrCat(
-      "/api/v1/namespaces/", o_.ns,
-      "/pods?labelSelector=", httplib::detail::encode_query_param(o_.selector));
+  const std::string path =
+      absl::StrCat("/api/v1/namespaces/", options_.ns, "/pods?labelSelector=",
+                   httplib::detail::encode_query_param(options_.selector));
   while (!stop_) {
     absl::StatusOr<kube::KubeClient::Response> r =
         (*c)->Request("GET", path, "");
@@ -93,10 +93,10 @@ void LoadGenerator::Discover() {
 void LoadGenerator::Work(int id) {
   std::map<std::string, std::unique_ptr<httplib::Client>> clients;
   const std::string body = json{
-      {"model", o_.model},
+      {"model", options_.model},
       {"prompt", "hello"},
       {"max_tokens",
-       o_.max_tokens}}.dump();
+       options_.max_tokens}}.dump();
   uint64_t n = static_cast<uint64_t>(id);
   bool counted_waiting = false;
   while (!stop_) {

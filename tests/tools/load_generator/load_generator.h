@@ -47,7 +47,7 @@ class LoadGenerator {
   void Work(int id);
   std::vector<std::string> Targets();
 
-  LoadOptions o_;
+  LoadOptions options_;
   std::atomic<bool> stop_{false};
   std::atomic<int> active_{0};
   std::atomic<int64_t> done_{0}, errors_{0}, in_flight_{0}, waiting_{0};

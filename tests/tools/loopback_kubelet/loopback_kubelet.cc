@@ -252,7 +252,7 @@ struct LocalPod {
 class Kubelet {
  public:
   Kubelet(LoopbackKubeletOptions options, const std::atomic<bool>& stop)
-      : o_(std::move(options)), stop_(stop) {}
+      : options_(std::move(options)), stop_(stop) {}
 
   absl::Status Run();
 
@@ -271,7 +271,7 @@ class Kubelet {
   std::string SecretsDir(const LocalPod& p) const;
   bool Healthy(const LocalPod& p) const;
 
-  LoopbackKubeletOptions o_;
+  LoopbackKubeletOptions options_;
   const std::atomic<bool>& stop_;
 
   std::mutex mu_;                     // guards nodes_, pods_, watch_clients_
@@ -290,7 +290,7 @@ class Kubelet {
 
 absl::Status Kubelet::Run() {
   absl::StatusOr<std::unique_ptr<KubeClient>> client =
-      KubeClient::Create(o_.kube);
+      KubeClient::Create(options_.kube);
   if (!client.ok()) {
     return client.status();
   }
@@ -373,7 +373,7 @@ void Kubelet::Reconcile(const json& pod, absl::Time now, KubeClient& client) {
     p.uid = uid;
     p.seen = now;
     p.not_ready_since = now;
-    absl::Duration cold = o_.cold_start;
+    absl::Duration cold = options_.cold_start;
     const json ann = meta.value("annotations", json::object());
     if (ann.contains(kColdStartAnnotation)) {
       double s = 0;
@@ -503,7 +503,7 @@ void Kubelet::Start(LocalPod& p, absl::Time now, KubeClient& client) {
     }
     process = *std::move(spec);
   } else {
-    process.argv = {o_.model_server};
+    process.argv = {options_.model_server};
     process.argv.insert(process.argv.end(), p.args.begin(), p.args.end());
     for (const std::string& a :
          {std::string("--address"), p.ip, std::string("--port"),
@@ -513,7 +513,7 @@ void Kubelet::Start(LocalPod& p, absl::Time now, KubeClient& client) {
   }
   const std::vector<std::string>& argv = process.argv;
   const std::string log_path =
-      absl::StrCat(o_.log_dir, "/", p.ns, "_", p.name, ".log");
+      absl::StrCat(options_.log_dir, "/", p.ns, "_", p.name, ".log");
   absl::StatusOr<pid_t> pid = Spawn(process, log_path);
   if (!pid.ok()) {
     Log(absl::StrCat(p.ns, "/", p.name, ": ", pid.status().message()));
@@ -617,7 +617,9 @@ absl::Status Kubelet::WriteServiceAccount(LocalPod& p, KubeClient& client) {
   // Written aside and renamed, so a reader never sees half a token.
   for (const auto& [file, text] :
        std::vector<std::pair<std::string, std::string>>{
-           {"token", token}, {"ca.crt", o_.kube.ca_pem}, {"namespace", p.ns}}) {
+           {"token", token},
+           {"ca.crt", options_.kube.ca_pem},
+           {"namespace", p.ns}}) {
     const std::string tmp = absl::StrCat(dir, "/.", file);
     std::ofstream(tmp) << text;
     ::chmod(tmp.c_str(), 0644);
@@ -632,7 +634,7 @@ absl::Status Kubelet::WriteServiceAccount(LocalPod& p, KubeClient& client) {
 // service account, and its security context (user, group, read-only root).
 absl::StatusOr<ProcessSpec> Kubelet::PilotlightProcess(LocalPod& p,
                                                        KubeClient& client) {
-  if (o_.pilotlight.empty()) {
+  if (options_.pilotlight.empty()) {
     return absl::FailedPreconditionError(
         "a pilotlight image, but no --pilotlight binary to run it");
   }
@@ -668,12 +670,12 @@ absl::StatusOr<ProcessSpec> Kubelet::PilotlightProcess(LocalPod& p,
     }
   }
   ProcessSpec process;
-  process.argv = {o_.pilotlight};
+  process.argv = {options_.pilotlight};
   for (const std::string& a : p.args) {
     process.argv.push_back(ExpandVars(a, env));
   }
-  env["KUBERNETES_SERVICE_HOST"] = o_.api_host;
-  env["KUBERNETES_SERVICE_PORT"] = std::to_string(o_.api_port);
+  env["KUBERNETES_SERVICE_HOST"] = options_.api_host;
+  env["KUBERNETES_SERVICE_PORT"] = std::to_string(options_.api_port);
   env.emplace("PATH", "/usr/local/bin:/usr/bin:/bin");
   env.emplace("HOSTNAME", p.name);
   process.env.emplace();
@@ -704,7 +706,7 @@ absl::StatusOr<ProcessSpec> Kubelet::PilotlightProcess(LocalPod& p,
 }
 
 std::string Kubelet::SecretsDir(const LocalPod& p) const {
-  return absl::StrCat(o_.state_dir, "/", p.ns, "_", p.name, "_", p.uid);
+  return absl::StrCat(options_.state_dir, "/", p.ns, "_", p.name, "_", p.uid);
 }
 
 std::string Kubelet::AllocateIp() {
@@ -712,8 +714,8 @@ std::string Kubelet::AllocateIp() {
   // one of which Linux routes to lo without configuration.
   for (int tries = 0; tries < 256 * 254; ++tries) {
     const int n = next_ip_++ % (256 * 254);
-    std::string ip = absl::StrCat("127.", o_.ip_second_octet, ".", n / 254, ".",
-                                  n % 254 + 1);
+    std::string ip = absl::StrCat("127.", options_.ip_second_octet, ".",
+                                  n / 254, ".", n % 254 + 1);
     if (used_ips_.insert(ip).second) {
       return ip;
     }
@@ -778,7 +780,7 @@ json Kubelet::Status(const LocalPod& p) const {
 // Ready: a Lease renewed and the Ready condition posted every heartbeat.
 void Kubelet::Heartbeat() {
   absl::StatusOr<std::unique_ptr<KubeClient>> client =
-      KubeClient::Create(o_.kube);
+      KubeClient::Create(options_.kube);
   if (!client.ok()) {
     Log(absl::StrCat("heartbeat: ", client.status().message()));
     return;
@@ -791,9 +793,10 @@ void Kubelet::Heartbeat() {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       continue;
     }
-    next = absl::Now() + o_.heartbeat;
+    next = absl::Now() + options_.heartbeat;
     absl::StatusOr<KubeClient::Response> list = c.Request(
-        "GET", absl::StrCat("/api/v1/nodes?labelSelector=", o_.node_selector),
+        "GET",
+        absl::StrCat("/api/v1/nodes?labelSelector=", options_.node_selector),
         "");
     if (!list.ok()) {
       Log(absl::StrCat("list nodes: ", list.status().message()));
@@ -897,7 +900,7 @@ void Kubelet::Heartbeat() {
 // watch loses no change.
 void Kubelet::WatchNode(const std::string& node) {
   absl::StatusOr<std::unique_ptr<KubeClient>> client =
-      KubeClient::Create(o_.kube);
+      KubeClient::Create(options_.kube);
   if (!client.ok()) {
     Log(absl::StrCat("watch ", node, ": ", client.status().message()));
     return;
