@@ -133,7 +133,8 @@ absl::StatusOr<ParsedFlags> ParseFlags(const std::vector<std::string>& args,
   return out;
 }
 
-std::string FlagsHelp(const std::vector<FlagSpec>& specs) {
+std::string FlagsHelp(const std::vector<FlagSpec>& specs,
+                      const std::vector<std::string>& defaults) {
   size_t width = 0;
   std::vector<std::string> heads;
   for (const FlagSpec& s : specs) {
@@ -145,7 +146,11 @@ std::string FlagsHelp(const std::vector<FlagSpec>& specs) {
   for (size_t i = 0; i < specs.size(); ++i) {
     absl::StrAppend(&out, "  ", heads[i],
                     std::string(width + 2 - heads[i].size(), ' '),
-                    specs[i].help, "\n");
+                    specs[i].help,
+                    i < defaults.size() && !defaults[i].empty()
+                        ? absl::StrCat(" (default ", defaults[i], ")")
+                        : "",
+                    "\n");
   }
   return out;
 }
@@ -164,6 +169,175 @@ std::optional<int> ParseFlagsOrExit(const std::vector<std::string>& args,
     return 0;
   }
   parsed = *std::move(f);
+  return std::nullopt;
+}
+
+namespace {
+
+std::string DefaultText(const std::string& v) { return v; }
+std::string DefaultText(int v) { return absl::StrCat(v); }
+std::string DefaultText(double v) { return absl::StrCat(v); }
+std::string DefaultText(absl::Duration v) { return absl::FormatDuration(v); }
+
+// The typed getter of ParsedFlags for a target's type.
+absl::StatusOr<std::optional<std::string>> Get(const ParsedFlags& f,
+                                               absl::string_view name,
+                                               const std::string*) {
+  return f.String(name);
+}
+absl::StatusOr<std::optional<int>> Get(const ParsedFlags& f,
+                                       absl::string_view name, const int*) {
+  return f.Int(name);
+}
+absl::StatusOr<std::optional<double>> Get(const ParsedFlags& f,
+                                          absl::string_view name,
+                                          const double*) {
+  return f.Double(name);
+}
+absl::StatusOr<std::optional<absl::Duration>> Get(const ParsedFlags& f,
+                                                  absl::string_view name,
+                                                  const absl::Duration*) {
+  return f.Duration(name);
+}
+
+template <typename T>
+std::function<absl::Status(const ParsedFlags&)> BindTo(std::string name,
+                                                       T* target) {
+  return [name = std::move(name), target](const ParsedFlags& f) {
+    return Set(Get(f, name, target), *target);
+  };
+}
+
+template <typename T>
+std::function<absl::Status(const ParsedFlags&)> BindOptional(
+    std::string name, std::optional<T>* target) {
+  return [name = std::move(name), target](const ParsedFlags& f) {
+    const T* type = nullptr;
+    auto v = Get(f, name, type);
+    if (!v.ok()) {
+      return v.status();
+    }
+    if (v->has_value()) {
+      *target = **v;
+    }
+    return absl::OkStatus();
+  };
+}
+
+}  // namespace
+
+FlagSet& FlagSet::Declare(std::string name, bool is_bool,
+                          std::string value_name, std::string help,
+                          std::string default_text, Setter set) {
+  specs_.push_back({.name = std::move(name),
+                    .is_bool = is_bool,
+                    .value_name = std::move(value_name),
+                    .help = std::move(help)});
+  setters_.push_back(std::move(set));
+  defaults_.push_back(std::move(default_text));
+  return *this;
+}
+
+FlagSet& FlagSet::Add(std::string name, std::string* target,
+                      std::string value_name, std::string help) {
+  return Declare(name, false, std::move(value_name), std::move(help),
+                 DefaultText(*target), BindTo(name, target));
+}
+FlagSet& FlagSet::Add(std::string name, int* target, std::string value_name,
+                      std::string help) {
+  return Declare(name, false, std::move(value_name), std::move(help),
+                 DefaultText(*target), BindTo(name, target));
+}
+FlagSet& FlagSet::Add(std::string name, double* target, std::string value_name,
+                      std::string help) {
+  return Declare(name, false, std::move(value_name), std::move(help),
+                 DefaultText(*target), BindTo(name, target));
+}
+FlagSet& FlagSet::Add(std::string name, absl::Duration* target,
+                      std::string value_name, std::string help) {
+  return Declare(name, false, std::move(value_name), std::move(help),
+                 DefaultText(*target), BindTo(name, target));
+}
+FlagSet& FlagSet::Add(std::string name, std::optional<std::string>* target,
+                      std::string value_name, std::string help) {
+  return Declare(name, false, std::move(value_name), std::move(help),
+                 target->has_value() ? DefaultText(**target) : "",
+                 BindOptional(name, target));
+}
+FlagSet& FlagSet::Add(std::string name, std::optional<int>* target,
+                      std::string value_name, std::string help) {
+  return Declare(name, false, std::move(value_name), std::move(help),
+                 target->has_value() ? DefaultText(**target) : "",
+                 BindOptional(name, target));
+}
+FlagSet& FlagSet::Add(std::string name, std::optional<double>* target,
+                      std::string value_name, std::string help) {
+  return Declare(name, false, std::move(value_name), std::move(help),
+                 target->has_value() ? DefaultText(**target) : "",
+                 BindOptional(name, target));
+}
+FlagSet& FlagSet::Add(std::string name, std::optional<absl::Duration>* target,
+                      std::string value_name, std::string help) {
+  return Declare(name, false, std::move(value_name), std::move(help),
+                 target->has_value() ? DefaultText(**target) : "",
+                 BindOptional(name, target));
+}
+
+FlagSet& FlagSet::Switch(std::string name, bool* target, std::string help,
+                         bool when_given) {
+  Setter set = [name, target, when_given](const ParsedFlags& f) {
+    if (f.Bool(name)) {
+      *target = when_given;
+    }
+    return absl::OkStatus();
+  };
+  return Declare(std::move(name), true, "", std::move(help), "",
+                 std::move(set));
+}
+
+FlagSet& FlagSet::Custom(std::string name, std::string value_name,
+                         std::string help, std::string default_text,
+                         std::function<absl::Status(const std::string&)> set) {
+  Setter setter = [name, set = std::move(set)](const ParsedFlags& f) {
+    const std::optional<std::string> v = f.String(name);
+    return v ? set(*v) : absl::OkStatus();
+  };
+  return Declare(std::move(name), false, std::move(value_name), std::move(help),
+                 std::move(default_text), std::move(setter));
+}
+
+absl::Status FlagSet::Parse(const std::vector<std::string>& args) {
+  if (std::none_of(specs_.begin(), specs_.end(),
+                   [](const FlagSpec& s) { return s.name == "help"; })) {
+    Switch("help", &help_, "show this help");
+  }
+  absl::StatusOr<ParsedFlags> f = ParseFlags(args, specs_);
+  if (!f.ok()) {
+    return f.status();
+  }
+  parsed_ = *std::move(f);
+  for (const Setter& set : setters_) {
+    if (absl::Status st = set(parsed_); !st.ok()) {
+      return st;
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::string FlagSet::Help() const {
+  return absl::StrCat(usage_, FlagsHelp(specs_, defaults_));
+}
+
+std::optional<int> FlagSet::ParseOrExit(const std::vector<std::string>& args,
+                                        std::ostream& out, std::ostream& err) {
+  if (absl::Status st = Parse(args); !st.ok()) {
+    err << command_ << ": " << st.message() << "\n" << Help();
+    return 2;
+  }
+  if (help_) {
+    out << Help();
+    return 0;
+  }
   return std::nullopt;
 }
 

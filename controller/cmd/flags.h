@@ -3,6 +3,7 @@
 // anything else is a usage error that lists what is accepted.
 #pragma once
 
+#include <functional>
 #include <iosfwd>
 #include <map>
 #include <optional>
@@ -68,8 +69,11 @@ absl::Status Set(const absl::StatusOr<std::optional<T>>& v,
   return absl::OkStatus();
 }
 
-// "  --name VALUE   help" lines, aligned.
-std::string FlagsHelp(const std::vector<FlagSpec>& specs);
+// "  --name VALUE   help" lines, aligned; "(default X)" after the help of
+// each flag whose `defaults` entry (parallel to `specs`, when given) is not
+// empty.
+std::string FlagsHelp(const std::vector<FlagSpec>& specs,
+                      const std::vector<std::string>& defaults = {});
 
 // What every command does first: parses `args` into `parsed`. With --help
 // it prints `usage` and the flags to `out` and returns 0; with a bad flag,
@@ -79,5 +83,75 @@ std::optional<int> ParseFlagsOrExit(const std::vector<std::string>& args,
                                     const std::vector<FlagSpec>& specs,
                                     absl::string_view usage, std::ostream& out,
                                     std::ostream& err, ParsedFlags& parsed);
+
+// A command's flags, each declared once: its name, the value's name, its
+// help and where its value goes. --help shows each flag's default: the
+// target's value before parsing (none for an optional target, whose help
+// says what its absence means). Targets are set in declaration order, after
+// every flag has parsed; a value that does not parse is a usage error
+// naming the flag.
+//
+//   FlagSet flags("pilotlight simulate",
+//                 "usage: pilotlight simulate --trace FILE [flags]\n");
+//   flags.Add("trace", &trace, "FILE", "request trace")
+//       .Add("tick", &config.tick, "DURATION", "the policy's tick");
+//   if (std::optional<int> exit = flags.ParseOrExit(args, out, err)) {
+//     return *exit;
+//   }
+class FlagSet {
+ public:
+  // `command` opens each error message ("pilotlight simulate: ...").
+  FlagSet(std::string command, std::string usage)
+      : command_(std::move(command)), usage_(std::move(usage)) {}
+
+  FlagSet& Add(std::string name, std::string* target, std::string value_name,
+               std::string help);
+  FlagSet& Add(std::string name, int* target, std::string value_name,
+               std::string help);
+  FlagSet& Add(std::string name, double* target, std::string value_name,
+               std::string help);
+  FlagSet& Add(std::string name, absl::Duration* target, std::string value_name,
+               std::string help);
+  FlagSet& Add(std::string name, std::optional<std::string>* target,
+               std::string value_name, std::string help);
+  FlagSet& Add(std::string name, std::optional<int>* target,
+               std::string value_name, std::string help);
+  FlagSet& Add(std::string name, std::optional<double>* target,
+               std::string value_name, std::string help);
+  FlagSet& Add(std::string name, std::optional<absl::Duration>* target,
+               std::string value_name, std::string help);
+  // A boolean flag: present sets *target to `when_given`.
+  FlagSet& Switch(std::string name, bool* target, std::string help,
+                  bool when_given = true);
+  // A flag whose value `set` turns into its target (an enum, a list).
+  FlagSet& Custom(std::string name, std::string value_name, std::string help,
+                  std::string default_text,
+                  std::function<absl::Status(const std::string&)> set);
+
+  // Parses `args` into the targets. With --help prints the usage and the
+  // flags to `out` and returns 0; with a bad flag or value, the error, the
+  // usage and the flags to `err`, and returns 2; nullopt: carry on.
+  std::optional<int> ParseOrExit(const std::vector<std::string>& args,
+                                 std::ostream& out, std::ostream& err);
+  // Parses `args` into the targets (no --help handling).
+  absl::Status Parse(const std::vector<std::string>& args);
+  // The usage and the flags, as --help prints them.
+  std::string Help() const;
+  // Whether the last parse was given flag `name`.
+  bool Given(absl::string_view name) const { return parsed_.Has(name); }
+
+ private:
+  using Setter = std::function<absl::Status(const ParsedFlags&)>;
+  FlagSet& Declare(std::string name, bool is_bool, std::string value_name,
+                   std::string help, std::string default_text, Setter set);
+
+  std::string command_;
+  std::string usage_;
+  std::vector<FlagSpec> specs_;
+  std::vector<Setter> setters_;        // parallel to specs_
+  std::vector<std::string> defaults_;  // parallel to specs_
+  ParsedFlags parsed_;
+  bool help_ = false;
+};
 
 }  // namespace pilotlight::cmd
