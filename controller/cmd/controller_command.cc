@@ -13,8 +13,9 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "controller/base/exit_codes.h"
 #include "controller/cmd/flags.h"
-#include "controller/cmd/size_command.h"
+#include "controller/cmd/inputs.h"
 #include "controller/kube/kube_config.h"
 #include "controller/runtime/controller.h"
 #include "controller/runtime/real_clock.h"
@@ -35,151 +36,141 @@ std::string DefaultIdentity() {
                       absl::Hex(rd(), absl::kZeroPad8));
 }
 
-}  // namespace
+// What the flags set: straight into the options.
+struct ControllerArgs {
+  runtime::ControllerOptions o;
+  std::optional<std::string> identity;
+  KubeInput kube;
+  bool no_leader_election = false;
+  std::optional<std::string> decision_log;
+};
 
-absl::StatusOr<kube::KubeConfig> KubeConfigFromFlags(const ParsedFlags& flags) {
-  const char* env = std::getenv("KUBECONFIG");
-  const std::string path =
-      flags.String("kubeconfig").value_or(env != nullptr ? env : "");
-  return path.empty() ? kube::InClusterConfig()
-                      : kube::KubeConfigFromFile(
-                            path, flags.String("context").value_or(""));
+// The policy's tunables the controller exposes (DeciderConfig).
+void DeclarePolicy(FlagSet& f, ControllerArgs& a) {
+  policy::DeciderConfig& d = a.o.decider;
+  f.Add("stable-window", &d.stable_window, "DURATION", "policy: stable window")
+      .Add("panic-window", &d.panic_window, "DURATION", "policy: panic window")
+      .Add("scale-down-stabilization", &d.scale_down_stabilization, "DURATION",
+           "policy: scale-down stabilisation")
+      .Add("scale-to-zero-grace", &d.scale_to_zero_grace, "DURATION",
+           "policy: shortest keep-alive before zero")
+      .Add("stale-after", &d.stale_after, "DURATION",
+           "policy: demand older than this holds replicas")
+      .Add("billing-granularity", &d.billing_granularity, "DURATION",
+           "policy: how the GPUs are billed; from 5m up, a replica is "
+           "released only in the last minute of a paid period")
+      .Custom("policy", "NAME",
+              "pilotlight, or knative: replicas from the simulator's knative "
+              "baseline (Knative's KPA), to check its simulated figures "
+              "live; not for production",
+              "pilotlight",
+              [&a](const std::string& p) {
+                if (p == "knative") {
+                  a.o.policy = runtime::ReplicaPolicy::kKnative;
+                } else if (p != "pilotlight") {
+                  return absl::InvalidArgumentError(absl::StrCat(
+                      "--policy ", p, ": want pilotlight or knative"));
+                }
+                return absl::OkStatus();
+              })
+      .Add("decision-log", &a.decision_log, "FILE.jsonl",
+           "append each decision with the demand and replicas it was made "
+           "on, one JSON line (as `pilotlight simulate --decision-log`; for "
+           "debugging and live-vs-simulated replays: a line a tick per "
+           "endpoint)");
 }
+
+FlagSet ControllerFlags(ControllerArgs& a) {
+  runtime::ControllerOptions& o = a.o;
+  FlagSet f("pilotlight controller",
+            "usage: pilotlight controller [flags]\n\n"
+            "Runs the operator: watches InferenceAutoscalers, GPUClasses,\n"
+            "Deployments and Pods, reads demand from Prometheus and from the\n"
+            "activators (gRPC), and patches replicas through /scale. Logs "
+            "are\nJSON lines on stderr.\n\n");
+  a.kube.Declare(f);
+  f.Add("prometheus", &o.prometheus_url, "URL", "Prometheus base URL")
+      .Add("tick", &o.tick, "DURATION", "how often every endpoint is decided")
+      .Add("rate-window", &o.rate_window, "DURATION",
+           "rate() window of the metric presets, >= 4 scrape intervals")
+      .Add("listen", &o.listen_address, "HOST:PORT",
+           "/metrics, /healthz, /readyz (port 0: any)")
+      .Add("grpc-listen", &o.grpc_address, "HOST:PORT",
+           "the activators' demand stream, gRPC (\"\": none)")
+      .Add("activator-grace", &o.activator_startup_grace, "DURATION",
+           "after start, wait this long for activators before trusting "
+           "their demand")
+      .Add("qps", &o.qps, "N", "API requests per second, sustained")
+      .Add("burst", &o.burst, "N", "API requests in a burst")
+      .Add("workers", &o.workers, "N", "endpoints reconciled in parallel")
+      .Switch("no-leader-election", &a.no_leader_election,
+              "act without a Lease (only ever run one such controller)")
+      .Add("lease-namespace", &o.election.lease_namespace, "NS",
+           "the Lease's namespace")
+      .Add("lease-name", &o.election.lease_name, "NAME", "the Lease")
+      .Add("identity", &a.identity, "ID",
+           "this controller in the Lease (default: the host name and a "
+           "random suffix)")
+      .Add("lease-duration", &o.election.lease_duration, "DURATION",
+           "leader election lease")
+      .Add("renew-deadline", &o.election.renew_deadline, "DURATION",
+           "leader gives up after")
+      .Add("retry-period", &o.election.retry_period, "DURATION",
+           "acquire/renew every");
+  DeclarePolicy(f, a);
+  return f;
+}
+
+// --decision-log FILE: each decision appended as a line, flushed.
+absl::Status OpenDecisionLog(const std::string& path,
+                             runtime::ControllerOptions& o) {
+  auto file = std::make_shared<std::ofstream>(path, std::ios::app);
+  if (!*file) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot write ", path));
+  }
+  auto mu = std::make_shared<std::mutex>();
+  o.decision_log = [file, mu](const std::string& line) {
+    const std::lock_guard<std::mutex> lock(*mu);
+    *file << line << "\n" << std::flush;
+  };
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 int RunController(const std::vector<std::string>& args, std::ostream& out,
                   std::ostream& err) {
-  const std::vector<FlagSpec> specs = {
-      {"kubeconfig", false, "FILE",
-       "kubeconfig (default $KUBECONFIG, else the in-cluster service account)"},
-      {"context", false, "NAME", "kubeconfig context (default: current)"},
-      {"prometheus", false, "URL",
-       "Prometheus base URL (default http://prometheus:9090)"},
-      {"tick", false, "DURATION", "how often every endpoint is decided (2s)"},
-      {"rate-window", false, "DURATION",
-       "rate() window of the metric presets, >= 4 scrape intervals (1m)"},
-      {"listen", false, "HOST:PORT",
-       "/metrics, /healthz, /readyz (0.0.0.0:8080; port 0: any)"},
-      {"grpc-listen", false, "HOST:PORT",
-       "the activators' demand stream, gRPC (0.0.0.0:9090; \"\": none)"},
-      {"activator-grace", false, "DURATION",
-       "after start, wait this long for activators before trusting their "
-       "demand (10s)"},
-      {"qps", false, "N", "API requests per second, sustained (50)"},
-      {"burst", false, "N", "API requests in a burst (100)"},
-      {"workers", false, "N", "endpoints reconciled in parallel (2)"},
-      {"no-leader-election", true, "",
-       "act without a Lease (only ever run one such controller)"},
-      {"lease-namespace", false, "NS",
-       "the Lease's namespace (pilotlight-system)"},
-      {"lease-name", false, "NAME", "the Lease (pilotlight-controller)"},
-      {"identity", false, "ID", "this controller in the Lease (host_random)"},
-      {"lease-duration", false, "DURATION", "leader election lease (15s)"},
-      {"renew-deadline", false, "DURATION", "leader gives up after (10s)"},
-      {"retry-period", false, "DURATION", "acquire/renew every (2s)"},
-      {"stable-window", false, "DURATION", "policy: stable window (60s)"},
-      {"panic-window", false, "DURATION", "policy: panic window (6s)"},
-      {"scale-down-stabilization", false, "DURATION",
-       "policy: scale-down stabilisation (60s)"},
-      {"scale-to-zero-grace", false, "DURATION",
-       "policy: shortest keep-alive before zero (30s)"},
-      {"stale-after", false, "DURATION",
-       "policy: demand older than this holds replicas (30s)"},
-      {"billing-granularity", false, "DURATION",
-       "policy: how the GPUs are billed (1s); from 5m up, a replica is "
-       "released only in the last minute of a paid period"},
-      {"policy", false, "NAME",
-       "pilotlight (default), or knative: replicas from the simulator's "
-       "knative baseline (Knative's KPA), to check its simulated figures "
-       "live; not for production"},
-      {"decision-log", false, "FILE.jsonl",
-       "append each decision with the demand and replicas it was made on, "
-       "one JSON line (as `pilotlight simulate --decision-log`; for "
-       "debugging and live-vs-simulated replays: a line a tick per endpoint)"},
-      {"help", true, "", "show this help"},
-  };
-  ParsedFlags flags;
-  if (std::optional<int> exit = ParseFlagsOrExit(
-          args, specs,
-          "usage: pilotlight controller [flags]\n\n"
-          "Runs the operator: watches InferenceAutoscalers, GPUClasses,\n"
-          "Deployments and Pods, reads demand from Prometheus and from the\n"
-          "activators (gRPC), and patches replicas through /scale. Logs are\n"
-          "JSON lines on stderr.\n\n",
-          out, err, flags)) {
+  ControllerArgs a;
+  FlagSet flags = ControllerFlags(a);
+  if (std::optional<int> exit = flags.ParseOrExit(args, out, err)) {
     return *exit;
   }
-  runtime::ControllerOptions o;
-  absl::StatusOr<kube::KubeConfig> kc = KubeConfigFromFlags(flags);
-  if (!kc.ok()) {
-    err << "pilotlight controller: " << kc.status().message() << "\n";
+  const auto fail = [&](const absl::Status& st) {
+    err << "pilotlight controller: " << st.message() << "\n";
     return kExitUsage;
+  };
+  runtime::ControllerOptions& o = a.o;
+  absl::StatusOr<kube::KubeConfig> kc = a.kube.Load();
+  if (!kc.ok()) {
+    return fail(kc.status());
   }
   o.kube = *kc;
-  o.prometheus_url = flags.String("prometheus").value_or(o.prometheus_url);
-  o.listen_address = flags.String("listen").value_or(o.listen_address);
-  o.grpc_address = flags.String("grpc-listen").value_or(o.grpc_address);
-  o.leader_elect = !flags.Bool("no-leader-election");
-  if (const std::string p = flags.String("policy").value_or("pilotlight");
-      p == "knative") {
-    o.policy = runtime::ReplicaPolicy::kKnative;
-  } else if (p != "pilotlight") {
-    err << "pilotlight controller: --policy " << p
-        << ": want pilotlight or knative\n";
-    return kExitUsage;
-  }
-  auto decision_log = std::make_shared<std::ofstream>();
-  if (const std::optional<std::string> path = flags.String("decision-log")) {
-    decision_log->open(*path, std::ios::app);
-    if (!*decision_log) {
-      err << "pilotlight controller: cannot write " << *path << "\n";
-      return kExitUsage;
-    }
-    auto mu = std::make_shared<std::mutex>();
-    o.decision_log = [decision_log, mu](const std::string& line) {
-      const std::lock_guard<std::mutex> lock(*mu);
-      *decision_log << line << "\n" << std::flush;
-    };
-  }
-  o.election.lease_namespace =
-      flags.String("lease-namespace").value_or(o.election.lease_namespace);
-  o.election.lease_name =
-      flags.String("lease-name").value_or(o.election.lease_name);
-  o.election.identity = flags.String("identity").value_or(DefaultIdentity());
-  for (const absl::Status& st :
-       {Set(flags.Duration("tick"), o.tick),
-        Set(flags.Duration("rate-window"), o.rate_window),
-        Set(flags.Double("qps"), o.qps), Set(flags.Int("burst"), o.burst),
-        Set(flags.Int("workers"), o.workers),
-        Set(flags.Duration("activator-grace"), o.activator_startup_grace),
-        Set(flags.Duration("lease-duration"), o.election.lease_duration),
-        Set(flags.Duration("renew-deadline"), o.election.renew_deadline),
-        Set(flags.Duration("retry-period"), o.election.retry_period),
-        Set(flags.Duration("stable-window"), o.decider.stable_window),
-        Set(flags.Duration("panic-window"), o.decider.panic_window),
-        Set(flags.Duration("scale-down-stabilization"),
-            o.decider.scale_down_stabilization),
-        Set(flags.Duration("scale-to-zero-grace"),
-            o.decider.scale_to_zero_grace),
-        Set(flags.Duration("stale-after"), o.decider.stale_after),
-        Set(flags.Duration("billing-granularity"),
-            o.decider.billing_granularity)}) {
-    if (!st.ok()) {
-      err << "pilotlight controller: " << st.message() << "\n";
-      return kExitUsage;
+  o.leader_elect = !a.no_leader_election;
+  o.election.identity = a.identity.value_or(DefaultIdentity());
+  if (a.decision_log) {
+    if (absl::Status st = OpenDecisionLog(*a.decision_log, o); !st.ok()) {
+      return fail(st);
     }
   }
   if (o.tick <= absl::ZeroDuration()) {
-    err << "pilotlight controller: --tick must be positive\n";
-    return kExitUsage;
+    return fail(absl::InvalidArgumentError("--tick must be positive"));
   }
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGINT, OnSignal);
   runtime::RealClock clock;
   runtime::Controller controller(o, clock);
-  const absl::Status st = controller.Run(stop_requested);
-  if (!st.ok()) {
-    err << "pilotlight controller: " << st.message() << "\n";
-    return kExitUsage;
+  if (const absl::Status st = controller.Run(stop_requested); !st.ok()) {
+    return fail(st);
   }
   return kExitOk;
 }

@@ -6,8 +6,8 @@
 #include "absl/strings/str_cat.h"
 #include "controller/api/explain.h"
 #include "controller/base/exit_codes.h"
-#include "controller/cmd/controller_command.h"
 #include "controller/cmd/flags.h"
+#include "controller/cmd/inputs.h"
 #include "controller/kube/kube_client.h"
 #include "nlohmann/json.hpp"
 
@@ -15,13 +15,6 @@ namespace pilotlight::cmd {
 
 int RunExplain(const std::vector<std::string>& args, std::ostream& out,
                std::ostream& err) {
-  const std::vector<FlagSpec> specs = {
-      {"kubeconfig", false, "FILE",
-       "kubeconfig (default $KUBECONFIG, else the in-cluster service account)"},
-      {"context", false, "NAME", "kubeconfig context (default: current)"},
-      {"json", true, "", "the facts as JSON instead of text"},
-      {"help", true, "", "show this help"},
-  };
   const char* usage =
       "usage: pilotlight explain <namespace>/<name> [flags]\n\n"
       "Why an endpoint runs what it runs, in dollars, from its live\n"
@@ -34,9 +27,12 @@ int RunExplain(const std::vector<std::string>& args, std::ostream& out,
     endpoint = rest.front();
     rest.erase(rest.begin());
   }
-  ParsedFlags flags;
-  if (std::optional<int> exit =
-          ParseFlagsOrExit(rest, specs, usage, out, err, flags)) {
+  KubeInput kube;
+  bool json = false;
+  FlagSet flags("pilotlight explain", usage);
+  kube.Declare(flags);
+  flags.Switch("json", &json, "the facts as JSON instead of text");
+  if (std::optional<int> exit = flags.ParseOrExit(rest, out, err)) {
     return *exit;
   }
   const size_t slash = endpoint.find('/');
@@ -46,7 +42,7 @@ int RunExplain(const std::vector<std::string>& args, std::ostream& out,
         << usage;
     return kExitUsage;
   }
-  absl::StatusOr<kube::KubeConfig> kc = KubeConfigFromFlags(flags);
+  absl::StatusOr<kube::KubeConfig> kc = kube.Load();
   if (!kc.ok()) {
     err << "pilotlight explain: " << kc.status().message() << "\n";
     return kExitUsage;
@@ -74,7 +70,7 @@ int RunExplain(const std::vector<std::string>& args, std::ostream& out,
     err << "pilotlight explain: the API server's answer is not JSON\n";
     return kExitInternal;
   }
-  if (flags.Bool("json")) {
+  if (json) {
     out << api::ExplainJson(ia).dump(2) << "\n";
   } else {
     out << api::ExplainText(ia);

@@ -15,6 +15,7 @@
 #include "controller/api/size_report.h"
 #include "controller/base/status_macros.h"
 #include "controller/cmd/flags.h"
+#include "controller/cmd/inputs.h"
 #include "controller/model/calibration.h"
 #include "controller/model/catalog.h"
 #include "controller/model/model_profile.h"
@@ -27,139 +28,180 @@ namespace {
 
 using model::Precision;
 
-const std::vector<FlagSpec>& SizeFlags() {
+// What the flags set. The workload's lengths default from one another
+// (the prompt from the context, the output from what is left), so they
+// stay unset until BuildRequest; the engine terms override --tuning's.
+struct SizeArgs {
+  std::optional<std::string> model;
+  std::optional<std::string> model_config;
+  std::optional<std::string> precision;
+  std::optional<std::string> kv_precision;
+  std::optional<int> context;
+  std::optional<int> prompt_tokens;
+  std::optional<int> output_tokens;
+  model::Workload workload;  // its concurrency
+  model::Slo slo;
+  std::optional<std::string> classes;
+  CatalogInput catalog;
+  TuningInput tuning;
+  std::optional<std::string> calibration;
+  bool json = false;
+  bool all = false;
+  // A custom model's shapes (--model custom).
+  std::optional<double> params, active_params;
+  std::optional<int> layers, hidden, heads, kv_heads, head_dim, vocab,
+      max_context, experts, experts_per_token;
+  // Engine terms.
+  std::optional<double> mbu, mfu, gpu_memory_utilization, overhead_gib;
+  std::optional<int> max_batch;
+  // --validate.
+  std::optional<std::string> validate, split, fit_on, save_tuning;
+  bool fit = false;
+};
+
+// The custom model's flags, also refused for any other model.
+constexpr const char* kCustomOnly[] = {
+    "params",      "active-params", "layers",           "hidden",
+    "heads",       "kv-heads",      "head-dim",         "vocab",
+    "max-context", "experts",       "experts-per-token"};
+
+void DeclareCustomModel(FlagSet& f, SizeArgs& a) {
+  f.Add("params", &a.params, "N", "custom model: total parameters (e.g. 7e9)")
+      .Add("active-params", &a.active_params, "N",
+           "custom MoE model: parameters per token")
+      .Add("layers", &a.layers, "N", "custom model: transformer layers")
+      .Add("hidden", &a.hidden, "N", "custom model: hidden size")
+      .Add("heads", &a.heads, "N", "custom model: attention (query) heads")
+      .Add("kv-heads", &a.kv_heads, "N", "custom model: key/value heads")
+      .Add("head-dim", &a.head_dim, "N",
+           "custom model: head dimension (default hidden/heads)")
+      .Add("vocab", &a.vocab, "N", "custom model: vocabulary size")
+      .Add("max-context", &a.max_context, "N",
+           "custom model: maximum context (default 131072)")
+      .Add("experts", &a.experts, "N", "custom MoE model: experts per layer")
+      .Add("experts-per-token", &a.experts_per_token, "N",
+           "custom MoE model: experts routed per token");
+}
+
+// The engine terms, shown with the defaults the model was fitted to
+// (docs/sizing.md).
+void DeclareTuning(FlagSet& f, SizeArgs& a) {
   static const model::EngineTuning kTuning;
-  static const auto* specs = new std::vector<FlagSpec>{
-      {"model", false, "NAME",
-       "model preset, or \"custom\" (default llama-3.1-8b)"},
-      {"precision", false, "P",
-       "weights: bf16 fp16 fp8 int8 int4 fp4 (default bf16)"},
-      {"kv-precision", false, "P", "KV cache: bf16 fp16 fp8 (default: 16-bit)"},
-      {"context", false, "N",
-       "KV room reserved per sequence, tokens (default 8192)"},
-      {"prompt-tokens", false, "N",
-       "typical prompt length (default min(1024, context/2))"},
-      {"output-tokens", false, "N",
-       "typical output length (default min(256, rest of context))"},
-      {"concurrency", false, "N",
-       "concurrent sequences per replica (default 1)"},
-      {"ttft", false, "DURATION", "time-to-first-token SLO (default 2s)"},
-      {"tpot", false, "DURATION", "time-per-output-token SLO (default 80ms)"},
-      {"class", false, "A,B", "only these GPU classes"},
-      {"catalog", false, "FILE",
-       "GPU catalog YAML (default: the built-in one)"},
-      {"json", true, "",
-       "print one JSON object (proto/pilotlight/v1/sizing.proto)"},
-      {"all", true, "",
-       "table: every tensor-parallel degree, not the best per class"},
-      {"params", false, "N", "custom model: total parameters (e.g. 7e9)"},
-      {"active-params", false, "N", "custom MoE model: parameters per token"},
-      {"layers", false, "N", "custom model: transformer layers"},
-      {"hidden", false, "N", "custom model: hidden size"},
-      {"heads", false, "N", "custom model: attention (query) heads"},
-      {"kv-heads", false, "N", "custom model: key/value heads"},
-      {"head-dim", false, "N",
-       "custom model: head dimension (default hidden/heads)"},
-      {"vocab", false, "N", "custom model: vocabulary size"},
-      {"max-context", false, "N",
-       "custom model: maximum context (default 131072)"},
-      {"experts", false, "N", "custom MoE model: experts per layer"},
-      {"experts-per-token", false, "N",
-       "custom MoE model: experts routed per token"},
-      // Defaults as the model has them (fitted: docs/sizing.md).
-      {"mbu", false, "F",
-       absl::StrFormat("decode memory-bandwidth utilisation (default %g)",
-                       kTuning.memory_bandwidth_utilization)},
-      {"mfu", false, "F",
-       absl::StrFormat("prefill FLOPS utilisation, 16-bit (default %g)",
-                       kTuning.model_flops_utilization)},
-      {"gpu-memory-utilization", false, "F",
-       absl::StrFormat("fraction of GPU memory used (default %g)",
-                       kTuning.gpu_memory_utilization)},
-      {"overhead-gib", false, "F",
-       absl::StrFormat("runtime memory per GPU, GiB (default %g)",
-                       kTuning.runtime_overhead_gib)},
-      {"max-batch", false, "N",
-       absl::StrFormat("most sequences a replica batches (default %d)",
-                       kTuning.max_batch)},
-      {"tuning", false, "FILE",
-       "engine terms from a file (kind: SizingTuning, as --save-tuning "
-       "writes it; controller/model/tuning_file.h); --mbu, --mfu and the "
-       "other term flags override it"},
-      {"calibration", false, "FILE",
-       "apply saved calibration factors (kind: SizingCalibration) to the "
-       "classes they name"},
-      {"model-config", false, "FILE",
-       "model shapes from a Hugging Face config.json (any public model)"},
-      {"validate", false, "FILE.csv",
-       "predict every row of a measurements CSV and compare (see "
-       "controller/model/data/measurements.csv; --catalog adds classes)"},
-      {"split", false, "fit|holdout",
-       "with --validate: only the rows of this split"},
-      {"fit", true, "",
-       "with --validate: fit the engine's efficiency terms to the rows "
-       "and print them, then the rows at the fitted values"},
-      {"fit-on", false, "fit|holdout",
-       "with --validate: fit on the rows of this split instead (implies "
-       "--fit), then print the --split rows at the fitted values: fitted "
-       "on some rows, judged on others, in one run"},
-      {"save-tuning", false, "FILE",
-       "with --fit or --fit-on: write the fitted terms to FILE, for "
-       "--tuning"},
-      {"help", true, "", "show this help"},
-  };
-  return *specs;
+  f.Add("mbu", &a.mbu, "F",
+        absl::StrFormat("decode memory-bandwidth utilisation (default %g)",
+                        kTuning.memory_bandwidth_utilization))
+      .Add("mfu", &a.mfu, "F",
+           absl::StrFormat("prefill FLOPS utilisation, 16-bit (default %g)",
+                           kTuning.model_flops_utilization))
+      .Add("gpu-memory-utilization", &a.gpu_memory_utilization, "F",
+           absl::StrFormat("fraction of GPU memory used (default %g)",
+                           kTuning.gpu_memory_utilization))
+      .Add("overhead-gib", &a.overhead_gib, "F",
+           absl::StrFormat("runtime memory per GPU, GiB (default %g)",
+                           kTuning.runtime_overhead_gib))
+      .Add("max-batch", &a.max_batch, "N",
+           absl::StrFormat("most sequences a replica batches (default %d)",
+                           kTuning.max_batch));
+  a.tuning.Declare(f,
+                   "engine terms from a file (kind: SizingTuning, as "
+                   "--save-tuning writes it; controller/model/tuning_file.h); "
+                   "--mbu, --mfu and the other term flags override it");
+  f.Add("calibration", &a.calibration, "FILE",
+        "apply saved calibration factors (kind: SizingCalibration) to the "
+        "classes they name");
 }
 
-std::string SizeUsage() {
-  return absl::StrCat(
-      "usage: pilotlight size [--model NAME | --model-config FILE] [flags]\n"
-      "       pilotlight size --validate FILE.csv [--catalog FILE] [--split "
-      "S]\n\n"
-      "Sizes one replica of a model on every GPU class of the catalog and\n"
-      "recommends the cheapest that meets the SLO; --validate holds the\n"
-      "model against measurements instead.\n\n"
-      "Flags:\n",
-      FlagsHelp(SizeFlags()), "\nModels: ", model::PresetNames(),
-      "\nExit codes: 0 recommendation found, 2 usage error, 3 nothing meets "
-      "the request, 1 internal error.\n");
+void DeclareValidate(FlagSet& f, SizeArgs& a) {
+  f.Add("validate", &a.validate, "FILE.csv",
+        "predict every row of a measurements CSV and compare (see "
+        "controller/model/data/measurements.csv; --catalog adds classes)")
+      .Add("split", &a.split, "fit|holdout",
+           "with --validate: only the rows of this split")
+      .Switch("fit", &a.fit,
+              "with --validate: fit the engine's efficiency terms to the rows "
+              "and print them, then the rows at the fitted values")
+      .Add("fit-on", &a.fit_on, "fit|holdout",
+           "with --validate: fit on the rows of this split instead (implies "
+           "--fit), then print the --split rows at the fitted values: fitted "
+           "on some rows, judged on others, in one run")
+      .Add("save-tuning", &a.save_tuning, "FILE",
+           "with --fit or --fit-on: write the fitted terms to FILE, for "
+           "--tuning");
 }
 
-absl::StatusOr<model::ModelProfile> CustomModel(const ParsedFlags& f) {
+FlagSet SizeFlags(SizeArgs& a) {
+  FlagSet f(
+      "pilotlight size",
+      absl::StrCat(
+          "usage: pilotlight size [--model NAME | --model-config FILE] "
+          "[flags]\n"
+          "       pilotlight size --validate FILE.csv [--catalog FILE] "
+          "[--split S]\n\n"
+          "Sizes one replica of a model on every GPU class of the catalog "
+          "and\nrecommends the cheapest that meets the SLO; --validate holds "
+          "the\nmodel against measurements instead.\n\nModels: ",
+          model::PresetNames(),
+          "\nExit codes: 0 recommendation found, 2 usage error, 3 nothing "
+          "meets the request, 1 internal error.\n\nFlags:\n"));
+  f.Add("model", &a.model, "NAME",
+        "model preset, or \"custom\" (default llama-3.1-8b)")
+      .Add("model-config", &a.model_config, "FILE",
+           "model shapes from a Hugging Face config.json (any public model)")
+      .Add("precision", &a.precision, "P",
+           "weights: bf16 fp16 fp8 int8 int4 fp4 (default bf16)")
+      .Add("kv-precision", &a.kv_precision, "P",
+           "KV cache: bf16 fp16 fp8 (default: 16-bit)")
+      .Add("context", &a.context, "N",
+           "KV room reserved per sequence, tokens (default 8192, at most the "
+           "model's)")
+      .Add("prompt-tokens", &a.prompt_tokens, "N",
+           "typical prompt length (default min(1024, context/2))")
+      .Add("output-tokens", &a.output_tokens, "N",
+           "typical output length (default min(256, rest of context))")
+      .Add("concurrency", &a.workload.concurrency, "N",
+           "concurrent sequences per replica")
+      .Add("ttft", &a.slo.ttft, "DURATION", "time-to-first-token SLO")
+      .Add("tpot", &a.slo.tpot, "DURATION", "time-per-output-token SLO")
+      .Add("class", &a.classes, "A,B", "only these GPU classes");
+  a.catalog.Declare(f);
+  f.Switch("json", &a.json,
+           "print one JSON object (proto/pilotlight/v1/sizing.proto)")
+      .Switch("all", &a.all,
+              "table: every tensor-parallel degree, not the best per class");
+  DeclareCustomModel(f, a);
+  DeclareTuning(f, a);
+  DeclareValidate(f, a);
+  return f;
+}
+
+absl::StatusOr<model::ModelProfile> CustomModel(const SizeArgs& a) {
   model::ModelProfile m;
   m.name = "custom";
-  m.max_context_tokens = 131072;
-  for (const char* required :
-       {"params", "layers", "hidden", "heads", "kv-heads", "vocab"}) {
-    if (!f.Has(required)) {
+  const std::pair<const char*, bool> required[] = {
+      {"params", a.params.has_value()},     {"layers", a.layers.has_value()},
+      {"hidden", a.hidden.has_value()},     {"heads", a.heads.has_value()},
+      {"kv-heads", a.kv_heads.has_value()}, {"vocab", a.vocab.has_value()}};
+  for (const auto& [flag, given] : required) {
+    if (!given) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "--model custom needs --", required,
+          "--model custom needs --", flag,
           " (and --params --layers --hidden --heads --kv-heads --vocab)"));
     }
   }
-  PL_RETURN_IF_ERROR(Set(f.Double("params"), m.params));
-  m.active_params = m.params;
-  PL_RETURN_IF_ERROR(Set(f.Double("active-params"), m.active_params));
-  PL_RETURN_IF_ERROR(Set(f.Int("layers"), m.layers));
-  PL_RETURN_IF_ERROR(Set(f.Int("hidden"), m.hidden_size));
-  PL_RETURN_IF_ERROR(Set(f.Int("heads"), m.attention_heads));
-  PL_RETURN_IF_ERROR(Set(f.Int("kv-heads"), m.kv_heads));
-  if (m.attention_heads > 0) {
-    m.head_dim = m.hidden_size / m.attention_heads;
-  }
-  PL_RETURN_IF_ERROR(Set(f.Int("head-dim"), m.head_dim));
-  PL_RETURN_IF_ERROR(Set(f.Int("vocab"), m.vocab_size));
-  PL_RETURN_IF_ERROR(Set(f.Int("max-context"), m.max_context_tokens));
-  PL_RETURN_IF_ERROR(Set(f.Int("experts"), m.experts));
-  PL_RETURN_IF_ERROR(Set(f.Int("experts-per-token"), m.experts_per_token));
+  m.params = *a.params;
+  m.active_params = a.active_params.value_or(m.params);
+  m.layers = *a.layers;
+  m.hidden_size = *a.hidden;
+  m.attention_heads = *a.heads;
+  m.kv_heads = *a.kv_heads;
+  m.head_dim = a.head_dim.value_or(
+      m.attention_heads > 0 ? m.hidden_size / m.attention_heads : 0);
+  m.vocab_size = *a.vocab;
+  m.max_context_tokens = a.max_context.value_or(131072);
+  m.experts = a.experts.value_or(0);
+  m.experts_per_token = a.experts_per_token.value_or(0);
   PL_RETURN_IF_ERROR(model::ValidateProfile(m));
   return m;
-}
-
-std::string ReadWhole(std::ifstream& in) {
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 // A profile from a Hugging Face config.json, named after the file's folder
@@ -171,92 +213,94 @@ absl::StatusOr<model::ModelProfile> ModelFromConfigFile(
     return absl::NotFoundError(
         absl::StrCat(path, ": cannot open the model config"));
   }
+  std::stringstream text;
+  text << in.rdbuf();
   const std::filesystem::path p(path);
   std::string name = p.stem().string();
   if (name == "config" && p.has_parent_path() &&
       !p.parent_path().filename().empty()) {
     name = p.parent_path().filename().string();
   }
-  return model::ProfileFromHfConfig(ReadWhole(in), name);
+  return model::ProfileFromHfConfig(text.str(), name);
 }
 
-absl::Status ApplyTuningFlags(const ParsedFlags& f, model::EngineTuning& t) {
-  PL_ASSIGN_OR_RETURN(t, LoadTuning(f, t));
-  PL_RETURN_IF_ERROR(Set(f.Double("mbu"), t.memory_bandwidth_utilization));
-  PL_RETURN_IF_ERROR(Set(f.Double("mfu"), t.model_flops_utilization));
-  PL_RETURN_IF_ERROR(
-      Set(f.Double("gpu-memory-utilization"), t.gpu_memory_utilization));
-  PL_RETURN_IF_ERROR(Set(f.Double("overhead-gib"), t.runtime_overhead_gib));
-  PL_RETURN_IF_ERROR(Set(f.Int("max-batch"), t.max_batch));
-  return absl::OkStatus();
+// --tuning's file, then the term flags over it.
+absl::StatusOr<model::EngineTuning> Tuning(const SizeArgs& a,
+                                           const model::EngineTuning& base) {
+  PL_ASSIGN_OR_RETURN(model::EngineTuning t, a.tuning.Load(base));
+  t.memory_bandwidth_utilization =
+      a.mbu.value_or(t.memory_bandwidth_utilization);
+  t.model_flops_utilization = a.mfu.value_or(t.model_flops_utilization);
+  t.gpu_memory_utilization =
+      a.gpu_memory_utilization.value_or(t.gpu_memory_utilization);
+  t.runtime_overhead_gib = a.overhead_gib.value_or(t.runtime_overhead_gib);
+  t.max_batch = a.max_batch.value_or(t.max_batch);
+  return t;
 }
 
-absl::StatusOr<model::SizingRequest> BuildRequest(const ParsedFlags& f) {
-  model::SizingRequest r;
-  const std::string name = f.String("model").value_or("llama-3.1-8b");
-  if (std::optional<std::string> config = f.String("model-config")) {
-    if (f.Has("model")) {
+// The model: a preset, a config.json or a custom one, never two.
+absl::StatusOr<model::ModelProfile> Model(const SizeArgs& a,
+                                          const FlagSet& flags) {
+  if (a.model_config) {
+    if (a.model) {
       return absl::InvalidArgumentError(
           "--model and --model-config both name the model; give one");
     }
-    PL_ASSIGN_OR_RETURN(r.model, ModelFromConfigFile(*config));
-  } else if (name == "custom") {
-    PL_ASSIGN_OR_RETURN(r.model, CustomModel(f));
-  } else {
-    for (const char* custom_only :
-         {"params", "active-params", "layers", "hidden", "heads", "kv-heads",
-          "head-dim", "vocab", "max-context", "experts", "experts-per-token"}) {
-      if (f.Has(custom_only)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--", custom_only,
-                         " describes a custom model; use --model custom"));
-      }
-    }
-    PL_ASSIGN_OR_RETURN(r.model, model::FindPreset(name));
+    return ModelFromConfigFile(*a.model_config);
   }
-  if (std::optional<std::string> p = f.String("precision")) {
-    PL_ASSIGN_OR_RETURN(r.weights, model::ParsePrecision(*p));
+  const std::string name = a.model.value_or("llama-3.1-8b");
+  if (name == "custom") {
+    return CustomModel(a);
+  }
+  for (const char* custom_only : kCustomOnly) {
+    if (flags.Given(custom_only)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--", custom_only, " describes a custom model; use --model custom"));
+    }
+  }
+  return model::FindPreset(name);
+}
+
+absl::StatusOr<model::SizingRequest> BuildRequest(const SizeArgs& a,
+                                                  const FlagSet& flags) {
+  model::SizingRequest r;
+  PL_ASSIGN_OR_RETURN(r.model, Model(a, flags));
+  if (a.precision) {
+    PL_ASSIGN_OR_RETURN(r.weights, model::ParsePrecision(*a.precision));
   }
   r.kv = r.weights == Precision::kFp16 ? Precision::kFp16 : Precision::kBf16;
-  if (std::optional<std::string> p = f.String("kv-precision")) {
-    PL_ASSIGN_OR_RETURN(r.kv, model::ParsePrecision(*p));
+  if (a.kv_precision) {
+    PL_ASSIGN_OR_RETURN(r.kv, model::ParsePrecision(*a.kv_precision));
     if (r.kv == Precision::kInt8 || r.kv == Precision::kInt4) {
       return absl::InvalidArgumentError(
-          absl::StrCat("--kv-precision ", *p,
+          absl::StrCat("--kv-precision ", *a.kv_precision,
                        " is not a KV-cache format (use bf16, fp16 or fp8)"));
     }
   }
-
   model::Workload& w = r.workload;
-  w.context_tokens = std::min(8192, r.model.max_context_tokens);
-  PL_RETURN_IF_ERROR(Set(f.Int("context"), w.context_tokens));
-  w.prompt_tokens = std::min(1024, w.context_tokens / 2);
-  PL_RETURN_IF_ERROR(Set(f.Int("prompt-tokens"), w.prompt_tokens));
-  w.output_tokens = std::min(256, w.context_tokens - w.prompt_tokens);
-  PL_RETURN_IF_ERROR(Set(f.Int("output-tokens"), w.output_tokens));
-  PL_RETURN_IF_ERROR(Set(f.Int("concurrency"), w.concurrency));
-  PL_RETURN_IF_ERROR(Set(f.Duration("ttft"), r.slo.ttft));
-  PL_RETURN_IF_ERROR(Set(f.Duration("tpot"), r.slo.tpot));
-
-  PL_RETURN_IF_ERROR(ApplyTuningFlags(f, r.tuning));
-  if (std::optional<std::string> path = f.String("calibration")) {
-    std::ifstream in(*path);
-    if (!in) {
-      return absl::NotFoundError(
-          absl::StrCat("--calibration ", *path, ": cannot open the file"));
-    }
+  w = a.workload;
+  w.context_tokens =
+      a.context.value_or(std::min(8192, r.model.max_context_tokens));
+  w.prompt_tokens =
+      a.prompt_tokens.value_or(std::min(1024, w.context_tokens / 2));
+  w.output_tokens = a.output_tokens.value_or(
+      std::min(256, w.context_tokens - w.prompt_tokens));
+  r.slo = a.slo;
+  PL_ASSIGN_OR_RETURN(r.tuning, Tuning(a, r.tuning));
+  if (a.calibration) {
+    PL_ASSIGN_OR_RETURN(const std::string text,
+                        ReadFlagFile(*a.calibration, "calibration"));
     PL_ASSIGN_OR_RETURN(std::vector<model::SavedCalibration> saved,
-                        model::ParseCalibration(ReadWhole(in), *path));
+                        model::ParseCalibration(text, *a.calibration));
     for (model::SavedCalibration& c : saved) {
       if (c.model == r.model.name) {
         r.calibrations.push_back(std::move(c));
       }
     }
   }
-
-  if (std::optional<std::string> classes = f.String("class")) {
+  if (a.classes) {
     for (absl::string_view c :
-         absl::StrSplit(*classes, ',', absl::SkipEmpty())) {
+         absl::StrSplit(*a.classes, ',', absl::SkipEmpty())) {
       r.gpu_classes.emplace_back(c);
     }
   }
@@ -357,96 +401,77 @@ void PrintTable(const model::SizingRequest& r, const model::SizingReport& rep,
   out << "\n" << rep.summary << "\n";
 }
 
-}  // namespace
-
-absl::StatusOr<model::Catalog> LoadCatalog(const ParsedFlags& f) {
-  std::optional<std::string> path = f.String("catalog");
-  if (!path) {
-    return model::Catalog::Default();
+// The rows of the measurements CSV of split `split` (fit or holdout);
+// every row without one.
+absl::StatusOr<std::vector<model::Measurement>> RowsOf(
+    const std::vector<model::Measurement>& rows,
+    const std::optional<std::string>& split, absl::string_view flag,
+    absl::string_view csv_path) {
+  std::vector<model::Measurement> kept = rows;
+  if (!split) {
+    return kept;
   }
-  std::ifstream in(*path);
-  if (!in) {
-    return absl::NotFoundError(
-        absl::StrCat("--catalog ", *path, ": cannot open the file"));
+  if (*split != "fit" && *split != "holdout") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, " ", *split, ": expected fit or holdout"));
   }
-  return model::Catalog::FromYaml(ReadWhole(in), *path);
+  std::erase_if(kept,
+                [&](const model::Measurement& m) { return m.split != *split; });
+  if (kept.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(csv_path, " has no rows of split ", *split));
+  }
+  return kept;
 }
 
-absl::StatusOr<model::EngineTuning> LoadTuning(
-    const ParsedFlags& f, const model::EngineTuning& base) {
-  const std::optional<std::string> path = f.String("tuning");
-  if (!path) {
-    return base;
+// --fit or --fit-on: the engine's terms fitted to `rows`, printed (and
+// written to --save-tuning's file).
+absl::StatusOr<model::EngineTuning> Fit(
+    const SizeArgs& a, const std::vector<model::Measurement>& rows,
+    const model::ModelResolver& resolve, const model::Catalog& catalog,
+    const model::EngineTuning& start, std::ostream& out) {
+  PL_ASSIGN_OR_RETURN(const model::FitResult fit,
+                      model::FitTuning(rows, resolve, catalog, start));
+  out << absl::StrFormat(
+      "fitted on %zu rows: RMS of ln(predicted/measured) %.4f -> %.4f\n%s\n",
+      rows.size(), fit.before, fit.after, model::FormatTuning(fit.tuning));
+  if (a.save_tuning) {
+    std::ofstream file(*a.save_tuning);
+    file << model::FormatTuningFile(fit.tuning);
+    file.close();
+    if (!file) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "--save-tuning ", *a.save_tuning, ": cannot write the file"));
+    }
+    out << "fitted terms written to " << *a.save_tuning << " (size --tuning "
+        << *a.save_tuning << ")\n";
   }
-  std::ifstream in(*path);
-  if (!in) {
-    return absl::NotFoundError(
-        absl::StrCat("--tuning ", *path, ": cannot open the file"));
-  }
-  return model::ParseTuning(ReadWhole(in), *path, base);
+  return fit.tuning;
 }
-
-namespace {
 
 // `size --validate FILE.csv`: the built-in catalog plus --catalog's classes,
 // models by preset name or config.json path (relative to the CSV).
-int RunValidate(const ParsedFlags& f, std::ostream& out, std::ostream& err) {
-  const std::string csv_path = *f.String("validate");
-  auto fail = [&](const absl::Status& s) {
-    err << "pilotlight size --validate: " << s.message() << "\n";
-    return kExitUsage;
-  };
+absl::Status Validate(const SizeArgs& a, std::ostream& out) {
+  const std::string& csv_path = *a.validate;
   std::ifstream in(csv_path);
   if (!in) {
-    return fail(absl::NotFoundError(
-        absl::StrCat(csv_path, ": cannot open the measurements file")));
+    return absl::NotFoundError(
+        absl::StrCat(csv_path, ": cannot open the measurements file"));
   }
-  absl::StatusOr<std::vector<model::Measurement>> rows =
-      model::ParseMeasurements(ReadWhole(in), csv_path);
-  if (!rows.ok()) {
-    return fail(rows.status());
-  }
-  // The rows of one split; every row when the flag is absent.
-  auto only =
-      [&](const char* flag) -> absl::StatusOr<std::vector<model::Measurement>> {
-    std::vector<model::Measurement> kept = *rows;
-    std::optional<std::string> split = f.String(flag);
-    if (!split) {
-      return kept;
-    }
-    if (*split != "fit" && *split != "holdout") {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--", flag, " ", *split, ": expected fit or holdout"));
-    }
-    std::erase_if(
-        kept, [&](const model::Measurement& m) { return m.split != *split; });
-    if (kept.empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(csv_path, " has no rows of split ", *split));
-    }
-    return kept;
-  };
-  absl::StatusOr<std::vector<model::Measurement>> shown = only("split");
-  if (!shown.ok()) {
-    return fail(shown.status());
-  }
-  absl::StatusOr<std::vector<model::Measurement>> fit_rows =
-      f.Has("fit-on") ? only("fit-on") : shown;
-  if (!fit_rows.ok()) {
-    return fail(fit_rows.status());
-  }
-  absl::StatusOr<model::Catalog> builtin = model::Catalog::Default();
-  if (!builtin.ok()) {
-    err << "pilotlight size: " << builtin.status().message() << "\n";
-    return kExitInternal;
-  }
-  model::Catalog catalog = *builtin;
-  if (f.Has("catalog")) {
-    absl::StatusOr<model::Catalog> extra = LoadCatalog(f);
-    if (!extra.ok()) {
-      return fail(extra.status());
-    }
-    catalog = builtin->WithClasses(*extra);
+  std::stringstream text;
+  text << in.rdbuf();
+  PL_ASSIGN_OR_RETURN(const std::vector<model::Measurement> rows,
+                      model::ParseMeasurements(text.str(), csv_path));
+  PL_ASSIGN_OR_RETURN(const std::vector<model::Measurement> shown,
+                      RowsOf(rows, a.split, "split", csv_path));
+  PL_ASSIGN_OR_RETURN(
+      const std::vector<model::Measurement> fit_rows,
+      a.fit_on ? RowsOf(rows, a.fit_on, "fit-on", csv_path) : shown);
+  PL_ASSIGN_OR_RETURN(const model::Catalog builtin, model::Catalog::Default());
+  model::Catalog catalog = builtin;
+  if (a.catalog.path) {
+    PL_ASSIGN_OR_RETURN(const model::Catalog extra, a.catalog.Load());
+    catalog = builtin.WithClasses(extra);
   }
   const std::filesystem::path dir =
       std::filesystem::path(csv_path).parent_path();
@@ -457,90 +482,68 @@ int RunValidate(const ParsedFlags& f, std::ostream& out, std::ostream& err) {
     }
     return model::FindPreset(name);
   };
-  model::EngineTuning tuning;
-  if (absl::Status s = ApplyTuningFlags(f, tuning); !s.ok()) {
-    return fail(s);
-  }
-  const bool fitting = f.Bool("fit") || f.Has("fit-on");
-  if (f.Has("save-tuning") && !fitting) {
-    return fail(absl::InvalidArgumentError(
-        "--save-tuning writes what --fit or --fit-on finds; give one"));
+  PL_ASSIGN_OR_RETURN(model::EngineTuning tuning,
+                      Tuning(a, model::EngineTuning{}));
+  const bool fitting = a.fit || a.fit_on;
+  if (a.save_tuning && !fitting) {
+    return absl::InvalidArgumentError(
+        "--save-tuning writes what --fit or --fit-on finds; give one");
   }
   if (fitting) {
-    absl::StatusOr<model::FitResult> fit =
-        model::FitTuning(*fit_rows, resolve, catalog, tuning);
-    if (!fit.ok()) {
-      return fail(fit.status());
-    }
-    out << absl::StrFormat(
-        "fitted on %zu rows: RMS of ln(predicted/measured) %.4f -> %.4f\n%s\n",
-        fit_rows->size(), fit->before, fit->after,
-        model::FormatTuning(fit->tuning));
-    tuning = fit->tuning;
-    if (std::optional<std::string> path = f.String("save-tuning")) {
-      std::ofstream file(*path);
-      file << model::FormatTuningFile(tuning);
-      file.close();
-      if (!file) {
-        return fail(absl::PermissionDeniedError(
-            absl::StrCat("--save-tuning ", *path, ": cannot write the file")));
-      }
-      out << "fitted terms written to " << *path << " (size --tuning " << *path
-          << ")\n";
-    }
+    PL_ASSIGN_OR_RETURN(tuning,
+                        Fit(a, fit_rows, resolve, catalog, tuning, out));
   }
-  absl::StatusOr<model::ValidationReport> report =
-      model::Validate(*shown, resolve, catalog, tuning);
-  if (!report.ok()) {
-    return fail(report.status());
-  }
-  out << model::FormatValidation(*report);
-  return kExitOk;
+  PL_ASSIGN_OR_RETURN(const model::ValidationReport report,
+                      model::Validate(shown, resolve, catalog, tuning));
+  out << model::FormatValidation(report);
+  return absl::OkStatus();
 }
 
 }  // namespace
 
 int RunSize(const std::vector<std::string>& args, std::ostream& out,
             std::ostream& err) {
-  absl::StatusOr<ParsedFlags> flags = ParseFlags(args, SizeFlags());
-  if (!flags.ok()) {
-    err << "pilotlight size: " << flags.status().message() << "\n"
-        << "run 'pilotlight size --help' for the flags\n";
-    return kExitUsage;
+  SizeArgs a;
+  FlagSet flags = SizeFlags(a);
+  if (std::optional<int> exit = flags.ParseOrExit(args, out, err)) {
+    return *exit;
   }
-  if (flags->Bool("help")) {
-    out << SizeUsage();
+  const auto fail = [&](const absl::Status& st, int code = kExitUsage) {
+    err << "pilotlight size: " << st.message() << "\n";
+    return code;
+  };
+  if (a.validate) {
+    const absl::Status st = Validate(a, out);
+    if (!st.ok()) {
+      err << "pilotlight size --validate: " << st.message() << "\n";
+      return kExitUsage;
+    }
     return kExitOk;
   }
-  if (flags->Has("validate")) {
-    return RunValidate(*flags, out, err);
-  }
-  absl::StatusOr<model::SizingRequest> request = BuildRequest(*flags);
+  absl::StatusOr<model::SizingRequest> request = BuildRequest(a, flags);
   if (!request.ok()) {
-    err << "pilotlight size: " << request.status().message() << "\n";
-    return kExitUsage;
+    return fail(request.status());
   }
-  absl::StatusOr<model::Catalog> catalog = LoadCatalog(*flags);
+  absl::StatusOr<model::Catalog> catalog = a.catalog.Load();
   if (!catalog.ok()) {
-    err << "pilotlight size: " << catalog.status().message() << "\n";
     // The built-in catalog failing to parse is our bug, not the user's.
-    return flags->Has("catalog") ? kExitUsage : kExitInternal;
+    return fail(catalog.status(), a.catalog.path ? kExitUsage : kExitInternal);
   }
   absl::StatusOr<model::SizingReport> report = model::Size(*request, *catalog);
   if (!report.ok()) {
-    err << "pilotlight size: " << report.status().message() << "\n";
-    return report.status().code() == absl::StatusCode::kInternal ? kExitInternal
-                                                                 : kExitUsage;
+    return fail(report.status(),
+                report.status().code() == absl::StatusCode::kInternal
+                    ? kExitInternal
+                    : kExitUsage);
   }
-  if (flags->Bool("json")) {
+  if (a.json) {
     absl::StatusOr<std::string> json = api::ToJson(api::ToProto(*report));
     if (!json.ok()) {
-      err << "pilotlight size: " << json.status().message() << "\n";
-      return kExitInternal;
+      return fail(json.status(), kExitInternal);
     }
     out << *json << "\n";
   } else {
-    PrintTable(*request, *report, flags->Bool("all"), out);
+    PrintTable(*request, *report, a.all, out);
   }
   return report->recommended.has_value() ? kExitOk : kExitNoOption;
 }
