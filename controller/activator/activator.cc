@@ -11,11 +11,11 @@
 #include "controller/activator/client_watch.h"
 #include "controller/activator/front_server.h"
 #include "controller/activator/metrics.h"
+#include "controller/cluster/cluster_index.h"
 #include "controller/kube/informer.h"
 #include "controller/kube/throttle.h"
-#include "controller/runtime/cluster_index.h"
-#include "controller/runtime/log.h"
-#include "controller/runtime/real_clock.h"
+#include "controller/process/log.h"
+#include "controller/process/real_clock.h"
 #include "httplib.h"
 #include "prometheus/text_serializer.h"
 
@@ -24,7 +24,7 @@ namespace {
 
 using json = nlohmann::json;
 using kube::EventType;
-using runtime::LogJson;
+using process::LogJson;
 
 }  // namespace
 
@@ -73,7 +73,7 @@ class Activator::Impl {
   void Drain();
 
   const ActivatorOptions& options_;
-  runtime::RealClock clock_;
+  process::RealClock clock_;
   kube::Throttle throttle_;
   prometheus::Registry registry_;
   Metrics metrics_;
@@ -82,7 +82,7 @@ class Activator::Impl {
   std::unique_ptr<kube::Informer> autoscalers_;
   std::unique_ptr<kube::Informer> replicasets_;
   std::unique_ptr<kube::Informer> pods_;
-  runtime::ClusterIndex index_;
+  cluster::ClusterIndex index_;
   Targets targets_;
   ClientWatch client_watch_;  // clients that hang up while held
   Proxy proxy_;
@@ -94,7 +94,7 @@ class Activator::Impl {
 
 // Endpoints and their pods (through ReplicaSets) -> Targets.
 void Activator::Impl::Wire() {
-  const auto changed = [this](const runtime::ClusterIndex::Keys& keys) {
+  const auto changed = [this](const cluster::ClusterIndex::Keys& keys) {
     for (const std::string& k : keys) {
       targets_.Changed(k);
     }

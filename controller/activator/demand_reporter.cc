@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "absl/time/clock.h"
-#include "controller/runtime/log.h"
+#include "controller/process/log.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "pilotlight/v1/demand.grpc.pb.h"
@@ -219,7 +219,7 @@ void DemandReporter::Run(Stream& s) {
     if (stopping()) {
       return;
     }
-    runtime::LogJson("warn", "demand stream to the controller broke; retrying",
+    process::LogJson("warn", "demand stream to the controller broke; retrying",
                      {{"controller", s.address},
                       {"error", st.error_message()},
                       {"retry_in_ms", absl::ToInt64Milliseconds(backoff)}});

@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "controller/policy/activation.h"
-#include "controller/runtime/log.h"
+#include "controller/process/log.h"
 #include "nlohmann/json.hpp"
 
 namespace pilotlight::activator {
@@ -163,7 +163,7 @@ void Proxy::StreamBack(httplib::Response& res, const std::string& endpoint,
           // connection is cut (no status can be sent any more). Logged,
           // so a client's "connection closed" can be traced to its pod.
           metrics_.upstream_errors.Add({{"reason", "mid_stream"}}).Increment();
-          runtime::LogJson("warn", "pod's answer broke off mid-stream",
+          process::LogJson("warn", "pod's answer broke off mid-stream",
                            {{"endpoint", endpoint},
                             {"pod", f->address()},
                             {"error", f->error()},

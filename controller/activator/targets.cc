@@ -9,7 +9,7 @@
 #include "absl/time/clock.h"
 #include "controller/activator/http_server.h"
 #include "controller/base/json_fields.h"
-#include "controller/runtime/pod_facts.h"
+#include "controller/cluster/pod_facts.h"
 #include "httplib.h"
 
 namespace pilotlight::activator {
@@ -60,7 +60,7 @@ std::vector<std::string> ControllerAddresses(const kube::ObjectCache& pods,
   std::vector<std::string> out;
   pods.ForEach([&](const json& pod) {
     if (StringField(pod, {"metadata", "namespace"}) != ns ||
-        !runtime::PodReady(pod) || runtime::PodTerminating(pod)) {
+        !cluster::PodReady(pod) || cluster::PodTerminating(pod)) {
       return;
     }
     const json& labels = Field(pod, {"metadata", "labels"});
@@ -97,7 +97,7 @@ bool Targets::HttpProbe(const std::string& address, const std::string& path,
 Targets::Targets(TargetOptions options, Router& router,
                  const kube::ObjectCache& autoscalers,
                  const kube::ObjectCache& pods,
-                 const runtime::ClusterIndex& index, Probe probe)
+                 const cluster::ClusterIndex& index, Probe probe)
     : options_(options),
       router_(router),
       autoscalers_(autoscalers),
@@ -193,8 +193,8 @@ Targets::Plan Targets::Collect(const std::string& key) {
         absl::StrCat(ns, "/", StringField(v, {"deployment"}));
     for (const std::string& pk : index_.PodsOf(dep)) {
       const kube::ObjectCache::ObjectPtr pod = pods_.Get(pk);
-      if (pod == nullptr || !runtime::PodReady(*pod) ||
-          runtime::PodTerminating(*pod)) {
+      if (pod == nullptr || !cluster::PodReady(*pod) ||
+          cluster::PodTerminating(*pod)) {
         continue;
       }
       PodEndpoint pe = PodServer(*pod);

@@ -14,7 +14,7 @@
 // (status.coldStart.leadSeconds), from which the activation timeout comes.
 //
 // Inputs are caches (InferenceAutoscalers; pods, joined to their
-// Deployment by runtime::ClusterIndex) and a probe function, so tests can
+// Deployment by cluster::ClusterIndex) and a probe function, so tests can
 // drive it without a cluster.
 #pragma once
 
@@ -29,9 +29,9 @@
 #include "absl/time/time.h"
 #include "controller/activator/proxy.h"
 #include "controller/activator/router.h"
+#include "controller/cluster/cluster_index.h"
 #include "controller/kube/informer.h"
 #include "controller/policy/activation.h"
-#include "controller/runtime/cluster_index.h"
 
 namespace pilotlight::activator {
 
@@ -73,7 +73,7 @@ class Targets {
 
   Targets(TargetOptions options, Router& router,
           const kube::ObjectCache& autoscalers, const kube::ObjectCache& pods,
-          const runtime::ClusterIndex& index, Probe probe = HttpProbe);
+          const cluster::ClusterIndex& index, Probe probe = HttpProbe);
 
   // An InferenceAutoscaler or one of its pods changed: look again.
   void Changed(const std::string& endpoint);
@@ -113,7 +113,7 @@ class Targets {
   Router& router_;
   const kube::ObjectCache& autoscalers_;
   const kube::ObjectCache& pods_;
-  const runtime::ClusterIndex& index_;
+  const cluster::ClusterIndex& index_;
   const Probe probe_;
   mutable std::mutex mu_;
   std::set<std::string> dirty_;

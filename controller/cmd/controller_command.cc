@@ -17,8 +17,8 @@
 #include "controller/cmd/flags.h"
 #include "controller/cmd/inputs.h"
 #include "controller/kube/kube_config.h"
+#include "controller/process/real_clock.h"
 #include "controller/runtime/controller.h"
-#include "controller/runtime/real_clock.h"
 
 namespace pilotlight::cmd {
 namespace {
@@ -167,7 +167,7 @@ int RunController(const std::vector<std::string>& args, std::ostream& out,
   }
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGINT, OnSignal);
-  runtime::RealClock clock;
+  process::RealClock clock;
   runtime::Controller controller(o, clock);
   if (const absl::Status st = controller.Run(stop_requested); !st.ok()) {
     return fail(st);

@@ -14,15 +14,15 @@
 #include "absl/time/clock.h"
 #include "controller/api/demand_service.h"
 #include "controller/base/host_port.h"
+#include "controller/cluster/cluster_index.h"
 #include "controller/kube/informer.h"
 #include "controller/kube/kube_client.h"
 #include "controller/kube/throttle.h"
 #include "controller/kube/work_queue.h"
+#include "controller/process/log.h"
 #include "controller/runtime/activator_demand.h"
-#include "controller/runtime/cluster_index.h"
 #include "controller/runtime/gpu_class_cache.h"
 #include "controller/runtime/kube_writers.h"
-#include "controller/runtime/log.h"
 #include "controller/runtime/merged_demand.h"
 #include "controller/runtime/metrics.h"
 #include "controller/runtime/prom_demand.h"
@@ -105,9 +105,9 @@ class Controller::Impl : public api::DemandReceiver {
                     bool clean) override {
     activator_demand_->Disconnected(activator, incarnation, clean);
     metrics_.activators.Set(activator_demand_->Connected());
-    LogJson(clean ? "info" : "warn",
-            clean ? "activator left" : "activator stream lost",
-            {{"activator", activator}});
+    process::LogJson(clean ? "info" : "warn",
+                     clean ? "activator left" : "activator stream lost",
+                     {{"activator", activator}});
   }
   bool Leading() const override {
     return !options_.leader_elect || leading_.load();
@@ -124,7 +124,7 @@ class Controller::Impl : public api::DemandReceiver {
     informers_.push_back(i.get());
     return i;
   }
-  void Enqueue(const ClusterIndex::Keys& keys) {
+  void Enqueue(const cluster::ClusterIndex::Keys& keys) {
     for (const std::string& k : keys) {
       queue_.Add(k);
     }
@@ -170,7 +170,7 @@ class Controller::Impl : public api::DemandReceiver {
   std::unique_ptr<api::DemandService> demand_service_;
   std::unique_ptr<grpc::Server> grpc_;
   std::unique_ptr<GpuClassCache> gpu_classes_;
-  ClusterIndex index_;
+  cluster::ClusterIndex index_;
   std::unique_ptr<Reconciler> reconciler_;
 
   std::atomic<double> tick_cpu_acc_{0};
@@ -291,8 +291,8 @@ void Controller::Impl::WaitForSync(const std::atomic<bool>& stop) {
           absl::StrAppend(&errors, i->last_error(), "; ");
         }
       }
-      LogJson("warn", "waiting for the informers to sync",
-              {{"errors", errors}});
+      process::LogJson("warn", "waiting for the informers to sync",
+                       {{"errors", errors}});
     }
   }
 }
@@ -305,14 +305,15 @@ void Controller::Impl::Elect(const std::atomic<bool>& stop,
       [&] {
         leading_ = true;
         metrics_.leader.Set(1);
-        LogJson("info", "leading", {{"identity", options_.election.identity}});
+        process::LogJson("info", "leading",
+                         {{"identity", options_.election.identity}});
         EnqueueAll();
       },
       [&] {
         leading_ = false;
         metrics_.leader.Set(0);
-        LogJson("warn", "stopped leading",
-                {{"identity", options_.election.identity}});
+        process::LogJson("warn", "stopped leading",
+                         {{"identity", options_.election.identity}});
       });
 }
 
@@ -366,12 +367,12 @@ absl::Status Controller::Impl::Run(const std::atomic<bool>& stop) {
   for (int i = 0; i < std::max(1, options_.workers); ++i) {
     workers.emplace_back([this] { Worker(); });
   }
-  LogJson("info", "controller started",
-          {{"prometheus", options_.prometheus_url},
-           {"tick_seconds", absl::ToDoubleSeconds(options_.tick)},
-           {"leader_election", options_.leader_elect},
-           {"metrics_port", port_.load()},
-           {"grpc_port", grpc_port_.load()}});
+  process::LogJson("info", "controller started",
+                   {{"prometheus", options_.prometheus_url},
+                    {"tick_seconds", absl::ToDoubleSeconds(options_.tick)},
+                    {"leader_election", options_.leader_elect},
+                    {"metrics_port", port_.load()},
+                    {"grpc_port", grpc_port_.load()}});
   TickLoop(stop);
 
   queue_.ShutDown();
@@ -392,7 +393,7 @@ absl::Status Controller::Impl::Run(const std::atomic<bool>& stop) {
   if (http_thread.joinable()) {
     http_thread.join();
   }
-  LogJson("info", "controller stopped");
+  process::LogJson("info", "controller stopped");
   return absl::OkStatus();
 }
 
@@ -427,8 +428,8 @@ void Controller::Impl::ReadDemand() {
   metrics_.prom_queries_per_tick.Set(static_cast<double>(stats.queries));
   for (const auto& [query, error] : stats.errors) {
     metrics_.prom_errors.Increment();
-    LogJson("warn", "prometheus query failed",
-            {{"query", query}, {"error", error}});
+    process::LogJson("warn", "prometheus query failed",
+                     {{"query", query}, {"error", error}});
   }
 }
 
@@ -436,8 +437,8 @@ void Controller::Impl::Worker() {
   absl::StatusOr<std::unique_ptr<KubeClient>> c =
       KubeClient::Create(options_.kube);
   if (!c.ok()) {
-    LogJson("error", "worker has no API client",
-            {{"error", c.status().ToString()}});
+    process::LogJson("error", "worker has no API client",
+                     {{"error", c.status().ToString()}});
     return;
   }
   KubeClient& client = **c;
@@ -467,10 +468,10 @@ void Controller::Impl::Worker() {
       queue_.Forget(*key);
     } else {
       metrics_.api_errors.Increment();
-      LogJson("warn", "reconcile failed; retrying",
-              {{"endpoint", *key},
-               {"error", st.ToString()},
-               {"failures", queue_.Failures(*key) + 1}});
+      process::LogJson("warn", "reconcile failed; retrying",
+                       {{"endpoint", *key},
+                        {"error", st.ToString()},
+                        {"failures", queue_.Failures(*key) + 1}});
       queue_.AddRateLimited(*key);
     }
     queue_.Done(*key);

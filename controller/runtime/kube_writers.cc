@@ -2,7 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "controller/base/json_fields.h"
-#include "controller/runtime/log.h"
+#include "controller/process/log.h"
 
 namespace pilotlight::runtime {
 
@@ -80,7 +80,8 @@ void KubeWriters::Record(const EventSubject& about, const std::string& type,
     if (on_event_error_) {
       on_event_error_();
     }
-    LogJson("warn", "event not recorded", {{"error", r.status().ToString()}});
+    process::LogJson("warn", "event not recorded",
+                     {{"error", r.status().ToString()}});
   }
 }
 

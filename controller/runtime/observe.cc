@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "controller/base/json_fields.h"
-#include "controller/runtime/pod_facts.h"
+#include "controller/cluster/pod_facts.h"
 
 namespace pilotlight::runtime {
 namespace {
@@ -19,7 +19,7 @@ std::optional<absl::Duration> ColdStartLearner::Observe(const json& pod) {
   if (uid.empty() || counted_.count(uid) != 0) {
     return std::nullopt;
   }
-  const std::optional<absl::Time> ready = ConditionTime(pod, "Ready");
+  const std::optional<absl::Time> ready = cluster::ConditionTime(pod, "Ready");
   const std::optional<absl::Time> created =
       ParseTime(Field(pod, {"metadata", "creationTimestamp"}));
   if (!ready || !created || *ready < *created) {
@@ -73,19 +73,19 @@ VariantObservation ObserveVariant(
   std::set<std::string> live;
   bool unschedulable = false;
   for (const kube::ObjectCache::ObjectPtr& p : pods) {
-    if (p == nullptr || PodTerminal(*p)) {
+    if (p == nullptr || cluster::PodTerminal(*p)) {
       continue;
     }
     live.insert(StringField(*p, {"metadata", "uid"}));
-    if (PodTerminating(*p)) {
+    if (cluster::PodTerminating(*p)) {
       ++vs.terminating;
       continue;
     }
     if (std::optional<absl::Duration> cold = learner.Observe(*p)) {
       o.new_cold_starts.push_back(*cold);
     }
-    unschedulable = unschedulable || PodUnschedulable(*p);
-    if (PodReady(*p)) {
+    unschedulable = unschedulable || cluster::PodUnschedulable(*p);
+    if (cluster::PodReady(*p)) {
       ++vs.ready;
       o.ready_pods.push_back(kube::ObjectKey(*p));
     } else if (auto created =

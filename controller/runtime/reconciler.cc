@@ -12,13 +12,13 @@
 #include "controller/api/resources.h"
 #include "controller/base/json_fields.h"
 #include "controller/base/status_macros.h"
+#include "controller/cluster/pod_facts.h"
 #include "controller/policy/decider.h"
 #include "controller/policy/decision_record.h"
 #include "controller/policy/knative_autoscaler.h"
+#include "controller/process/log.h"
 #include "controller/runtime/endpoint_status.h"
-#include "controller/runtime/log.h"
 #include "controller/runtime/observe.h"
-#include "controller/runtime/pod_facts.h"
 
 namespace pilotlight::runtime {
 
@@ -115,8 +115,9 @@ void Reconciler::Forget(const std::string& key) {
   }
   RemoveGauges(*it->second);
   endpoints_.erase(it);
-  LogJson("info", "endpoint deleted; its Deployments keep their replicas",
-          {{"endpoint", key}});
+  process::LogJson("info",
+                   "endpoint deleted; its Deployments keep their replicas",
+                   {{"endpoint", key}});
 }
 
 absl::Status Reconciler::Reconcile(const std::string& key, Writers& w,
@@ -239,10 +240,10 @@ absl::Status Reconciler::NotReady(Endpoint& e, const json& ia,
   const bool changed =
       e.status.conditions.Set("Ready", false, reason, message, now);
   if (changed && leading) {
-    LogJson("warn", "endpoint not ready",
-            {{"endpoint", kube::ObjectKey(ia)},
-             {"reason", reason},
-             {"message", message}});
+    process::LogJson("warn", "endpoint not ready",
+                     {{"endpoint", kube::ObjectKey(ia)},
+                      {"reason", reason},
+                      {"message", message}});
     w.events.Record(e.subject, "Warning", reason, message);
   }
   e.status.observed_generation = IntField(ia, {"metadata", "generation"});
@@ -271,10 +272,11 @@ Reconciler::Observed Reconciler::Observe(
     for (const std::string& pk : in_.index.PodsOf(dk)) {
       pods.push_back(in_.pods.Get(pk));
     }
-    VariantObservation v = ObserveVariant(
-        e.classes[i], a.spec.variants[i], *deps[i], pods,
-        in_.index.FreeGpus(PoolSelector(*deps[i], e.classes[i].node_selector)),
-        in_.index.LastDisruption(dk), now, e.cold_start[dk]);
+    VariantObservation v =
+        ObserveVariant(e.classes[i], a.spec.variants[i], *deps[i], pods,
+                       in_.index.FreeGpus(cluster::PoolSelector(
+                           *deps[i], e.classes[i].node_selector)),
+                       in_.index.LastDisruption(dk), now, e.cold_start[dk]);
     for (absl::Duration cold : v.new_cold_starts) {
       metrics_.ColdStartOf(a.spec.variants[i].gpu_class)
           .Observe(absl::ToDoubleSeconds(cold));
@@ -403,8 +405,9 @@ void Reconciler::SpareBusyPods(const Endpoint& e,
     const std::string name = StringField(*pod, {"metadata", "name"});
     if (absl::Status st = w.patcher.SetDeletionCost(e.subject.ns, name, cost);
         !st.ok()) {
-      LogJson("warn", "pod deletion cost not set",
-              {{"pod", key}, {"cost", cost}, {"error", st.ToString()}});
+      process::LogJson(
+          "warn", "pod deletion cost not set",
+          {{"pod", key}, {"cost", cost}, {"error", st.ToString()}});
     }
   }
 }
@@ -427,13 +430,14 @@ absl::Status Reconciler::Act(const Endpoint& e, const policy::Decision& d,
     const std::string msg = absl::StrCat(v.deployment, ": ", from, " -> ",
                                          v.replicas, " (", v.message, ")");
     absl::StrAppend(&scaled, scaled.empty() ? "" : "; ", msg);
-    LogJson("info", "scaled",
-            {{"endpoint", absl::StrCat(e.subject.ns, "/", e.subject.name)},
-             {"deployment", v.deployment},
-             {"from", from},
-             {"to", v.replicas},
-             {"reason", policy::ScaleReasonName(v.reason)},
-             {"message", v.message}});
+    process::LogJson(
+        "info", "scaled",
+        {{"endpoint", absl::StrCat(e.subject.ns, "/", e.subject.name)},
+         {"deployment", v.deployment},
+         {"from", from},
+         {"to", v.replicas},
+         {"reason", policy::ScaleReasonName(v.reason)},
+         {"message", v.message}});
     w.events.Record(e.subject, "Normal",
                     v.replicas == 0     ? "ScaledToZero"
                     : v.replicas > from ? "ScaledUp"

@@ -11,9 +11,10 @@
 //   5. status: conditions and what was decided, written as a merge patch
 //      only when it changed (endpoint_status.h)
 //
-// Its edges are interfaces (kube::ObjectCache, ClusterIndex, DemandSource,
-// Writers, kube::Clock), so tests drive it with fakes and explicit times;
-// controller.cc wires it to informers, Prometheus and the API server.
+// Its edges are interfaces (kube::ObjectCache, cluster::ClusterIndex,
+// DemandSource, Writers, kube::Clock), so tests drive it with fakes and
+// explicit times; controller.cc wires it to informers, Prometheus and the API
+// server.
 //
 // Thread-safety: Reconcile may run on several workers at once for
 // different keys (the work queue never hands one key to two workers).
@@ -27,11 +28,11 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "controller/cluster/cluster_index.h"
 #include "controller/kube/clock.h"
 #include "controller/kube/informer.h"
 #include "controller/policy/decider_config.h"
 #include "controller/policy/decision.h"
-#include "controller/runtime/cluster_index.h"
 #include "controller/runtime/demand_source.h"
 #include "controller/runtime/gpu_class_cache.h"
 #include "controller/runtime/metrics.h"
@@ -43,7 +44,7 @@ struct ReconcilerInputs {
   const kube::ObjectCache& autoscalers;
   const kube::ObjectCache& deployments;
   const kube::ObjectCache& pods;
-  const ClusterIndex& index;
+  const cluster::ClusterIndex& index;
   GpuClassCache& gpu_classes;
   DemandSource& demand;
 };

@@ -74,7 +74,7 @@ class TargetsTest : public ::testing::Test {
 
   fakes::MemoryCache autoscalers_;
   fakes::MemoryCache pods_;
-  runtime::ClusterIndex index_;
+  cluster::ClusterIndex index_;
   Router router_{HoldLimits{}};
   // Probes run in parallel: the fake's state is under a lock.
   std::mutex mu_;

@@ -26,7 +26,7 @@
 #include "absl/time/clock.h"
 #include "controller/kube/informer.h"
 #include "controller/kube/kube_client.h"
-#include "controller/runtime/real_clock.h"
+#include "controller/process/real_clock.h"
 #include "httplib.h"
 #include "nlohmann/json.hpp"
 #include "tests/cluster/process.h"
@@ -185,7 +185,7 @@ int main(int argc, char** argv) {
   std::condition_variable baseline_changed;
   std::optional<std::pair<int, absl::Time>> baseline_seen;
   std::map<std::string, absl::Time> patched;
-  pilotlight::runtime::RealClock clock;
+  pilotlight::process::RealClock clock;
   pilotlight::kube::InformerOptions io;
   io.path = absl::StrCat("/apis/apps/v1/namespaces/", ns, "/deployments");
   pilotlight::kube::Informer deployments(*config, io, clock);

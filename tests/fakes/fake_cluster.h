@@ -1,7 +1,7 @@
 // FakeCluster: the reconciler's world without an API server, for timeline
 // tests with explicit times. It holds the objects the informers would
 // (InferenceAutoscalers, GPUClasses, Deployments, ReplicaSets, Pods, Nodes)
-// and feeds every change through the same runtime::ClusterIndex the
+// and feeds every change through the same cluster::ClusterIndex the
 // controller uses. Settle(now) plays the Deployment controller, the
 // scheduler and the kubelet: each Deployment gets one ReplicaSet, as many
 // pods as spec.replicas (extra not-ready pods go first), a pod binds to a
@@ -24,11 +24,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "controller/base/json_fields.h"
+#include "controller/cluster/cluster_index.h"
+#include "controller/cluster/pod_facts.h"
 #include "controller/kube/informer.h"
-#include "controller/runtime/cluster_index.h"
 #include "controller/runtime/demand_source.h"
 #include "controller/runtime/gpu_class_cache.h"
-#include "controller/runtime/pod_facts.h"
 #include "controller/runtime/writers.h"
 #include "nlohmann/json.hpp"
 
@@ -131,7 +131,7 @@ class FakeCluster {
   int Ready(const std::string& deployment) const {
     int n = 0;
     for (const std::string& p : index.PodsOf(deployment)) {
-      n += runtime::PodReady(*pods.Get(p)) ? 1 : 0;
+      n += cluster::PodReady(*pods.Get(p)) ? 1 : 0;
     }
     return n;
   }
@@ -169,7 +169,7 @@ class FakeCluster {
   MemoryCache replicasets;
   MemoryCache pods;
   MemoryCache nodes;
-  runtime::ClusterIndex index;
+  cluster::ClusterIndex index;
   runtime::GpuClassCache gpu_classes;
 
  private:
@@ -185,16 +185,16 @@ class FakeCluster {
     int used = 0;
     pods.ForEach([&](const json& p) {
       if (StringField(p, {"spec", "nodeName"}) == kube::ObjectKey(node) &&
-          !runtime::PodTerminal(p)) {
-        used += static_cast<int>(runtime::PodGpus(p));
+          !cluster::PodTerminal(p)) {
+        used += static_cast<int>(cluster::PodGpus(p));
       }
     });
-    return static_cast<int>(runtime::NodeGpus(node)) - used;
+    return static_cast<int>(cluster::NodeGpus(node)) - used;
   }
 
   std::string Schedule(const json& deployment) const {
     const std::map<std::string, std::string> want =
-        runtime::PoolSelector(deployment, {});
+        cluster::PoolSelector(deployment, {});
     std::string found;
     nodes.ForEach([&](const json& n) {
       bool match = found.empty();
@@ -226,7 +226,7 @@ class FakeCluster {
     }
     std::vector<std::string> live;
     for (const std::string& p : index.PodsOf(key)) {
-      if (!runtime::PodTerminal(*pods.Get(p))) {
+      if (!cluster::PodTerminal(*pods.Get(p))) {
         live.push_back(p);
       }
     }
@@ -244,8 +244,8 @@ class FakeCluster {
     };
     std::stable_sort(live.begin(), live.end(),
                      [&](const auto& a, const auto& b) {
-                       const bool ra = runtime::PodReady(*pods.Get(a));
-                       const bool rb = runtime::PodReady(*pods.Get(b));
+                       const bool ra = cluster::PodReady(*pods.Get(a));
+                       const bool rb = cluster::PodReady(*pods.Get(b));
                        return ra != rb ? ra > rb : cost(a) > cost(b);
                      });
     while (static_cast<int>(live.size()) > want) {
@@ -281,7 +281,7 @@ class FakeCluster {
   // after it was bound.
   void SettlePod(const std::string& key, const json& d, absl::Time now) {
     json pod = *pods.Get(key);
-    if (runtime::PodReady(pod)) {
+    if (cluster::PodReady(pod)) {
       return;
     }
     if (StringField(pod, {"spec", "nodeName"}).empty()) {

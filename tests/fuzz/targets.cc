@@ -15,6 +15,7 @@
 #include "controller/api/demand_service.h"
 #include "controller/api/resources.h"
 #include "controller/base/utf8.h"
+#include "controller/cluster/cluster_index.h"
 #include "controller/kube/kube_client.h"
 #include "controller/kube/kube_config.h"
 #include "controller/model/catalog.h"
@@ -22,7 +23,6 @@
 #include "controller/model/tuning_file.h"
 #include "controller/policy/decider.h"
 #include "controller/prom/prom_client.h"
-#include "controller/runtime/cluster_index.h"
 #include "controller/sim/load_trace.h"
 #include "controller/sim/servegen.h"
 #include "httplib.h"
@@ -165,7 +165,7 @@ void Resources(absl::string_view data) {
 void Watch(absl::string_view data) {
   const size_t chunk = 1 + Mode(data) % 64;
   kube::WatchDecoder decoder;
-  runtime::ClusterIndex index;
+  cluster::ClusterIndex index;
   const absl::Time now = absl::FromUnixSeconds(1'700'000'000);
   const auto on_event = [&](kube::WatchEvent e) {
     kube::EventType type = kube::EventType::kModified;

@@ -20,7 +20,7 @@
 #include "controller/kube/informer.h"
 #include "controller/kube/leader_election.h"
 #include "controller/kube/update.h"
-#include "controller/runtime/real_clock.h"
+#include "controller/process/real_clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
@@ -117,7 +117,7 @@ TEST_F(KubeClientTest, InformerListsWatchesAndRelistsDeletions) {
                   ->Request("POST", base,
                             R"({"metadata":{"name":"a","labels":{"t":"1"}}})")
                   .ok());
-  runtime::RealClock clock;
+  process::RealClock clock;
   InformerOptions options;
   options.path = base;
   options.selector = "labelSelector=t%3D1";
@@ -188,7 +188,7 @@ TEST_F(KubeClientTest, WatchExpiredByCompactionRelists) {
                                            R"(","labels":{"t":"1"}}})"))
                     .ok());
   }
-  runtime::RealClock clock;
+  process::RealClock clock;
   InformerOptions options;
   options.path = base;
   options.selector = "labelSelector=t%3D1";
@@ -277,7 +277,7 @@ TEST_F(KubeClientTest, WatchExpiredByCompactionRelists) {
 // renewing, but not before the lease expires on its own clock; Release
 // hands over at once.
 TEST_F(KubeClientTest, LeaderElectionOneLeaderAndTakeover) {
-  runtime::RealClock clock;
+  process::RealClock clock;
   auto client_b = KubeClient::Create(config_);
   ASSERT_TRUE(client_b.ok());
   LeaderElectionConfig ca{.lease_namespace = ns_,

@@ -2,7 +2,7 @@
 
 #include "controller/kube/throttle.h"
 #include "controller/kube/work_queue.h"
-#include "controller/runtime/real_clock.h"
+#include "controller/process/real_clock.h"
 #include "gtest/gtest.h"
 #include "tests/kube/fake_clock.h"
 
@@ -37,7 +37,7 @@ TEST(ThrottleTest, WaitSleepsOnTheClock) {
 }
 
 TEST(WorkQueueTest, DeduplicatesAndNeverHandsOutAKeyTwiceAtOnce) {
-  runtime::RealClock clock;
+  process::RealClock clock;
   WorkQueue q(clock);
   q.Add("a");
   q.Add("b");
@@ -64,7 +64,7 @@ TEST(WorkQueueTest, BackOffDoublesPerFailureUntilForgotten) {
   EXPECT_EQ(WorkQueue::NextDelay(3, base, max), absl::Milliseconds(20));
   EXPECT_EQ(WorkQueue::NextDelay(30, base, max), absl::Seconds(1));
 
-  runtime::RealClock clock;
+  process::RealClock clock;
   WorkQueue q(clock, absl::Milliseconds(20), absl::Seconds(1));
   q.AddRateLimited("k");
   q.AddRateLimited("k");
@@ -79,7 +79,7 @@ TEST(WorkQueueTest, BackOffDoublesPerFailureUntilForgotten) {
 }
 
 TEST(WorkQueueTest, GetBlocksUntilAddOrShutDown) {
-  runtime::RealClock clock;
+  process::RealClock clock;
   WorkQueue q(clock);
   std::optional<std::string> got;
   std::thread worker([&] { got = q.Get(); });

@@ -1,9 +1,9 @@
 // The observing room alone: facts read off pods, the index's joins, and
 // the status value's merge patch.
 #include "controller/base/json_fields.h"
-#include "controller/runtime/cluster_index.h"
+#include "controller/cluster/cluster_index.h"
+#include "controller/cluster/pod_facts.h"
 #include "controller/runtime/endpoint_status.h"
-#include "controller/runtime/pod_facts.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 
@@ -44,7 +44,7 @@ json ReplicaSet(const std::string& name, const std::string& deployment) {
 // Pods reach their Deployment through ownerReferences, whatever the
 // ReplicaSet is called, and in either order of arrival.
 TEST(ClusterIndexTest, PodsFollowOwnerReferences) {
-  ClusterIndex index;
+  cluster::ClusterIndex index;
   index.OnAutoscaler(EventType::kAdded,
                      {{"metadata", {{"namespace", "ml"}, {"name", "chat"}}},
                       {"spec", {{"variants", {{{"deployment", "chat"}}}}}}});
@@ -53,7 +53,7 @@ TEST(ClusterIndexTest, PodsFollowOwnerReferences) {
       index.OnPod(EventType::kAdded, Pod("p1", "renamed"), kNow).empty());
   EXPECT_EQ(
       index.OnReplicaSet(EventType::kAdded, ReplicaSet("renamed", "chat")),
-      ClusterIndex::Keys{"ml/chat"});
+      cluster::ClusterIndex::Keys{"ml/chat"});
   // A pod whose RS name ends in its hash but whose RS belongs elsewhere.
   index.OnReplicaSet(EventType::kAdded, ReplicaSet("chat-abc12", "other"));
   index.OnPod(EventType::kAdded, Pod("p2", "chat-abc12"), kNow);
@@ -66,26 +66,29 @@ TEST(ClusterIndexTest, PodsFollowOwnerReferences) {
 // An evicted pod is dated by when it stopped, not by when it was created.
 TEST(PodFactsTest, DisruptionIsDatedWhenThePodStopped) {
   json p = Pod("p", "rs");
-  EXPECT_FALSE(DisruptedAt(p, kNow).has_value());
+  EXPECT_FALSE(cluster::DisruptedAt(p, kNow).has_value());
   p["status"] = {{"phase", "Failed"},
                  {"reason", "Evicted"},
                  {"conditions",
                   {{{"type", "Ready"},
                     {"status", "False"},
                     {"lastTransitionTime", "2027-01-15T08:00:00Z"}}}}};
-  EXPECT_EQ(DisruptedAt(p, kNow), *ParseTime(json("2027-01-15T08:00:00Z")));
+  EXPECT_EQ(cluster::DisruptedAt(p, kNow),
+            *ParseTime(json("2027-01-15T08:00:00Z")));
   p["status"]["conditions"] = json::array();
-  EXPECT_EQ(DisruptedAt(p, kNow), kNow) << "undated: when it was seen so";
+  EXPECT_EQ(cluster::DisruptedAt(p, kNow), kNow)
+      << "undated: when it was seen so";
   p["status"]["conditions"] = {
       {{"type", "DisruptionTarget"},
        {"status", "True"},
        {"lastTransitionTime", "2027-01-15T07:59:00Z"}}};
-  EXPECT_EQ(DisruptedAt(p, kNow), *ParseTime(json("2027-01-15T07:59:00Z")));
+  EXPECT_EQ(cluster::DisruptedAt(p, kNow),
+            *ParseTime(json("2027-01-15T07:59:00Z")));
 }
 
 // Free GPUs: allocatable of the matching Ready nodes minus the bound pods'.
 TEST(ClusterIndexTest, FreeGpusOfAPool) {
-  ClusterIndex index;
+  cluster::ClusterIndex index;
   const json node = {
       {"metadata", {{"name", "n1"}, {"labels", {{"pool", "a"}}}}},
       {"status",

@@ -9,9 +9,9 @@
 #include "absl/strings/string_view.h"
 #include "nlohmann/json.hpp"
 
-namespace pilotlight::runtime {
+namespace pilotlight::process {
 
 void LogJson(absl::string_view level, absl::string_view msg,
              const nlohmann::json& fields = nlohmann::json::object());
 
-}  // namespace pilotlight::runtime
+}  // namespace pilotlight::process

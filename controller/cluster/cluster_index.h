@@ -21,7 +21,7 @@
 #include "controller/kube/informer.h"
 #include "nlohmann/json.hpp"
 
-namespace pilotlight::runtime {
+namespace pilotlight::cluster {
 
 class ClusterIndex {
  public:
@@ -68,4 +68,4 @@ class ClusterIndex {
   mutable std::map<std::string, std::optional<int64_t>> free_memo_;
 };
 
-}  // namespace pilotlight::runtime
+}  // namespace pilotlight::cluster

@@ -1,5 +1,6 @@
 // RealClock: the system clock, for the Kubernetes machinery (kube::Clock).
-// controller/runtime is where the clock may be read (scripts/test checks).
+// With runtime/, activator/ and cmd/, process/ is where the clock may be
+// read (scripts/test checks).
 #pragma once
 
 #include <thread>
@@ -7,7 +8,7 @@
 #include "absl/time/clock.h"
 #include "controller/kube/clock.h"
 
-namespace pilotlight::runtime {
+namespace pilotlight::process {
 
 class RealClock final : public kube::Clock {
  public:
@@ -17,4 +18,4 @@ class RealClock final : public kube::Clock {
   }
 };
 
-}  // namespace pilotlight::runtime
+}  // namespace pilotlight::process

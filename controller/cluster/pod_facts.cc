@@ -1,4 +1,4 @@
-#include "controller/runtime/pod_facts.h"
+#include "controller/cluster/pod_facts.h"
 
 #include <algorithm>
 
@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "controller/base/json_fields.h"
 
-namespace pilotlight::runtime {
+namespace pilotlight::cluster {
 namespace {
 
 using json = nlohmann::json;
@@ -151,4 +151,4 @@ int64_t NodeGpus(const json& node) {
   return Gpus(Field(node, {"status", "allocatable"}));
 }
 
-}  // namespace pilotlight::runtime
+}  // namespace pilotlight::cluster

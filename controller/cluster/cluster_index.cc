@@ -1,12 +1,12 @@
-#include "controller/runtime/cluster_index.h"
+#include "controller/cluster/cluster_index.h"
 
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
 #include "controller/base/json_fields.h"
-#include "controller/runtime/pod_facts.h"
+#include "controller/cluster/pod_facts.h"
 
-namespace pilotlight::runtime {
+namespace pilotlight::cluster {
 namespace {
 
 using json = nlohmann::json;
@@ -231,4 +231,4 @@ ClusterIndex::Keys ClusterIndex::EndpointsOfLocked(
   return {it->second.begin(), it->second.end()};
 }
 
-}  // namespace pilotlight::runtime
+}  // namespace pilotlight::cluster

@@ -1,4 +1,4 @@
-#include "controller/runtime/log.h"
+#include "controller/process/log.h"
 
 #include <iostream>
 #include <mutex>
@@ -6,7 +6,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 
-namespace pilotlight::runtime {
+namespace pilotlight::process {
 
 void LogJson(absl::string_view level, absl::string_view msg,
              const nlohmann::json& fields) {
@@ -25,4 +25,4 @@ void LogJson(absl::string_view level, absl::string_view msg,
   std::cerr << text << '\n';
 }
 
-}  // namespace pilotlight::runtime
+}  // namespace pilotlight::process

@@ -13,7 +13,7 @@
 #include "absl/time/time.h"
 #include "nlohmann/json.hpp"
 
-namespace pilotlight::runtime {
+namespace pilotlight::cluster {
 
 // "namespace/name" of the object's controlling owner of `kind` (the
 // ownerReference with controller: true, else the first of that kind); ""
@@ -53,4 +53,4 @@ std::map<std::string, std::string> PoolSelector(
 // schedulable, else 0.
 int64_t NodeGpus(const nlohmann::json& node);
 
-}  // namespace pilotlight::runtime
+}  // namespace pilotlight::cluster
