@@ -133,7 +133,7 @@ absl::StatusOr<int> Activator::Impl::ServeAdmin(const std::string& host,
                   "text/plain");
   });
   admin_.Get("/metrics", [this](const httplib::Request&, httplib::Response& r) {
-    for (const EndpointLoad& l : router_.Demand(absl::Now())) {
+    for (const EndpointDemand& l : router_.Demand(absl::Now())) {
       const prometheus::Labels labels = {{"endpoint", l.endpoint}};
       metrics_.held.Add(labels).Set(l.held);
       metrics_.in_flight.Add(labels).Set(l.in_flight);

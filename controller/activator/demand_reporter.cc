@@ -105,7 +105,7 @@ void DemandReporter::Drain() {
 
 namespace {
 
-void Fill(v1::EndpointDemand& e, const EndpointLoad& l) {
+void Fill(v1::EndpointDemand& e, const EndpointDemand& l) {
   const size_t slash = l.endpoint.find('/');
   e.set_namespace_(l.endpoint.substr(0, slash));
   e.set_name(l.endpoint.substr(slash + 1));
@@ -163,7 +163,7 @@ bool DemandReporter::NextReport(Stream& s, bool first, int64_t sequence,
     }
   } else {
     r.set_full(true);
-    for (const EndpointLoad& l : router_.Demand(now)) {
+    for (const EndpointDemand& l : router_.Demand(now)) {
       Fill(*r.add_endpoints(), l);
     }
     next_full = now + options_.interval;

@@ -211,9 +211,9 @@ void Router::Release(const std::string& endpoint, const std::string& address) {
   e.changed.notify_all();
 }
 
-EndpointLoad Router::LoadLocked(const std::string& key, const Endpoint& e,
-                                absl::Time now) const {
-  EndpointLoad l;
+EndpointDemand Router::LoadLocked(const std::string& key, const Endpoint& e,
+                                  absl::Time now) const {
+  EndpointDemand l;
   l.endpoint = key;
   l.arrivals_total = e.arrivals_total;
   l.in_flight = e.in_flight;
@@ -231,9 +231,9 @@ EndpointLoad Router::LoadLocked(const std::string& key, const Endpoint& e,
   return l;
 }
 
-std::vector<EndpointLoad> Router::Demand(absl::Time now) const {
+std::vector<EndpointDemand> Router::Demand(absl::Time now) const {
   const std::lock_guard<std::mutex> lock(mu_);
-  std::vector<EndpointLoad> out;
+  std::vector<EndpointDemand> out;
   for (const auto& [key, e] : endpoints_) {
     if (e->arrivals_total > 0) {
       out.push_back(LoadLocked(key, *e, now));
@@ -242,12 +242,12 @@ std::vector<EndpointLoad> Router::Demand(absl::Time now) const {
   return out;
 }
 
-EndpointLoad Router::DemandOf(const std::string& endpoint,
-                              absl::Time now) const {
+EndpointDemand Router::DemandOf(const std::string& endpoint,
+                                absl::Time now) const {
   const std::lock_guard<std::mutex> lock(mu_);
   auto it = endpoints_.find(endpoint);
   if (it == endpoints_.end()) {
-    EndpointLoad l;
+    EndpointDemand l;
     l.endpoint = endpoint;
     l.no_replica = true;
     return l;

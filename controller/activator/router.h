@@ -39,8 +39,9 @@ struct HoldLimits {
   int64_t max_held_bytes_total = int64_t{256} << 20;
 };
 
-// What one endpoint's requests look like at the activator now.
-struct EndpointLoad {
+// What one endpoint's requests look like at the activator now (the demand
+// report's v1::EndpointDemand, api::EndpointDemand at the controller).
+struct EndpointDemand {
   std::string endpoint;  // "ns/name"
   int64_t arrivals_total = 0;
   int32_t in_flight = 0;
@@ -115,8 +116,8 @@ class Router {
   // Held requests of `endpoint` look at their `cancelled` again.
   void Wake(const std::string& endpoint);
 
-  std::vector<EndpointLoad> Demand(absl::Time now) const;
-  EndpointLoad DemandOf(const std::string& endpoint, absl::Time now) const;
+  std::vector<EndpointDemand> Demand(absl::Time now) const;
+  EndpointDemand DemandOf(const std::string& endpoint, absl::Time now) const;
   int held_total() const;
   int in_flight_total() const;
   // Wakes every held request with Unavailable; new ones are refused.
@@ -143,8 +144,8 @@ class Router {
   static int FreeSlots(const Endpoint& e);
   // ResourceExhausted naming the bound a hold of `bytes` more would break.
   absl::Status HoldRoomLocked(const Endpoint& e, int64_t bytes) const;
-  EndpointLoad LoadLocked(const std::string& key, const Endpoint& e,
-                          absl::Time now) const;
+  EndpointDemand LoadLocked(const std::string& key, const Endpoint& e,
+                            absl::Time now) const;
 
   const HoldLimits limits_;
   const Poke poke_;

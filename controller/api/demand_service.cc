@@ -28,12 +28,12 @@ absl::StatusOr<ActivatorReport> FromProto(const v1::DemandReport& report) {
                        "): counts must be non-negative"));
     }
     r.endpoints[absl::StrCat(e.namespace_(), "/", e.name())] =
-        EndpointActivity{.arrivals_total = e.arrivals_total(),
-                         .in_flight = e.in_flight(),
-                         .held = e.held(),
-                         .held_bytes = e.held_bytes(),
-                         .oldest_wait_seconds = e.oldest_wait_seconds(),
-                         .no_replica = e.no_replica()};
+        EndpointDemand{.arrivals_total = e.arrivals_total(),
+                       .in_flight = e.in_flight(),
+                       .held = e.held(),
+                       .held_bytes = e.held_bytes(),
+                       .oldest_wait_seconds = e.oldest_wait_seconds(),
+                       .no_replica = e.no_replica()};
   }
   return r;
 }

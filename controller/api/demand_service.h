@@ -18,7 +18,7 @@
 
 namespace pilotlight::api {
 
-struct EndpointActivity {
+struct EndpointDemand {
   int64_t arrivals_total = 0;  // since the activator started
   int32_t in_flight = 0;
   int32_t held = 0;
@@ -32,7 +32,7 @@ struct ActivatorReport {
   int64_t incarnation = 0;
   bool full = false;  // lists every endpoint with demand
   bool draining = false;
-  std::map<std::string, EndpointActivity> endpoints;  // "ns/name"
+  std::map<std::string, EndpointDemand> endpoints;  // "ns/name"
 };
 
 // Malformed reports (no activator name, an endpoint without namespace or

@@ -40,7 +40,7 @@ std::vector<std::string> ActivatorDemand::Apply(const ActivatorReport& r) {
     // activator; keep its total (arrivals are counted from it).
     for (auto& [key, e] : s.endpoints) {
       if (!r.endpoints.contains(key)) {
-        e = EndpointActivity{.arrivals_total = e.arrivals_total};
+        e = EndpointDemand{.arrivals_total = e.arrivals_total};
       }
     }
   }
@@ -104,7 +104,7 @@ ActivatorRead ActivatorDemand::Read(const std::string& endpoint) {
     if (it == s.endpoints.end()) {
       continue;
     }
-    const EndpointActivity& e = it->second;
+    const EndpointDemand& e = it->second;
     out.held += e.held;
     out.in_flight += e.in_flight;
     out.oldest_wait_seconds =

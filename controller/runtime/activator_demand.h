@@ -33,7 +33,7 @@
 namespace pilotlight::runtime {
 
 using api::ActivatorReport;
-using api::EndpointActivity;
+using api::EndpointDemand;
 
 struct ActivatorRead {
   double held = 0;
@@ -69,7 +69,7 @@ class ActivatorDemand {
     int64_t incarnation = 0;
     bool connected = false;
     absl::Time lost_at;
-    std::map<std::string, EndpointActivity> endpoints;
+    std::map<std::string, EndpointDemand> endpoints;
     std::map<std::string, int64_t> taken;  // arrivals_total already read
   };
   std::string LostLocked(absl::Time now);

@@ -73,7 +73,7 @@ TEST(RouterTest, HoldsAtZeroPokesOnceAndReleasesInOrder) {
       std::this_thread::yield();
     }
   }
-  const EndpointLoad held = r.DemandOf(kEp, absl::Now());
+  const EndpointDemand held = r.DemandOf(kEp, absl::Now());
   EXPECT_EQ(held.held, 3);
   EXPECT_EQ(held.held_bytes, 300);
   EXPECT_TRUE(held.no_replica);

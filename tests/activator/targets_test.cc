@@ -109,7 +109,7 @@ TEST_F(TargetsTest, ReadyAndAnsweringPodsOnlyWithTheControllersCap) {
   // The port named http and the readiness probe's path.
   EXPECT_THAT(probed_, UnorderedElementsAre("10.0.0.1:8080/v1/health",
                                             "10.0.0.3:8080/v1/health"));
-  const EndpointLoad l = router_.DemandOf("ml/chat", absl::Now());
+  const EndpointDemand l = router_.DemandOf("ml/chat", absl::Now());
   EXPECT_FALSE(l.no_replica);
   // c answers: probed again on the next pass, without an event.
   answers_["10.0.0.3:8080"] = true;

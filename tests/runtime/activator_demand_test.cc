@@ -27,7 +27,7 @@ using ::testing::IsEmpty;
 constexpr char kEp[] = "ml/llama";
 
 ActivatorReport Report(const std::string& activator, int64_t incarnation,
-                       bool full, EndpointActivity e) {
+                       bool full, EndpointDemand e) {
   ActivatorReport r{.activator = activator,
                     .incarnation = incarnation,
                     .full = full,
@@ -58,8 +58,7 @@ TEST_F(ActivatorDemandTest, StartupGraceIsNamedThenTrusted) {
 }
 
 TEST_F(ActivatorDemandTest, PokesOnHeldAtZeroOnlyOnceAFullReportRepeatsIt) {
-  const EndpointActivity held{
-      .arrivals_total = 1, .held = 1, .no_replica = true};
+  const EndpointDemand held{.arrivals_total = 1, .held = 1, .no_replica = true};
   // A poke report: reconcile now, and the epoch moves.
   EXPECT_THAT(table_.Apply(Report("a", 1, false, held)), ElementsAre(kEp));
   EXPECT_EQ(table_.Epoch(kEp), 1);
@@ -169,7 +168,7 @@ TEST_F(ActivatorDemandTest, MergeCountsEachRequestOnce) {
   struct Case {
     const char* name;
     policy::DemandSample prom;
-    EndpointActivity act;
+    EndpointDemand act;
     double want_in_flight, want_queued, want_arrivals;
   };
   const std::vector<Case> cases = {
