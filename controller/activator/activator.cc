@@ -8,10 +8,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
-#include "controller/activator/client_watch.h"
-#include "controller/activator/front_server.h"
 #include "controller/activator/metrics.h"
 #include "controller/cluster/cluster_index.h"
+#include "controller/http/client_watch.h"
+#include "controller/http/front_server.h"
 #include "controller/kube/informer.h"
 #include "controller/kube/throttle.h"
 #include "controller/process/log.h"
@@ -84,11 +84,11 @@ class Activator::Impl {
   std::unique_ptr<kube::Informer> pods_;
   cluster::ClusterIndex index_;
   Targets targets_;
-  ClientWatch client_watch_;  // clients that hang up while held
+  http::ClientWatch client_watch_;  // clients that hang up while held
   Proxy proxy_;
   std::atomic<bool> draining_{false};
   httplib::Server admin_;
-  std::unique_ptr<FrontServer> front_;
+  std::unique_ptr<http::FrontServer> front_;
   std::vector<std::string> controllers_;  // found by label
 };
 
@@ -119,8 +119,8 @@ void Activator::Impl::Wire() {
 // own, so held requests and streams never starve them.
 absl::StatusOr<int> Activator::Impl::ServeAdmin(const std::string& host,
                                                 int port) {
-  const std::shared_ptr<ListenSocket> socket =
-      ConfigureHttpServer(admin_, {.backlog = 256, .max_threads = 16});
+  const std::shared_ptr<http::ListenSocket> socket =
+      http::ConfigureHttpServer(admin_, {.backlog = 256, .max_threads = 16});
   admin_.Get("/healthz", [](const httplib::Request&, httplib::Response& r) {
     r.set_content("ok\n", "text/plain");
   });
@@ -144,7 +144,7 @@ absl::StatusOr<int> Activator::Impl::ServeAdmin(const std::string& host,
     prometheus::TextSerializer().Serialize(out, registry_.Collect());
     r.set_content(out.str(), "text/plain; version=0.0.4");
   });
-  return BindHttpServer(admin_, *socket, host, port, 256);
+  return http::BindHttpServer(admin_, *socket, host, port, 256);
 }
 
 // The controller replicas by label, when no list was given.
@@ -202,7 +202,7 @@ absl::Status Activator::Impl::Run(const std::atomic<bool>& stop,
   }
   admin_port = *ap;
   std::thread admin_thread([this] { admin_.listen_after_bind(); });
-  FrontServerOptions http;
+  http::FrontServerOptions http;
   http.backlog = options_.http.backlog;
   http.min_threads = options_.http.min_threads;
   http.max_threads = options_.http.max_threads;
@@ -211,7 +211,7 @@ absl::Status Activator::Impl::Run(const std::atomic<bool>& stop,
   http.max_body_bytes = options_.proxy.max_body_bytes;
   http.warn = [](const std::string& message) { LogJson("warn", message); };
   proxy_.WatchClients(&client_watch_);
-  front_ = std::make_unique<FrontServer>(
+  front_ = std::make_unique<http::FrontServer>(
       http,
       [this](const httplib::Request& req, httplib::Response& res,
              int client_socket) { proxy_.Handle(req, res, client_socket); },

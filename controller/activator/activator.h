@@ -20,10 +20,10 @@
 
 #include "absl/status/status.h"
 #include "controller/activator/demand_reporter.h"
-#include "controller/activator/http_server.h"
 #include "controller/activator/proxy.h"
 #include "controller/activator/router.h"
 #include "controller/activator/targets.h"
+#include "controller/http/http_server.h"
 #include "controller/kube/kube_config.h"
 
 namespace pilotlight::activator {
@@ -42,7 +42,7 @@ struct ActivatorOptions {
   std::string controller_namespace = "pilotlight-system";
   int controller_port = 9090;
   HoldLimits hold;
-  HttpServerOptions http;
+  http::HttpServerOptions http;
   ProxyOptions proxy;
   TargetOptions targets;
   absl::Duration drain_delay = absl::Seconds(5);

@@ -130,7 +130,7 @@ void Proxy::Abandoned(httplib::Response& res, const std::string& endpoint,
 // The pod's status and headers now, its body as it comes; the lease is
 // given back when the response ends.
 void Proxy::StreamBack(httplib::Response& res, const std::string& endpoint,
-                       const std::shared_ptr<Forward>& f,
+                       const std::shared_ptr<http::Forward>& f,
                        std::shared_ptr<Lease> lease, bool cold,
                        absl::Duration held) {
   res.status = f->status();
@@ -217,10 +217,10 @@ void Proxy::Handle(const httplib::Request& req, httplib::Response& res,
   struct Waiting {
     std::atomic<bool> gone{false};
     std::mutex mu;
-    std::shared_ptr<Forward> forward;  // the pod's request, once sent
+    std::shared_ptr<http::Forward> forward;  // the pod's request, once sent
   };
   const auto waiting = std::make_shared<Waiting>();
-  std::unique_ptr<ClientWatch::Registration> watched;
+  std::unique_ptr<http::ClientWatch::Registration> watched;
   if (watch_ != nullptr) {
     auto gone = [waiting, &router = router_, endpoint] {
       waiting->gone = true;
@@ -258,13 +258,13 @@ void Proxy::Handle(const httplib::Request& req, httplib::Response& res,
     }
     auto held = std::make_shared<Lease>(*std::move(lease));
     const std::string pod = held->address();
-    auto f = std::make_shared<Forward>(req, rest, pod, t.forward, &pool_);
+    auto f = std::make_shared<http::Forward>(req, rest, pod, t.forward, &pool_);
     {
       const std::lock_guard<std::mutex> lock(waiting->mu);
       waiting->forward = f;
     }
-    const Forward::Start start =
-        waiting->gone ? Forward::Start::kFailed : f->WaitForResponse();
+    const http::Forward::Start start =
+        waiting->gone ? http::Forward::Start::kFailed : f->WaitForResponse();
     if (waiting->gone) {
       // Whatever the pod did, it was cancelled for the client (and is not
       // to be taken out for refusing).
@@ -276,10 +276,10 @@ void Proxy::Handle(const httplib::Request& req, httplib::Response& res,
                    : metrics_.connections_new)
         .Increment();
     switch (start) {
-      case Forward::Start::kResponded:
+      case http::Forward::Start::kResponded:
         StreamBack(res, endpoint, f, held, cold, held_for);
         return;
-      case Forward::Start::kConnectFailed:
+      case http::Forward::Start::kConnectFailed:
         // Nothing was answered: take the pod out, try the next one.
         last_error = absl::StrCat(pod, ": ", f->error());
         metrics_.upstream_errors.Add({{"reason", "connect"}}).Increment();
@@ -287,14 +287,14 @@ void Proxy::Handle(const httplib::Request& req, httplib::Response& res,
         pool_.Forget(pod);
         metrics_.retries.Increment();
         continue;
-      case Forward::Start::kFailed:
+      case http::Forward::Start::kFailed:
         metrics_.upstream_errors.Add({{"reason", "broken"}}).Increment();
         Refuse(res, endpoint, 502, "",
                absl::StrCat(
                    "pod ", pod,
                    " broke the connection before answering: ", f->error()));
         return;
-      case Forward::Start::kTimedOut:
+      case http::Forward::Start::kTimedOut:
         metrics_.upstream_errors.Add({{"reason", "response_timeout"}})
             .Increment();
         Refuse(res, endpoint, 504, "",

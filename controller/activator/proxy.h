@@ -19,7 +19,7 @@
 //        response-start timeout
 //   499  (nginx's "client closed request"; nobody reads it) the client
 //        hung up while its request was held or a pod had not answered:
-//        with a ClientWatch, noticed within a pass -- the request leaves
+//        with a http::ClientWatch, noticed within a pass -- the request leaves
 //        the hold (and the demand), and a pod's request is cancelled
 //
 // A pod that refuses or resets the connection before any byte is answered
@@ -39,25 +39,25 @@
 #include <memory>
 #include <string>
 
-#include "controller/activator/client_watch.h"
-#include "controller/activator/forward.h"
 #include "controller/activator/metrics.h"
 #include "controller/activator/router.h"
-#include "controller/activator/upstream_pool.h"
+#include "controller/http/client_watch.h"
+#include "controller/http/forward.h"
+#include "controller/http/upstream_pool.h"
 #include "httplib.h"
 
 namespace pilotlight::activator {
 
 struct EndpointTimeouts {
   absl::Duration activation = absl::Minutes(5);
-  ForwardTimeouts forward;
+  http::ForwardTimeouts forward;
 };
 
 struct ProxyOptions {
   size_t max_body_bytes = size_t{16} << 20;
   int max_attempts = 3;
   // Idle connections to pods kept for the next request (upstream_pool.h).
-  UpstreamPoolOptions upstream;
+  http::UpstreamPoolOptions upstream;
 };
 
 inline constexpr char kColdStartHeader[] = "X-Pilotlight-Cold-Start";
@@ -77,14 +77,14 @@ class Proxy {
   // Notice clients that hang up while their request waits (`watch` outlives
   // the proxy; without one, a client that went away is noticed when its
   // answer is written).
-  void WatchClients(ClientWatch* watch) { watch_ = watch; }
+  void WatchClients(http::ClientWatch* watch) { watch_ = watch; }
   // Routes every path of `server` to Handle.
   void Install(httplib::Server& server);
   // `client_socket`: the client's connection, when the server knows it
   // (the activator's own front; -1: matched by its addresses).
   void Handle(const httplib::Request& req, httplib::Response& res,
               int client_socket = -1);
-  // The 413 for a body of `bytes`, over the limit (FrontServer's answer
+  // The 413 for a body of `bytes`, over the limit (http::FrontServer's answer
   // to a body it does not read, and Handle's).
   void TooLarge(const httplib::Request& req, uint64_t bytes,
                 httplib::Response& res);
@@ -104,15 +104,15 @@ class Proxy {
   void Abandoned(httplib::Response& res, const std::string& endpoint,
                  const char* stage);
   void StreamBack(httplib::Response& res, const std::string& endpoint,
-                  const std::shared_ptr<Forward>& f,
+                  const std::shared_ptr<http::Forward>& f,
                   std::shared_ptr<Lease> lease, bool cold, absl::Duration held);
 
   const ProxyOptions options_;
   Router& router_;
   const Timeouts timeouts_;
   Metrics& metrics_;
-  UpstreamPool pool_;
-  ClientWatch* watch_ = nullptr;
+  http::UpstreamPool pool_;
+  http::ClientWatch* watch_ = nullptr;
 };
 
 }  // namespace pilotlight::activator

@@ -32,9 +32,9 @@ namespace pilotlight::activator {
 struct HoldLimits {
   int max_held_per_endpoint = 1000;
   int64_t max_held_bytes_per_endpoint = int64_t{64} << 20;
-  // Below the connection threads (HttpServerOptions::max_threads, 4096): a
-  // held request keeps its connection's thread, and warm endpoints'
-  // traffic needs threads of its own.
+  // Below the connection threads (http::HttpServerOptions::max_threads, 4096):
+  // a held request keeps its connection's thread, and warm endpoints' traffic
+  // needs threads of its own.
   int max_held_total = 3000;
   int64_t max_held_bytes_total = int64_t{256} << 20;
 };

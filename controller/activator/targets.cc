@@ -7,9 +7,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
-#include "controller/activator/http_server.h"
 #include "controller/base/json_fields.h"
 #include "controller/cluster/pod_facts.h"
+#include "controller/http/http_server.h"
 #include "httplib.h"
 
 namespace pilotlight::activator {

@@ -19,7 +19,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "controller/activator/front_server.h"
+#include "controller/http/front_server.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "httplib.h"
@@ -120,7 +120,7 @@ class FakeModel {
   std::atomic<bool> dead_{false};
   std::mutex mu_;
   std::set<int> ports_;
-  FrontServer server_;
+  http::FrontServer server_;
   int port_ = 0;
   std::thread thread_;
 };
@@ -171,7 +171,7 @@ class ProxyTest : public ::testing::Test {
  protected:
   void Start(HoldLimits limits = {},
              absl::Duration activation = absl::Seconds(10),
-             ClientWatch* watch = nullptr) {
+             http::ClientWatch* watch = nullptr) {
     router_ = std::make_unique<Router>(limits);
     router_->SetEndpoints({kEp});
     EndpointTimeouts t;
@@ -183,9 +183,9 @@ class ProxyTest : public ::testing::Test {
         metrics_);
     proxy_->WatchClients(watch);
     // The activator's own front, as it runs.
-    FrontServerOptions o;
+    http::FrontServerOptions o;
     o.max_body_bytes = ProxyOptions{}.max_body_bytes;
-    front_ = std::make_unique<FrontServer>(
+    front_ = std::make_unique<http::FrontServer>(
         o,
         [this](const httplib::Request& req, httplib::Response& res,
                int client_socket) { proxy_->Handle(req, res, client_socket); },
@@ -234,7 +234,7 @@ class ProxyTest : public ::testing::Test {
   Metrics metrics_{registry_};
   std::unique_ptr<Router> router_;
   std::unique_ptr<Proxy> proxy_;
-  std::unique_ptr<FrontServer> front_;
+  std::unique_ptr<http::FrontServer> front_;
   int port_ = 0;
   std::thread thread_;
 };
@@ -518,7 +518,7 @@ TEST_F(ProxyTest, PodDyingMidStreamEndsTheResponsePromptly) {
 // longer demand, nor a place in the bound, nor sent to the pod that comes
 // (without the watch it stayed held until the activation timeout, 10 s).
 TEST_F(ProxyTest, ClientThatHangsUpWhileHeldLeavesTheHold) {
-  ClientWatch watch(absl::Milliseconds(50));
+  http::ClientWatch watch(absl::Milliseconds(50));
   watch.Start();
   Start({}, absl::Seconds(10), &watch);
   const int stays = RawRequest();
@@ -550,7 +550,7 @@ TEST_F(ProxyTest, ClientThatHangsUpBeforeThePodAnswersCancelsIt) {
   int pod_port = 0;
   const int pod = testutil::ListenLoopback(pod_port);
   ASSERT_GE(pod, 0);
-  ClientWatch watch(absl::Milliseconds(50));
+  http::ClientWatch watch(absl::Milliseconds(50));
   watch.Start();
   Start({}, absl::Seconds(10), &watch);
   router_->SetTargets(kEp, {absl::StrCat("127.0.0.1:", pod_port)}, 4);

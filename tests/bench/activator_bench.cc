@@ -51,10 +51,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "controller/activator/front_server.h"
-#include "controller/activator/http_server.h"
 #include "controller/activator/proxy.h"
 #include "controller/activator/router.h"
+#include "controller/http/front_server.h"
+#include "controller/http/http_server.h"
 #include "httplib.h"
 #include "prometheus/registry.h"
 #include "tests/bench/proc_stats.h"
@@ -64,6 +64,7 @@
 namespace {
 
 using namespace pilotlight::activator;  // NOLINT(google-build-using-namespace)
+namespace http = pilotlight::http;
 using pilotlight::bench::ProcessCpu;
 
 constexpr char kEp[] = "bench/llm";
@@ -73,7 +74,7 @@ constexpr char kEp[] = "bench/llm";
 class Upstream {
  public:
   Upstream(int chunks, absl::Duration gap) {
-    socket_ = ConfigureHttpServer(server_, {});
+    socket_ = http::ConfigureHttpServer(server_, {});
     server_.Post("/v1/completions", [chunks, gap](const httplib::Request&,
                                                   httplib::Response& res) {
       res.set_chunked_content_provider(
@@ -90,7 +91,7 @@ class Upstream {
             return true;
           });
     });
-    port_ = *BindHttpServer(server_, *socket_, "127.0.0.1", 0, 4096);
+    port_ = *http::BindHttpServer(server_, *socket_, "127.0.0.1", 0, 4096);
     thread_ = std::thread([this] { server_.listen_after_bind(); });
   }
   ~Upstream() {
@@ -101,13 +102,13 @@ class Upstream {
 
  private:
   httplib::Server server_;
-  std::shared_ptr<ListenSocket> socket_;
+  std::shared_ptr<http::ListenSocket> socket_;
   int port_ = 0;
   std::thread thread_;
 };
 
 // The activator's front in this process: the Proxy on the activator's
-// FrontServer, or (`httplib_front`, the front before 2026-12-05) on
+// http::FrontServer, or (`httplib_front`, the front before 2026-12-05) on
 // cpp-httplib's server; `reuse`: pod connections kept for the next request
 // (since 2026-12-05), else one per request (before; the baselines).
 class Front {
@@ -129,17 +130,17 @@ class Front {
     proxy_->WatchClients(&watch_);  // as the activator runs it
     watch_.Start();
     if (httplib_front) {
-      socket_ = ConfigureHttpServer(server_, {});
+      socket_ = http::ConfigureHttpServer(server_, {});
       proxy_->Install(server_);
-      port_ = *BindHttpServer(server_, *socket_, "127.0.0.1", 0, 4096);
+      port_ = *http::BindHttpServer(server_, *socket_, "127.0.0.1", 0, 4096);
       thread_ = std::thread([this] { server_.listen_after_bind(); });
       while (!server_.is_running()) {
         absl::SleepFor(absl::Milliseconds(1));
       }
       return;
     }
-    front_ = std::make_unique<FrontServer>(
-        FrontServerOptions{},
+    front_ = std::make_unique<http::FrontServer>(
+        http::FrontServerOptions{},
         [this](const httplib::Request& req, httplib::Response& res,
                int client_socket) { proxy_->Handle(req, res, client_socket); });
     port_ = *front_->Bind("127.0.0.1", 0);
@@ -166,11 +167,11 @@ class Front {
                             .max_held_bytes_per_endpoint = int64_t{1} << 40,
                             .max_held_total = 100000,
                             .max_held_bytes_total = int64_t{1} << 40}};
-  ClientWatch watch_;
+  http::ClientWatch watch_;
   std::unique_ptr<Proxy> proxy_;
-  std::unique_ptr<FrontServer> front_;
+  std::unique_ptr<http::FrontServer> front_;
   httplib::Server server_;
-  std::shared_ptr<ListenSocket> socket_;
+  std::shared_ptr<http::ListenSocket> socket_;
   int port_ = 0;
   std::thread thread_;
 };

@@ -14,7 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "controller/activator/http_server.h"
+#include "controller/http/http_server.h"
 #include "controller/model/catalog.h"
 #include "controller/model/model_profile.h"
 #include "nlohmann/json.hpp"
@@ -257,16 +257,15 @@ absl::StatusOr<std::unique_ptr<ModelServer>> ModelServer::Create(
                                           s->options_.served_model_name);
   s->server_ = std::make_unique<httplib::Server>();
   // A backlog and threads for a burst of new connections (the activator
-  // forwards a held burst at once): see controller/activator/http_server.h.
-  s->socket_ = activator::ConfigureHttpServer(*s->server_, {});
+  // forwards a held burst at once): see controller/http/http_server.h.
+  s->socket_ = http::ConfigureHttpServer(*s->server_, {});
   s->Routes();
   return s;
 }
 
 absl::StatusOr<int> ModelServer::Bind() {
-  return activator::BindHttpServer(*server_, *socket_, options_.address,
-                                   options_.port,
-                                   activator::HttpServerOptions{}.backlog);
+  return http::BindHttpServer(*server_, *socket_, options_.address,
+                              options_.port, http::HttpServerOptions{}.backlog);
 }
 
 void ModelServer::Serve() { server_->listen_after_bind(); }

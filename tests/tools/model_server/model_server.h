@@ -33,7 +33,7 @@
 namespace httplib {
 class Server;
 }
-namespace pilotlight::activator {
+namespace pilotlight::http {
 struct ListenSocket;
 }
 namespace prometheus {
@@ -107,7 +107,7 @@ class ModelServer {
   int slots_ = 1;
   double kv_capacity_tokens_ = 1;
   std::unique_ptr<httplib::Server> server_;
-  std::shared_ptr<activator::ListenSocket> socket_;
+  std::shared_ptr<http::ListenSocket> socket_;
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<Metrics> metrics_;
 

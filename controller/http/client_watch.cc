@@ -1,4 +1,4 @@
-#include "controller/activator/client_watch.h"
+#include "controller/http/client_watch.h"
 
 #include <dirent.h>
 #include <netdb.h>
@@ -13,9 +13,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "controller/activator/socket_name.h"
+#include "controller/http/socket_name.h"
 
-namespace pilotlight::activator {
+namespace pilotlight::http {
 namespace {
 
 // Not matched to a socket by the scan after its first try: not polled,
@@ -197,4 +197,4 @@ void ClientWatch::Pass(bool match_young) {
   }
 }
 
-}  // namespace pilotlight::activator
+}  // namespace pilotlight::http

@@ -34,7 +34,7 @@
 #include "controller/base/host_port.h"
 #include "httplib.h"
 
-namespace pilotlight::activator {
+namespace pilotlight::http {
 
 // Threads made as work comes when no idle one is left, up to `max` (beyond
 // that, work waits in order); `min` made at once. Threads stay once made.
@@ -100,4 +100,4 @@ absl::StatusOr<int> BindHttpServer(httplib::Server& server,
                                    const std::string& host, int port,
                                    int backlog);
 
-}  // namespace pilotlight::activator
+}  // namespace pilotlight::http

@@ -10,7 +10,7 @@
 
 #include "absl/strings/string_view.h"
 
-namespace pilotlight::activator {
+namespace pilotlight::http {
 
 class ChunkedDecoder {
  public:
@@ -32,4 +32,4 @@ class ChunkedDecoder {
   std::string why_;
 };
 
-}  // namespace pilotlight::activator
+}  // namespace pilotlight::http

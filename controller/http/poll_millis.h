@@ -7,7 +7,7 @@
 
 #include "absl/time/time.h"
 
-namespace pilotlight::activator {
+namespace pilotlight::http {
 
 // `left` in milliseconds, rounded up (a wait never ends just short of its
 // deadline), 0 when it is past, at most 2^30.
@@ -16,4 +16,4 @@ inline int PollMillis(absl::Duration left) {
       absl::ToInt64Milliseconds(left + absl::Microseconds(999)), 0, 1 << 30));
 }
 
-}  // namespace pilotlight::activator
+}  // namespace pilotlight::http

@@ -1,4 +1,4 @@
-#include "controller/activator/http_server.h"
+#include "controller/http/http_server.h"
 
 #include <httplib.h>
 #include <sys/socket.h>
@@ -9,7 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace pilotlight::activator {
+namespace pilotlight::http {
 GrowingPool::GrowingPool(int min, int max, Spawn spawn, Warn warn)
     : max_(static_cast<size_t>(max)),
       spawn_(spawn != nullptr
@@ -121,4 +121,4 @@ absl::StatusOr<int> BindHttpServer(httplib::Server& server,
   return bound;
 }
 
-}  // namespace pilotlight::activator
+}  // namespace pilotlight::http

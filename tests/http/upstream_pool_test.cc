@@ -1,7 +1,7 @@
 // UpstreamPool on socket pairs: what it hands out, what it refuses to, and
 // that an idle connection is closed when its time is up (so the pod at the
 // other end sees it end).
-#include "controller/activator/upstream_pool.h"
+#include "controller/http/upstream_pool.h"
 
 #include <poll.h>
 #include <sys/socket.h>
@@ -13,7 +13,7 @@
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 
-namespace pilotlight::activator {
+namespace pilotlight::http {
 namespace {
 
 // A connected pair: [0] the pool's end, [1] the pod's.
@@ -119,4 +119,4 @@ TEST(UpstreamPoolTest, OffKeepsNothing) {
 }
 
 }  // namespace
-}  // namespace pilotlight::activator
+}  // namespace pilotlight::http

@@ -4,7 +4,7 @@
 // HTTP/1.0, malformed and oversized requests, HEAD, a stream cut short)
 // and for what the activator relies on (each chunk sent as it is given,
 // idle connections closed at once when the server stops).
-#include "controller/activator/front_server.h"
+#include "controller/http/front_server.h"
 
 #include <poll.h>
 #include <sys/socket.h>
@@ -24,7 +24,7 @@
 #include "httplib.h"
 #include "tests/loopback.h"
 
-namespace pilotlight::activator {
+namespace pilotlight::http {
 namespace {
 
 using ::testing::HasSubstr;
@@ -430,4 +430,4 @@ TEST_F(FrontServerTest, DrainEndsKeptAliveConnectionsAndStillServes) {
 }
 
 }  // namespace
-}  // namespace pilotlight::activator
+}  // namespace pilotlight::http

@@ -2,7 +2,7 @@
 // each test's pod answers with exact bytes, in pieces a few ms apart, so
 // the body's framing (Content-Length, chunked split anywhere, until close,
 // interim 1xx) and each failure are met as a real socket delivers them.
-#include "controller/activator/forward.h"
+#include "controller/http/forward.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -22,7 +22,7 @@
 #include "httplib.h"
 #include "tests/loopback.h"
 
-namespace pilotlight::activator {
+namespace pilotlight::http {
 namespace {
 
 using ::testing::HasSubstr;
@@ -511,4 +511,4 @@ TEST(ForwardTest, WithoutAPoolEachRequestHasItsOwnConnection) {
 }
 
 }  // namespace
-}  // namespace pilotlight::activator
+}  // namespace pilotlight::http

@@ -35,11 +35,11 @@
 #include <string>
 
 #include "absl/time/time.h"
-#include "controller/activator/chunked.h"
-#include "controller/activator/upstream_pool.h"
+#include "controller/http/chunked.h"
+#include "controller/http/upstream_pool.h"
 #include "httplib.h"
 
-namespace pilotlight::activator {
+namespace pilotlight::http {
 
 struct ForwardTimeouts {
   absl::Duration connect = absl::Seconds(2);
@@ -140,4 +140,4 @@ class Forward {
   bool done_ = false;
 };
 
-}  // namespace pilotlight::activator
+}  // namespace pilotlight::http

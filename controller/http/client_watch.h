@@ -32,7 +32,7 @@
 
 #include "absl/time/time.h"
 
-namespace pilotlight::activator {
+namespace pilotlight::http {
 
 // One TCP connection of this process, as cpp-httplib describes it in a
 // Request (the peer's address and port, and our port: our address adds
@@ -103,4 +103,4 @@ class ClientWatch {
   std::thread thread_;
 };
 
-}  // namespace pilotlight::activator
+}  // namespace pilotlight::http

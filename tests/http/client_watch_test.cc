@@ -2,7 +2,7 @@
 // when its client hangs up, never while it is connected, never after the
 // registration is gone, and not for a connection that is not this
 // process's.
-#include "controller/activator/client_watch.h"
+#include "controller/http/client_watch.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -16,7 +16,7 @@
 #include "gtest/gtest.h"
 #include "tests/loopback.h"
 
-namespace pilotlight::activator {
+namespace pilotlight::http {
 namespace {
 
 // A connected pair on loopback: `client` and the accepted `server` side,
@@ -127,4 +127,4 @@ TEST(ClientWatchTest, TheThreadNoticesWithinAFewPasses) {
 }
 
 }  // namespace
-}  // namespace pilotlight::activator
+}  // namespace pilotlight::http

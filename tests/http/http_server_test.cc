@@ -2,7 +2,7 @@
 // when the process can make no more threads (a pod's pids limit), the pool
 // stops growing, says so once, and every connection is still served by the
 // threads there are -- nothing throws into the server's accept loop.
-#include "controller/activator/http_server.h"
+#include "controller/http/http_server.h"
 
 #include <atomic>
 #include <cerrno>
@@ -15,7 +15,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace pilotlight::activator {
+namespace pilotlight::http {
 namespace {
 
 TEST(GrowingPoolTest, ThreadsThatCannotBeMadeCapThePoolAndWorkStillRuns) {
@@ -56,4 +56,4 @@ TEST(GrowingPoolTest, ThreadsThatCannotBeMadeCapThePoolAndWorkStillRuns) {
 }
 
 }  // namespace
-}  // namespace pilotlight::activator
+}  // namespace pilotlight::http

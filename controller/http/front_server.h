@@ -42,10 +42,10 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "controller/activator/http_server.h"
+#include "controller/http/http_server.h"
 #include "httplib.h"
 
-namespace pilotlight::activator {
+namespace pilotlight::http {
 
 struct FrontServerOptions {
   int backlog = 4096;
@@ -145,4 +145,4 @@ class FrontServer {
   std::unique_ptr<GrowingPool> pool_;
 };
 
-}  // namespace pilotlight::activator
+}  // namespace pilotlight::http

@@ -1,4 +1,4 @@
-#include "controller/activator/chunked.h"
+#include "controller/http/chunked.h"
 
 #include <algorithm>
 
@@ -7,7 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
-namespace pilotlight::activator {
+namespace pilotlight::http {
 
 bool ChunkedDecoder::Decode(absl::string_view in, size_t& used,
                             std::string& out) {
@@ -70,4 +70,4 @@ bool ChunkedDecoder::Decode(absl::string_view in, size_t& used,
   return true;
 }
 
-}  // namespace pilotlight::activator
+}  // namespace pilotlight::http

@@ -27,7 +27,7 @@
 
 #include "absl/time/time.h"
 
-namespace pilotlight::activator {
+namespace pilotlight::http {
 
 struct UpstreamPoolOptions {
   absl::Duration idle = absl::Seconds(2);  // zero: no reuse
@@ -76,4 +76,4 @@ class UpstreamPool {
   std::thread sweeper_;
 };
 
-}  // namespace pilotlight::activator
+}  // namespace pilotlight::http

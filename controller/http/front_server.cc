@@ -1,4 +1,4 @@
-#include "controller/activator/front_server.h"
+#include "controller/http/front_server.h"
 
 #include <netdb.h>
 #include <netinet/in.h>
@@ -23,11 +23,11 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
-#include "controller/activator/chunked.h"
-#include "controller/activator/poll_millis.h"
-#include "controller/activator/socket_name.h"
+#include "controller/http/chunked.h"
+#include "controller/http/poll_millis.h"
+#include "controller/http/socket_name.h"
 
-namespace pilotlight::activator {
+namespace pilotlight::http {
 namespace {
 
 constexpr size_t kReadBytes = size_t{16} << 10;
@@ -591,4 +591,4 @@ bool FrontServer::Provide(const Connection& c, httplib::Response& res,
   return ok && done;
 }
 
-}  // namespace pilotlight::activator
+}  // namespace pilotlight::http

@@ -1,4 +1,4 @@
-#include "controller/activator/forward.h"
+#include "controller/http/forward.h"
 
 #include <fcntl.h>
 #include <netdb.h>
@@ -23,10 +23,10 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
-#include "controller/activator/poll_millis.h"
 #include "controller/base/host_port.h"
+#include "controller/http/poll_millis.h"
 
-namespace pilotlight::activator {
+namespace pilotlight::http {
 namespace {
 
 bool NotForwarded(const std::string& name) {
@@ -479,4 +479,4 @@ bool Forward::Pump(httplib::DataSink& sink) {
   }
 }
 
-}  // namespace pilotlight::activator
+}  // namespace pilotlight::http

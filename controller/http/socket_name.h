@@ -11,7 +11,7 @@
 #include <array>
 #include <string>
 
-namespace pilotlight::activator {
+namespace pilotlight::http {
 
 // The port of `a`; -1 when it is not an IP address.
 inline int SocketPort(const sockaddr_storage& a) {
@@ -37,4 +37,4 @@ inline bool SocketHost(const sockaddr_storage& a, socklen_t len,
   return true;
 }
 
-}  // namespace pilotlight::activator
+}  // namespace pilotlight::http

@@ -1,4 +1,4 @@
-#include "controller/activator/upstream_pool.h"
+#include "controller/http/upstream_pool.h"
 
 #include <sys/socket.h>
 #include <unistd.h>
@@ -8,7 +8,7 @@
 
 #include "absl/time/clock.h"
 
-namespace pilotlight::activator {
+namespace pilotlight::http {
 namespace {
 
 // Whether an idle connection can carry a request: nothing to read and not
@@ -148,4 +148,4 @@ void UpstreamPool::Sweep() {
   }
 }
 
-}  // namespace pilotlight::activator
+}  // namespace pilotlight::http
