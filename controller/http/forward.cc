@@ -336,68 +336,19 @@ Forward::Start Forward::Exchange(absl::Time deadline) {
 bool Forward::ParseHead(size_t end) {
   const std::string head = buf_.substr(0, end);
   buf_.erase(0, end + 4);
-  std::vector<absl::string_view> lines = absl::StrSplit(head, "\r\n");
-  // "HTTP/1.1 200 OK"
-  const absl::string_view line = lines[0];
-  if (!absl::StartsWith(line, "HTTP/1.") || line.size() < 12 ||
-      line[8] != ' ' || !absl::SimpleAtoi(line.substr(9, 3), &status_) ||
-      status_ < 100 || status_ > 999) {
-    why_ = absl::StrCat("not an HTTP/1.x status line: \"",
-                        absl::CEscape(line.substr(0, 64)), "\"");
+  ResponseHead r;
+  if (std::optional<std::string> why = ParseResponseHead(head, head_, r)) {
+    why_ = *std::move(why);
     return false;
   }
+  status_ = r.status;
   if (status_ < 200) {
     return true;  // 100 Continue, 103 Early Hints: the real one follows
   }
-  headers_.clear();
-  // HTTP/1.1 keeps the connection unless the pod says close; HTTP/1.0's
-  // keep-alive is not taken up (the request did not ask for it).
-  keep_alive_ = line[7] == '1';
-  bool chunked = false;
-  std::optional<uint64_t> length;
-  for (size_t i = 1; i < lines.size(); ++i) {
-    const size_t colon = lines[i].find(':');
-    if (colon == absl::string_view::npos || colon == 0) {
-      why_ = absl::StrCat("malformed response header: \"",
-                          absl::CEscape(lines[i].substr(0, 64)), "\"");
-      return false;
-    }
-    const std::string name(lines[i].substr(0, colon));
-    const std::string value(
-        absl::StripAsciiWhitespace(lines[i].substr(colon + 1)));
-    const std::string lower = absl::AsciiStrToLower(name);
-    if (lower == "connection") {
-      for (const absl::string_view token : absl::StrSplit(value, ',')) {
-        if (absl::EqualsIgnoreCase(absl::StripAsciiWhitespace(token),
-                                   "close")) {
-          keep_alive_ = false;
-        }
-      }
-    } else if (lower == "transfer-encoding") {
-      chunked = absl::StrContains(absl::AsciiStrToLower(value), "chunked");
-    } else if (lower == "content-length") {
-      uint64_t n = 0;
-      if (!absl::SimpleAtoi(value, &n) || (length && *length != n)) {
-        why_ =
-            absl::StrCat("bad Content-Length: \"", absl::CEscape(value), "\"");
-        return false;
-      }
-      length = n;
-    }
-    headers_.emplace(name, value);
-  }
-  // RFC 9112 6.3: no body; chunked wins over a length; else the length;
-  // else until the connection closes.
-  if (head_ || status_ == 204 || status_ == 304) {
-    framing_ = Framing::kNone;
-  } else if (chunked) {
-    framing_ = Framing::kChunked;
-  } else if (length) {
-    framing_ = Framing::kLength;
-    remaining_ = *length;
-  } else {
-    framing_ = Framing::kUntilClose;
-  }
+  headers_ = std::move(r.headers);
+  keep_alive_ = r.keep_alive;
+  framing_ = r.framing;
+  remaining_ = r.length;
   done_ = framing_ == Framing::kNone ||
           (framing_ == Framing::kLength && remaining_ == 0);
   return true;

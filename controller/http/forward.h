@@ -36,6 +36,7 @@
 
 #include "absl/time/time.h"
 #include "controller/http/chunked.h"
+#include "controller/http/message_head.h"
 #include "controller/http/upstream_pool.h"
 #include "httplib.h"
 
@@ -91,7 +92,6 @@ class Forward {
   static constexpr size_t kMaxHeaderBytes = size_t{64} << 10;
 
  private:
-  enum class Framing { kNone, kLength, kChunked, kUntilClose };
   enum class Io { kOk, kTimedOut, kClosed, kError };
 
   // Connects within the connect timeout; false (why_ set) when it cannot.

@@ -24,6 +24,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "controller/http/chunked.h"
+#include "controller/http/message_head.h"
 #include "controller/http/poll_millis.h"
 #include "controller/http/socket_name.h"
 
@@ -83,13 +84,6 @@ bool SendClosing(int fd, int status, absl::string_view type,
       fd, absl::StrCat("HTTP/1.1 ", status, " ", FrontServer::Reason(status),
                        "\r\nContent-Type: ", type, "\r\nContent-Length: ",
                        body.size(), "\r\nConnection: close\r\n\r\n", body));
-}
-
-bool Token(absl::string_view s) {
-  return !s.empty() && std::none_of(s.begin(), s.end(), [](char c) {
-    return absl::ascii_isspace(static_cast<unsigned char>(c)) ||
-           absl::ascii_iscntrl(static_cast<unsigned char>(c)) || c == ':';
-  });
 }
 
 }  // namespace
@@ -402,49 +396,15 @@ bool FrontServer::ReadHead(Connection& c, std::string& head) const {
 
 bool FrontServer::ParseHead(const Connection& c, absl::string_view head,
                             httplib::Request& req, BodyFraming& body) const {
-  const std::vector<absl::string_view> lines = absl::StrSplit(head, "\r\n");
-  const std::vector<absl::string_view> start =
-      absl::StrSplit(lines[0], absl::MaxSplits(' ', 2));
-  if (start.size() != 3 || !Token(start[0]) || start[1].empty() ||
-      (start[2] != "HTTP/1.1" && start[2] != "HTTP/1.0")) {
-    c.Refuse(400, "malformed request line");
+  Framing framing = Framing::kNone;
+  uint64_t length = 0;
+  if (const std::optional<Refusal> refused =
+          ParseRequestHead(head, req, framing, length)) {
+    c.Refuse(refused->status, refused->message);
     return false;
   }
-  req.method = std::string(start[0]);
-  req.target = std::string(start[1]);
-  req.path = req.target.substr(0, req.target.find('?'));
-  req.version = std::string(start[2]);
-  for (size_t i = 1; i < lines.size(); ++i) {
-    const size_t colon = lines[i].find(':');
-    if (colon == absl::string_view::npos || !Token(lines[i].substr(0, colon))) {
-      c.Refuse(400, "malformed request header");
-      return false;
-    }
-    req.headers.emplace(
-        std::string(lines[i].substr(0, colon)),
-        std::string(absl::StripAsciiWhitespace(lines[i].substr(colon + 1))));
-  }
-  const std::string coding =
-      absl::AsciiStrToLower(req.get_header_value("Transfer-Encoding"));
-  body.chunked = !coding.empty();
-  if (body.chunked && absl::StripAsciiWhitespace(coding) != "chunked") {
-    c.Refuse(501, absl::StrCat("transfer coding \"", coding,
-                               "\" not supported (chunked is)"));
-    return false;
-  }
-  if (body.chunked) {
-    return true;
-  }
-  const size_t lengths = req.get_header_value_count("Content-Length");
-  for (size_t i = 0; i < lengths; ++i) {
-    uint64_t n = 0;
-    if (!absl::SimpleAtoi(req.get_header_value("Content-Length", i), &n) ||
-        (i > 0 && n != body.length)) {
-      c.Refuse(400, "malformed Content-Length");
-      return false;
-    }
-    body.length = n;
-  }
+  body.chunked = framing == Framing::kChunked;
+  body.length = length;
   return true;
 }
 

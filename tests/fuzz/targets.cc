@@ -7,6 +7,9 @@
 #include <memory>
 #include <string>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "controller/activator/metrics.h"
@@ -16,6 +19,8 @@
 #include "controller/api/resources.h"
 #include "controller/base/utf8.h"
 #include "controller/cluster/cluster_index.h"
+#include "controller/http/chunked.h"
+#include "controller/http/message_head.h"
 #include "controller/kube/kube_client.h"
 #include "controller/kube/kube_config.h"
 #include "controller/model/catalog.h"
@@ -309,6 +314,100 @@ void ActivatorRequest(absl::string_view data) {
         "a request with no replica to go to is answered 404/413/429/503");
 }
 
+// --- The activator's HTTP/1.1 transport: a client's request head, a pod's
+// response head, the chunked coding of either body.
+void HttpRequestHead(absl::string_view data) {
+  httplib::Request req;
+  http::Framing framing = http::Framing::kNone;
+  uint64_t length = 0;
+  if (const std::optional<http::Refusal> refused =
+          http::ParseRequestHead(data, req, framing, length)) {
+    Check(refused->status == 400 || refused->status == 501,
+          "a refused request head is answered 400 or 501");
+    Check(!refused->message.empty(), "a refusal says why");
+    return;
+  }
+  Check(!req.method.empty() && req.method.find(' ') == std::string::npos,
+        "an accepted request has a method without spaces");
+  Check(req.version == "HTTP/1.1" || req.version == "HTTP/1.0",
+        "an accepted request is HTTP/1.x");
+  Check(absl::StartsWith(req.target, req.path),
+        "the path is the target up to its query");
+  Check(framing == http::Framing::kChunked || framing == http::Framing::kLength,
+        "a request body is chunked or has a length (0 without one)");
+  if (framing == http::Framing::kLength && req.has_header("Content-Length")) {
+    uint64_t n = 0;
+    Check(absl::SimpleAtoi(req.get_header_value("Content-Length"), &n) &&
+              n == length,
+          "the length is the Content-Length given");
+  }
+}
+
+void HttpResponseHead(absl::string_view data) {
+  const bool head_request = (Mode(data) & 1) != 0;
+  http::ResponseHead r;
+  if (http::ParseResponseHead(data, head_request, r)) {
+    return;
+  }
+  Check(r.status >= 100 && r.status <= 999, "a status is three digits");
+  if (r.status < 200) {
+    Check(r.headers.empty(), "an interim answer's headers are not kept");
+    return;
+  }
+  if (head_request || r.status == 204 || r.status == 304) {
+    Check(r.framing == http::Framing::kNone, "HEAD, 204 and 304 have no body");
+  }
+  // httplib's headers compare names without case.
+  if (r.framing == http::Framing::kLength) {
+    Check(r.headers.count("Content-Length") > 0,
+          "a length comes from a Content-Length header");
+  }
+  const auto [first, last] = r.headers.equal_range("Connection");
+  for (auto it = first; it != last; ++it) {
+    for (const absl::string_view token : absl::StrSplit(it->second, ',')) {
+      if (absl::EqualsIgnoreCase(absl::StripAsciiWhitespace(token), "close")) {
+        Check(!r.keep_alive, "Connection: close ends the connection");
+      }
+    }
+  }
+}
+
+// The chunked coding decoded at once and in the pieces the first byte
+// picks: the same body, the same verdict, never more bytes out than in.
+void HttpChunked(absl::string_view data) {
+  const size_t piece = 1 + Mode(data) % 16;
+  const auto decode = [&](size_t step, std::string& out, bool& done) {
+    http::ChunkedDecoder d;
+    std::string pending;
+    for (size_t at = 0; at < data.size() && !d.done(); at += step) {
+      const absl::string_view more = data.substr(at, step);
+      pending.append(more.data(), more.size());
+      size_t used = 0;
+      if (!d.Decode(pending, used, out)) {
+        return false;
+      }
+      Check(used <= pending.size(), "the decoder uses no more than it has");
+      pending.erase(0, used);
+    }
+    done = d.done();
+    return true;
+  };
+  std::string whole, pieces;
+  bool whole_done = false, pieces_done = false;
+  const bool whole_ok = decode(data.size() + 1, whole, whole_done);
+  const bool pieces_ok = decode(piece, pieces, pieces_done);
+  Check(whole.size() <= data.size(), "a body is no longer than its coding");
+  if (whole_ok && pieces_ok) {
+    Check(whole_done == pieces_done,
+          "pieces end the body where the whole does");
+    Check(!whole_done || whole == pieces,
+          "a body decoded in pieces is the body decoded at once");
+  }
+  if (whole_done) {
+    Check(pieces_ok, "a coding accepted at once is accepted in pieces");
+  }
+}
+
 }  // namespace
 
 const std::vector<Target>& Targets() {
@@ -321,6 +420,9 @@ const std::vector<Target>& Targets() {
       {"kubeconfig", KubeConfig},
       {"demand_report", DemandReport},
       {"activator_request", ActivatorRequest},
+      {"http_request_head", HttpRequestHead},
+      {"http_response_head", HttpResponseHead},
+      {"http_chunked", HttpChunked},
   };
   return kTargets;
 }
