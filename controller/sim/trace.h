@@ -24,6 +24,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "controller/sim/archive.h"
 
 namespace pilotlight::sim {
 
@@ -67,21 +68,6 @@ struct Trace {
   BadRows bad;
   int64_t stored_requests() const;  // 0 for rate traces until generated
 };
-
-// Reads the whole file, gunzipping when it starts with the gzip magic.
-absl::StatusOr<std::string> ReadMaybeGzip(const std::string& path);
-// `data` gunzipped (every concatenated member) when it starts with the gzip
-// magic, else as it is; `name` is for the error message.
-absl::StatusOr<std::string> MaybeGunzip(std::string data,
-                                        absl::string_view name);
-
-// The members of a tar archive (ustar/GNU), as (name, contents) views into
-// `data`. Error when `data` is not a tar archive.
-struct TarMember {
-  std::string name;
-  absl::string_view data;
-};
-absl::StatusOr<std::vector<TarMember>> ListTar(absl::string_view data);
 
 // Bounds on a trace's timestamps. One corrupted row (a changed year, or
 // nanoseconds where milliseconds were meant) must be an error naming its
