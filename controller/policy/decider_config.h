@@ -47,9 +47,8 @@ struct DeciderConfig {
 
   // The shortest time the arrival rate at zero (the offered load) is
   // measured over, whatever the samples' spacing: the activator pokes on
-  // every request held at zero, and two requests 50 ms apart made a rate
-  // of ~12/s that asked for 3 replicas where 1 served (live replay,
-  // 2026-12-04). The controller's tick.
+  // every request held at zero, and two requests 50 ms apart are no rate
+  // of 20 a second. The controller's tick.
   absl::Duration offered_load_min_window = absl::Seconds(2);
 
   // Tier switch: only when the cheaper tier saves at least this fraction

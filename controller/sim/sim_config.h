@@ -41,7 +41,7 @@ struct ActivatorModel {
   // timeout without starting: 1.5 x the predicted cold start (the learned
   // p90 once there are 3 samples, else the cold-start model's; the slowest
   // variant's) + 30 s, at most 20 min, as of its arrival. False: requests
-  // wait however long it takes (figures before 2026-12-05).
+  // wait however long it takes.
   bool activation_timeout = true;
   // Clients try a request again when the activator refuses it (429, the
   // hold full), answers 503 (the activation timeout) or they time out
