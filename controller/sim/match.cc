@@ -16,6 +16,100 @@ std::string SettingLabel(const MatchedPolicy& m, const SweepPoint& p) {
   return absl::StrFormat("%s %g%s", m.knob, *p.value, m.unit);
 }
 
+namespace {
+
+// Replays the trace once per (policy, setting), telling `progress` how far
+// the whole sweep has got.
+class SweepRunner {
+ public:
+  using Progress = std::function<void(double, const std::string&)>;
+  SweepRunner(const Trace& trace, const SimConfig& config,
+              const std::vector<std::string>& names, const Progress& progress)
+      : trace_(trace), config_(config), progress_(progress) {
+    for (const std::string& n : names) {
+      const std::optional<PolicyKnob> k = KnobOf(n);
+      runs_ += k ? k->sweep.size() + kMatchRefineSteps : 1;
+    }
+  }
+
+  absl::StatusOr<SweepPoint> Run(const std::string& name,
+                                 const std::optional<double>& value,
+                                 const std::string& unit) {
+    RunOptions o;
+    o.policies = {name};
+    o.knob = value;
+    if (progress_) {
+      const std::string what =
+          value ? absl::StrCat(name, " at ", *value, unit) : std::string(name);
+      o.progress = [this, what](double f, const std::string&) {
+        progress_(std::min(1.0, (static_cast<double>(done_) + f) /
+                                    static_cast<double>(runs_)),
+                  what);
+      };
+    }
+    PL_ASSIGN_OR_RETURN(const RunReport r, RunSimulation(trace_, config_, o));
+    ++done_;
+    const SimResult& s = r.policies.front().result;
+    return SweepPoint{value, s.cost_usd, SloAttainment(s), ColdStartFraction(s),
+                      s.ttft.Quantile(0.99)};
+  }
+
+ private:
+  const Trace& trace_;
+  const SimConfig& config_;
+  const Progress& progress_;
+  size_t runs_ = 0;
+  size_t done_ = 0;
+};
+
+// Whether a point meets the (effective) target and the cold-start budget.
+bool Meets(const MatchReport& report, const SweepPoint& p) {
+  return p.slo_attainment >= report.effective - 1e-12 &&
+         p.cold_start_fraction <= report.max_cold_start_fraction + 1e-12;
+}
+
+// The cheapest point that meets the target, if any.
+void Choose(const MatchReport& report, MatchedPolicy& m) {
+  m.chosen.reset();
+  for (size_t i = 0; i < m.sweep.size(); ++i) {
+    if (Meets(report, m.sweep[i]) &&
+        (!m.chosen || m.sweep[i].cost_usd < m.sweep[*m.chosen].cost_usd)) {
+      m.chosen = i;
+    }
+  }
+}
+
+// The grid is coarse (target utilisation 0.55 then 0.4): between the
+// chosen setting and the grid's step before it (less capacity, short of the
+// target), bisect -- the setting that just reaches the target is often well
+// inside the step. Only evaluated points are chosen.
+absl::Status Refine(const MatchReport& report, SweepRunner& runner,
+                    MatchedPolicy& m) {
+  if (!m.chosen || *m.chosen == 0 || !m.sweep[*m.chosen].value ||
+      Meets(report, m.sweep[*m.chosen - 1])) {
+    return absl::OkStatus();
+  }
+  double fail = *m.sweep[*m.chosen - 1].value;
+  double pass = *m.sweep[*m.chosen].value;
+  // New points are kept in the sweep's order (the grid runs one way along
+  // the knob, as from `fail` to `pass`).
+  const bool falling = fail > pass;
+  for (int i = 0; i < kMatchRefineSteps; ++i) {
+    const double mid = (fail + pass) / 2;
+    PL_ASSIGN_OR_RETURN(SweepPoint p, runner.Run(m.name, mid, m.unit));
+    (Meets(report, p) ? pass : fail) = mid;
+    const auto at =
+        std::find_if(m.sweep.begin(), m.sweep.end(), [&](const SweepPoint& q) {
+          return falling ? *q.value < mid : *q.value > mid;
+        });
+    m.sweep.insert(at, p);
+  }
+  Choose(report, m);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<MatchReport> MatchSlo(
     const Trace& trace, const SimConfig& config,
     const std::vector<std::string>& policies, double target,
@@ -25,35 +119,7 @@ absl::StatusOr<MatchReport> MatchSlo(
   report.max_cold_start_fraction = config.spec.slo.max_cold_start_fraction;
   const std::vector<std::string> names =
       policies.empty() ? PolicyNames() : policies;
-  size_t runs = 0;
-  for (const std::string& n : names) {
-    const std::optional<PolicyKnob> k = KnobOf(n);
-    runs += k ? k->sweep.size() + kMatchRefineSteps : 1;
-  }
-  size_t done = 0;
-  const auto run = [&](const std::string& n, const std::optional<double>& v,
-                       const std::string& unit) -> absl::StatusOr<SweepPoint> {
-    RunOptions o;
-    o.policies = {n};
-    o.knob = v;
-    if (progress) {
-      const std::string what =
-          v ? absl::StrCat(n, " at ", *v, unit) : std::string(n);
-      o.progress = [&, what](double f, const std::string&) {
-        progress(std::min(1.0, (static_cast<double>(done) + f) /
-                                   static_cast<double>(runs)),
-                 what);
-      };
-    }
-    absl::StatusOr<RunReport> r = RunSimulation(trace, config, o);
-    if (!r.ok()) {
-      return r.status();
-    }
-    ++done;
-    const SimResult& s = r->policies.front().result;
-    return SweepPoint{v, s.cost_usd, SloAttainment(s), ColdStartFraction(s),
-                      s.ttft.Quantile(0.99)};
-  };
+  SweepRunner runner(trace, config, names, progress);
   for (const std::string& n : names) {
     MatchedPolicy m;
     m.name = n;
@@ -65,7 +131,7 @@ absl::StatusOr<MatchReport> MatchSlo(
       values.assign(k->sweep.begin(), k->sweep.end());
     }
     for (const std::optional<double>& v : values) {
-      PL_ASSIGN_OR_RETURN(SweepPoint p, run(n, v, m.unit));
+      PL_ASSIGN_OR_RETURN(SweepPoint p, runner.Run(n, v, m.unit));
       m.sweep.push_back(p);
     }
     report.policies.push_back(std::move(m));
@@ -78,45 +144,9 @@ absl::StatusOr<MatchReport> MatchSlo(
           std::min(target, m.sweep.front().slo_attainment - 0.01);
     }
   }
-  const auto meets = [&](const SweepPoint& p) {
-    return p.slo_attainment >= report.effective - 1e-12 &&
-           p.cold_start_fraction <= report.max_cold_start_fraction + 1e-12;
-  };
-  const auto choose = [&](MatchedPolicy& m) {
-    m.chosen.reset();
-    for (size_t i = 0; i < m.sweep.size(); ++i) {
-      if (meets(m.sweep[i]) &&
-          (!m.chosen || m.sweep[i].cost_usd < m.sweep[*m.chosen].cost_usd)) {
-        m.chosen = i;
-      }
-    }
-  };
   for (MatchedPolicy& m : report.policies) {
-    choose(m);
-    // The grid is coarse (target utilisation 0.55 then 0.4): between the
-    // chosen setting and the grid's step before it (less capacity, short
-    // of the target), bisect -- the setting that just reaches the target
-    // is often well inside the step. Only evaluated points are chosen.
-    if (!m.chosen || *m.chosen == 0 || !m.sweep[*m.chosen].value ||
-        meets(m.sweep[*m.chosen - 1])) {
-      continue;
-    }
-    double fail = *m.sweep[*m.chosen - 1].value;
-    double pass = *m.sweep[*m.chosen].value;
-    // New points are kept in the sweep's order (the grid runs one way
-    // along the knob, as from `fail` to `pass`).
-    const bool falling = fail > pass;
-    for (int i = 0; i < kMatchRefineSteps; ++i) {
-      const double mid = (fail + pass) / 2;
-      PL_ASSIGN_OR_RETURN(SweepPoint p, run(m.name, mid, m.unit));
-      (meets(p) ? pass : fail) = mid;
-      const auto at = std::find_if(
-          m.sweep.begin(), m.sweep.end(), [&](const SweepPoint& q) {
-            return falling ? *q.value < mid : *q.value > mid;
-          });
-      m.sweep.insert(at, p);
-    }
-    choose(m);
+    Choose(report, m);
+    PL_RETURN_IF_ERROR(Refine(report, runner, m));
   }
   return report;
 }
