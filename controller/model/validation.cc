@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "controller/base/status_macros.h"
 
 namespace pilotlight::model {
 namespace {
@@ -62,10 +64,130 @@ bool KnownKind(absl::string_view k) {
 
 }  // namespace
 
+namespace {
+
+using Columns = std::map<std::string, size_t>;
+
+// The header row: each column's index by its lower-cased name.
+absl::StatusOr<Columns> ParseHeader(const std::vector<std::string>& fields,
+                                    const std::string& where) {
+  Columns column;
+  for (size_t i = 0; i < fields.size(); ++i) {
+    column[absl::AsciiStrToLower(fields[i])] = i;
+  }
+  for (const char* required :
+       {"id", "split", "kind", "model", "gpu", "tp", "weights", "kv", "batch",
+        "prompt", "output", "measured"}) {
+    if (!column.contains(required)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": the header has no column \"", required, "\""));
+    }
+  }
+  return column;
+}
+
+// One measurement row's fields, by column name.
+class Row {
+ public:
+  Row(const std::vector<std::string>& fields, const Columns& column,
+      std::string where)
+      : fields_(fields), column_(column), where_(std::move(where)) {}
+
+  std::string Get(const char* name) const {
+    auto it = column_.find(name);
+    if (it == column_.end() || it->second >= fields_.size()) {
+      return "";
+    }
+    return fields_[it->second];
+  }
+  // An integer in [min, max]; `fallback` (>= 0) when the field is empty.
+  absl::StatusOr<int> Integer(const char* name, int min, int max,
+                              int fallback) const {
+    const std::string text = Get(name);
+    if (text.empty() && fallback >= 0) {
+      return fallback;
+    }
+    int v = 0;
+    if (!absl::SimpleAtoi(text, &v) || v < min || v > max) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where_, ": ", name, " = \"", text,
+                       "\" is not an integer in ", min, "..", max));
+    }
+    return v;
+  }
+  absl::Status Error(absl::string_view what) const {
+    return absl::InvalidArgumentError(absl::StrCat(where_, ": ", what));
+  }
+
+ private:
+  const std::vector<std::string>& fields_;
+  const Columns& column_;
+  const std::string where_;
+};
+
+// The row's shape: split, kind, model and GPU, and its integers.
+absl::Status ParseShape(const Row& row, Measurement& m) {
+  m.id = row.Get("id");
+  m.split = row.Get("split");
+  m.kind = row.Get("kind");
+  m.model = row.Get("model");
+  m.gpu = row.Get("gpu");
+  m.source = row.Get("source");
+  if (m.split != "fit" && m.split != "holdout") {
+    return row.Error(
+        absl::StrCat("split = \"", m.split, "\" (expected fit or holdout)"));
+  }
+  if (!KnownKind(m.kind)) {
+    return row.Error(absl::StrCat(
+        "kind = \"", m.kind,
+        "\" (known: decode_tps, itl_ms, ttft_ms, batch_decode_tps, "
+        "throughput_tps, static_tps, static_tps_per_gpu, e2e_ms)"));
+  }
+  if (m.model.empty() || m.gpu.empty()) {
+    return row.Error("model and gpu must not be empty");
+  }
+  PL_ASSIGN_OR_RETURN(m.tp, row.Integer("tp", 1, 64, -1));
+  PL_ASSIGN_OR_RETURN(m.batch, row.Integer("batch", 1, 1'000'000, -1));
+  PL_ASSIGN_OR_RETURN(m.prompt, row.Integer("prompt", 1, 10'000'000, -1));
+  PL_ASSIGN_OR_RETURN(m.output, row.Integer("output", 1, 10'000'000, -1));
+  PL_ASSIGN_OR_RETURN(m.group, row.Integer("group", 1, 1'000'000, 0));
+  return absl::OkStatus();
+}
+
+// The row's formats, path and measured figure.
+absl::Status ParseFigure(const Row& row, Measurement& m) {
+  absl::StatusOr<Precision> w = ParsePrecision(row.Get("weights"));
+  absl::StatusOr<Precision> kv = ParsePrecision(row.Get("kv"));
+  if (!w.ok() || !kv.ok()) {
+    return row.Error((!w.ok() ? w.status() : kv.status()).message());
+  }
+  if (*kv == Precision::kInt8 || *kv == Precision::kInt4 ||
+      *kv == Precision::kFp4) {
+    return row.Error(
+        absl::StrCat("kv = ", row.Get("kv"), " is not a KV-cache format"));
+  }
+  m.weights = *w;
+  m.kv = *kv;
+  const std::string path = row.Get("path");
+  if (path != "server" && path != "offline" && !path.empty()) {
+    return row.Error(
+        absl::StrCat("path = \"", path, "\" (expected server or offline)"));
+  }
+  m.server = path == "server";
+  if (!absl::SimpleAtod(row.Get("measured"), &m.measured) ||
+      !std::isfinite(m.measured) || m.measured <= 0) {
+    return row.Error(absl::StrCat("measured = \"", row.Get("measured"),
+                                  "\" is not a positive number"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<Measurement>> ParseMeasurements(
     absl::string_view csv, absl::string_view origin) {
   std::vector<Measurement> rows;
-  std::map<std::string, size_t> column;
+  std::optional<Columns> column;
   int line_no = 0;
   for (absl::string_view raw : absl::StrSplit(csv, '\n')) {
     ++line_no;
@@ -79,105 +201,15 @@ absl::StatusOr<std::vector<Measurement>> ParseMeasurements(
       return absl::InvalidArgumentError(
           absl::StrCat(where, ": ", fields.status().message()));
     }
-    if (column.empty()) {
-      for (size_t i = 0; i < fields->size(); ++i) {
-        column[absl::AsciiStrToLower((*fields)[i])] = i;
-      }
-      for (const char* required :
-           {"id", "split", "kind", "model", "gpu", "tp", "weights", "kv",
-            "batch", "prompt", "output", "measured"}) {
-        if (!column.contains(required)) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              where, ": the header has no column \"", required, "\""));
-        }
-      }
+    if (!column) {
+      PL_ASSIGN_OR_RETURN(column, ParseHeader(*fields, where));
       continue;
     }
-    auto get = [&](const char* name) -> std::string {
-      auto it = column.find(name);
-      if (it == column.end() || it->second >= fields->size()) {
-        return "";
-      }
-      return (*fields)[it->second];
-    };
-    auto integer = [&](const char* name, int min, int max,
-                       int fallback) -> absl::StatusOr<int> {
-      const std::string text = get(name);
-      if (text.empty() && fallback >= 0) {
-        return fallback;
-      }
-      int v = 0;
-      if (!absl::SimpleAtoi(text, &v) || v < min || v > max) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(where, ": ", name, " = \"", text,
-                         "\" is not an integer in ", min, "..", max));
-      }
-      return v;
-    };
+    const Row row(*fields, *column, where);
     Measurement m;
     m.line = line_no;
-    m.id = get("id");
-    m.split = get("split");
-    m.kind = get("kind");
-    m.model = get("model");
-    m.gpu = get("gpu");
-    m.source = get("source");
-    if (m.split != "fit" && m.split != "holdout") {
-      return absl::InvalidArgumentError(absl::StrCat(
-          where, ": split = \"", m.split, "\" (expected fit or holdout)"));
-    }
-    if (!KnownKind(m.kind)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, ": kind = \"", m.kind,
-                       "\" (known: decode_tps, itl_ms, ttft_ms, "
-                       "batch_decode_tps, throughput_tps, static_tps, "
-                       "static_tps_per_gpu, e2e_ms)"));
-    }
-    if (m.model.empty() || m.gpu.empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, ": model and gpu must not be empty"));
-    }
-    absl::StatusOr<int> tp = integer("tp", 1, 64, -1);
-    absl::StatusOr<int> batch = integer("batch", 1, 1'000'000, -1);
-    absl::StatusOr<int> prompt = integer("prompt", 1, 10'000'000, -1);
-    absl::StatusOr<int> output = integer("output", 1, 10'000'000, -1);
-    absl::StatusOr<int> group = integer("group", 1, 1'000'000, 0);
-    for (const absl::StatusOr<int>* v :
-         {&tp, &batch, &prompt, &output, &group}) {
-      if (!v->ok()) {
-        return v->status();
-      }
-    }
-    m.tp = *tp;
-    m.batch = *batch;
-    m.prompt = *prompt;
-    m.output = *output;
-    m.group = *group;
-    absl::StatusOr<Precision> w = ParsePrecision(get("weights"));
-    absl::StatusOr<Precision> kv = ParsePrecision(get("kv"));
-    if (!w.ok() || !kv.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          where, ": ", (!w.ok() ? w.status() : kv.status()).message()));
-    }
-    if (*kv == Precision::kInt8 || *kv == Precision::kInt4 ||
-        *kv == Precision::kFp4) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          where, ": kv = ", get("kv"), " is not a KV-cache format"));
-    }
-    m.weights = *w;
-    m.kv = *kv;
-    const std::string path = get("path");
-    if (path != "server" && path != "offline" && !path.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          where, ": path = \"", path, "\" (expected server or offline)"));
-    }
-    m.server = path == "server";
-    if (!absl::SimpleAtod(get("measured"), &m.measured) ||
-        !std::isfinite(m.measured) || m.measured <= 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, ": measured = \"", get("measured"),
-                       "\" is not a positive number"));
-    }
+    PL_RETURN_IF_ERROR(ParseShape(row, m));
+    PL_RETURN_IF_ERROR(ParseFigure(row, m));
     rows.push_back(std::move(m));
   }
   if (rows.empty()) {
