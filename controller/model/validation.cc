@@ -234,94 +234,107 @@ std::string GoalGroup(const Measurement& m) {
   return "batch";
 }
 
+namespace {
+
+// What the model predicts for a row's measured figure.
+double Predict(const Measurement& m, const ReplicaModel& replica) {
+  Workload w;
+  w.prompt_tokens = m.prompt;
+  w.output_tokens = m.output;
+  w.context_tokens = m.prompt + m.output;
+  w.concurrency = m.batch;
+  const double mean_kv = m.prompt + m.output / 2.0;
+  const double decode_step = replica.DecodeStepSeconds(m.batch, mean_kv);
+  if (m.kind == "decode_tps") {
+    return 1.0 / decode_step;
+  }
+  if (m.kind == "itl_ms") {
+    return 1e3 * decode_step;
+  }
+  if (m.kind == "batch_decode_tps") {
+    return m.batch / decode_step;
+  }
+  if (m.kind == "ttft_ms") {
+    return 1e3 * replica.TtftSeconds(m.prompt);
+  }
+  if (m.kind == "throughput_tps" || m.kind == "e2e_ms") {
+    // A closed loop: each client waits for its first token, then decodes
+    // the rest of its output at the loaded TPOT.
+    const double per_request = replica.TtftSeconds(m.prompt) +
+                               (m.output - 1) * replica.TpotSeconds(m.batch, w);
+    return m.kind == "e2e_ms"
+               ? 1e3 * per_request
+               : m.batch * static_cast<double>(m.output) / per_request;
+  }
+  // static_tps, static_tps_per_gpu
+  const double seconds =
+      replica.StaticBatchSeconds(m.batch, m.prompt, m.output);
+  const double predicted = m.batch * static_cast<double>(m.output) / seconds;
+  return m.kind == "static_tps_per_gpu" ? predicted / m.tp : predicted;
+}
+
+// One row judged: its model on its GPUs at its formats, predicted.
+absl::StatusOr<ValidationRow> Judge(const Measurement& m,
+                                    const ModelResolver& resolve,
+                                    const Catalog& catalog,
+                                    const EngineTuning& tuning) {
+  const std::string where = absl::StrCat("row ", m.id, " (line ", m.line, ")");
+  const auto fail = [&](absl::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": ", why));
+  };
+  absl::StatusOr<ModelProfile> profile = resolve(m.model);
+  if (!profile.ok()) {
+    return fail(profile.status().message());
+  }
+  absl::StatusOr<const GpuClass*> gpu = catalog.Get(m.gpu);
+  if (!gpu.ok()) {
+    return fail(gpu.status().message());
+  }
+  if (!(*gpu)->SupportsWeights(m.weights)) {
+    return fail(absl::StrCat((*gpu)->gpu_model, " cannot run ",
+                             PrecisionName(m.weights), " weights"));
+  }
+  if (profile->attention_heads % m.tp != 0) {
+    return fail(absl::StrCat(profile->attention_heads,
+                             " attention heads do not split over TP ", m.tp));
+  }
+  EngineTuning t = tuning;
+  if (m.group > 0) {
+    t.int4_group_size = m.group;
+  }
+  if (!m.server) {
+    t.request_overhead = absl::ZeroDuration();
+  }
+  const ReplicaModel replica(*profile, **gpu, m.tp, m.weights, m.kv, t);
+  // Weights beyond the GPUs' memory: the row or the shape is wrong. Within
+  // it but beyond the usable budget (the headroom EngineTuning assumes for
+  // the runtime and activations): the row proves it ran, so it is the
+  // memory model that missed; its speed is still predicted and judged.
+  const double shortfall = replica.ShortfallBytesPerGpu(m.prompt + m.output);
+  if (shortfall > 0 &&
+      replica.weight_bytes_per_gpu() > (*gpu)->memory_gib * kGiB) {
+    return fail(absl::StrCat(profile->name, " does not fit on ", m.tp, " x ",
+                             m.gpu, " at ", PrecisionName(m.weights),
+                             " (its weights alone exceed the GPUs' memory)"));
+  }
+  const double predicted = Predict(m, replica);
+  return ValidationRow{.m = m,
+                       .predicted = predicted,
+                       .error = predicted / m.measured - 1,
+                       .shortfall_gib = shortfall / kGiB};
+}
+
+}  // namespace
+
 absl::StatusOr<ValidationReport> Validate(const std::vector<Measurement>& rows,
                                           const ModelResolver& resolve,
                                           const Catalog& catalog,
                                           const EngineTuning& tuning) {
   ValidationReport report;
   for (const Measurement& m : rows) {
-    const std::string where =
-        absl::StrCat("row ", m.id, " (line ", m.line, ")");
-    absl::StatusOr<ModelProfile> profile = resolve(m.model);
-    if (!profile.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, ": ", profile.status().message()));
-    }
-    absl::StatusOr<const GpuClass*> gpu = catalog.Get(m.gpu);
-    if (!gpu.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, ": ", gpu.status().message()));
-    }
-    if (!(*gpu)->SupportsWeights(m.weights)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, ": ", (*gpu)->gpu_model, " cannot run ",
-                       PrecisionName(m.weights), " weights"));
-    }
-    if (profile->attention_heads % m.tp != 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, ": ", profile->attention_heads,
-                       " attention heads do not split over TP ", m.tp));
-    }
-    EngineTuning t = tuning;
-    if (m.group > 0) {
-      t.int4_group_size = m.group;
-    }
-    if (!m.server) {
-      t.request_overhead = absl::ZeroDuration();
-    }
-    const ReplicaModel replica(*profile, **gpu, m.tp, m.weights, m.kv, t);
-    const int context = m.prompt + m.output;
-    // Weights beyond the GPUs' memory: the row or the shape is wrong. Within
-    // it but beyond the usable budget (the headroom EngineTuning assumes for
-    // the runtime and activations): the row proves it ran, so it is the
-    // memory model that missed; its speed is still predicted and judged.
-    const double shortfall = replica.ShortfallBytesPerGpu(context);
-    if (shortfall > 0 &&
-        replica.weight_bytes_per_gpu() > (*gpu)->memory_gib * kGiB) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, ": ", profile->name, " does not fit on ", m.tp,
-                       " x ", m.gpu, " at ", PrecisionName(m.weights),
-                       " (its weights alone exceed the GPUs' memory)"));
-    }
-    Workload w;
-    w.prompt_tokens = m.prompt;
-    w.output_tokens = m.output;
-    w.context_tokens = context;
-    w.concurrency = m.batch;
-    const double mean_kv = m.prompt + m.output / 2.0;
-    const double decode_step = replica.DecodeStepSeconds(m.batch, mean_kv);
-    double predicted = 0;
-    if (m.kind == "decode_tps") {
-      predicted = 1.0 / decode_step;
-    } else if (m.kind == "itl_ms") {
-      predicted = 1e3 * decode_step;
-    } else if (m.kind == "batch_decode_tps") {
-      predicted = m.batch / decode_step;
-    } else if (m.kind == "ttft_ms") {
-      predicted = 1e3 * replica.TtftSeconds(m.prompt);
-    } else if (m.kind == "throughput_tps" || m.kind == "e2e_ms") {
-      // A closed loop: each client waits for its first token, then decodes
-      // the rest of its output at the loaded TPOT.
-      const double per_request =
-          replica.TtftSeconds(m.prompt) +
-          (m.output - 1) * replica.TpotSeconds(m.batch, w);
-      predicted = m.kind == "e2e_ms"
-                      ? 1e3 * per_request
-                      : m.batch * static_cast<double>(m.output) / per_request;
-    } else {  // static_tps, static_tps_per_gpu
-      const double seconds =
-          replica.StaticBatchSeconds(m.batch, m.prompt, m.output);
-      predicted = m.batch * static_cast<double>(m.output) / seconds;
-      if (m.kind == "static_tps_per_gpu") {
-        predicted /= m.tp;
-      }
-    }
-    report.rows.push_back({.m = m,
-                           .predicted = predicted,
-                           .error = predicted / m.measured - 1,
-                           .shortfall_gib = shortfall / kGiB});
+    PL_ASSIGN_OR_RETURN(ValidationRow row, Judge(m, resolve, catalog, tuning));
+    report.rows.push_back(std::move(row));
   }
-
   std::map<std::pair<std::string, std::string>, GroupSummary> by;
   for (const ValidationRow& r : report.rows) {
     for (const std::string& group : {GoalGroup(r.m), std::string("all")}) {
