@@ -367,6 +367,45 @@ absl::Status ValidateTuning(const EngineTuning& t) {
 
 namespace {
 
+// Why a replica that fits misses the request, if it does: the KV cache or
+// the engine's batch too small, TPOT or TTFT over the SLO.
+std::vector<std::string> Misses(const SizingRequest& r,
+                                const ReplicaModel& replica,
+                                const SizingOption& o, int at, int cap,
+                                double tpot_slo_s, double ttft_slo_s) {
+  const Workload& w = r.workload;
+  std::vector<std::string> misses;
+  if (w.concurrency > o.kv_sequences) {
+    misses.push_back(absl::StrCat("KV cache holds ", o.kv_sequences,
+                                  " sequences of ", w.context_tokens,
+                                  " tokens, need ", w.concurrency));
+  } else if (w.concurrency > r.tuning.max_batch) {
+    misses.push_back(absl::StrCat("needs ", w.concurrency,
+                                  " concurrent, the engine batches at most ",
+                                  r.tuning.max_batch));
+  }
+  if (o.tpot_s > tpot_slo_s) {
+    misses.push_back(
+        o.max_concurrency == 0
+            ? absl::StrFormat("TPOT %.3f s > %.3f s even at 1 concurrent",
+                              replica.TpotSeconds(1, w), tpot_slo_s)
+            : absl::StrFormat("TPOT %.3f s > %.3f s at %d concurrent "
+                              "(SLO holds up to %d)",
+                              o.tpot_s, tpot_slo_s, at, o.max_concurrency));
+  } else if (at < w.concurrency && o.max_concurrency < w.concurrency &&
+             o.max_concurrency < cap) {
+    misses.push_back(absl::StrFormat("TPOT SLO holds up to %d concurrent",
+                                     o.max_concurrency));
+  }
+  if (o.ttft_s > ttft_slo_s) {
+    misses.push_back(
+        absl::StrFormat("TTFT %.2f s > %.2f s for a %d-token "
+                        "prompt",
+                        o.ttft_s, ttft_slo_s, w.prompt_tokens));
+  }
+  return misses;
+}
+
 SizingOption Evaluate(const SizingRequest& r, const GpuClass& gpu, int tp) {
   SizingOption o;
   o.gpu_class = gpu.name;
@@ -430,35 +469,8 @@ SizingOption Evaluate(const SizingRequest& r, const GpuClass& gpu, int tp) {
         o.price_per_hour / (o.decode_tokens_per_s * 3600.0) * 1e6;
   }
 
-  std::vector<std::string> misses;
-  if (w.concurrency > o.kv_sequences) {
-    misses.push_back(absl::StrCat("KV cache holds ", o.kv_sequences,
-                                  " sequences of ", w.context_tokens,
-                                  " tokens, need ", w.concurrency));
-  } else if (w.concurrency > r.tuning.max_batch) {
-    misses.push_back(absl::StrCat("needs ", w.concurrency,
-                                  " concurrent, the engine batches at most ",
-                                  r.tuning.max_batch));
-  }
-  if (o.tpot_s > tpot_slo_s) {
-    misses.push_back(
-        o.max_concurrency == 0
-            ? absl::StrFormat("TPOT %.3f s > %.3f s even at 1 concurrent",
-                              replica.TpotSeconds(1, w), tpot_slo_s)
-            : absl::StrFormat("TPOT %.3f s > %.3f s at %d concurrent "
-                              "(SLO holds up to %d)",
-                              o.tpot_s, tpot_slo_s, at, o.max_concurrency));
-  } else if (at < w.concurrency && o.max_concurrency < w.concurrency &&
-             o.max_concurrency < cap) {
-    misses.push_back(absl::StrFormat("TPOT SLO holds up to %d concurrent",
-                                     o.max_concurrency));
-  }
-  if (o.ttft_s > ttft_slo_s) {
-    misses.push_back(
-        absl::StrFormat("TTFT %.2f s > %.2f s for a %d-token "
-                        "prompt",
-                        o.ttft_s, ttft_slo_s, w.prompt_tokens));
-  }
+  const std::vector<std::string> misses =
+      Misses(r, replica, o, at, cap, tpot_slo_s, ttft_slo_s);
   o.meets_slo = misses.empty();
   o.verdict = o.meets_slo ? Verdict::kMeetsSlo : Verdict::kMissesSlo;
   o.reason = absl::StrJoin(misses, "; ");
