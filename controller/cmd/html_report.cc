@@ -152,11 +152,19 @@ std::string MatchTable(const sim::MatchReport& m) {
   return h + "</table>" + MatchChart(m);
 }
 
-}  // namespace
+// The charts' scales: the largest of each series over every policy.
+struct Scales {
+  double replicas = 1;
+  double demand = 0;
+  double cost = 0;
+  double cold = 1;
+  double t = 0;
+};
 
-std::string HtmlReport(const sim::Trace& trace, const sim::SimConfig& config,
-                       const sim::RunReport& report,
-                       const sim::MatchReport* match) {
+// The head, the setting, and one summary row a policy; the scales of the
+// charts.
+std::string Summary(const sim::Trace& trace, const sim::SimConfig& config,
+                    const sim::RunReport& report, Scales& scales) {
   std::string h = absl::StrCat(
       "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
       "<title>Pilotlight simulation: ",
@@ -185,11 +193,6 @@ std::string HtmlReport(const sim::Trace& trace, const sim::SimConfig& config,
        "<th>gave up waiting</th><th>activation timeout (503)</th>"
        "<th>tries made again</th>"
        "<th>scale events</th></tr>";
-  double max_replicas = 1;
-  double max_demand = 0;
-  double max_cost = 0;
-  double max_cold = 1;
-  double t_max = 0;
   for (const sim::PolicyResult& p : report.policies) {
     const sim::SimResult& s = p.result;
     const double n = std::max<double>(1, static_cast<double>(s.requests));
@@ -205,57 +208,74 @@ std::string HtmlReport(const sim::Trace& trace, const sim::SimConfig& config,
         s.abandoned_requests, s.activation_timeouts, s.client_retries,
         s.scale_events);
     for (const sim::TimelinePoint& t : s.timeline) {
-      max_replicas = std::max(max_replicas, static_cast<double>(t.replicas));
-      max_demand = std::max(max_demand, t.demand);
-      max_cost = std::max(max_cost, t.cost_usd);
-      max_cold = std::max(max_cold, static_cast<double>(t.cold_starts));
-      t_max = std::max(t_max, t.t_s);
+      scales.replicas =
+          std::max(scales.replicas, static_cast<double>(t.replicas));
+      scales.demand = std::max(scales.demand, t.demand);
+      scales.cost = std::max(scales.cost, t.cost_usd);
+      scales.cold = std::max(scales.cold, static_cast<double>(t.cold_starts));
+      scales.t = std::max(scales.t, t.t_s);
     }
   }
-  h += "</table>";
+  return h + "</table>";
+}
+
+// A policy's three charts: replicas and demand, cold starts, cost.
+std::string PolicyCharts(const sim::PolicyResult& p, const Scales& scales) {
+  const auto& tl = p.result.timeline;
+  const double t_max = scales.t;
+  std::string h = absl::StrFormat("<h2>%s</h2>", Escape(p.name));
+  h += Chart(
+      "replicas and demand",
+      "(blue: replicas asked for, green: ready, grey: "
+      "requests in flight + queued on its own scale)",
+      scales.replicas, "replicas",
+      Line(
+          tl, t_max, scales.demand,
+          [](const sim::TimelinePoint& x) { return x.demand; }, "#999", false) +
+          Line(
+              tl, t_max, scales.replicas,
+              [](const sim::TimelinePoint& x) {
+                return static_cast<double>(x.replicas);
+              },
+              "#1f6feb", true) +
+          Line(
+              tl, t_max, scales.replicas,
+              [](const sim::TimelinePoint& x) {
+                return static_cast<double>(x.ready);
+              },
+              "#2da44e", true));
+  h += Chart("cold-start requests (cumulative)", "", scales.cold, "requests",
+             Line(
+                 tl, t_max, scales.cold,
+                 [](const sim::TimelinePoint& x) {
+                   return static_cast<double>(x.cold_starts);
+                 },
+                 "#cf222e", true));
+  h += Chart("cost (cumulative)", "", scales.cost, "USD",
+             Line(
+                 tl, t_max, scales.cost,
+                 [](const sim::TimelinePoint& x) { return x.cost_usd; },
+                 "#8250df", false));
+  return h;
+}
+
+}  // namespace
+
+std::string HtmlReport(const sim::Trace& trace, const sim::SimConfig& config,
+                       const sim::RunReport& report,
+                       const sim::MatchReport* match) {
+  Scales scales;
+  std::string h = Summary(trace, config, report, scales);
   if (match != nullptr) {
     h += MatchTable(*match);
   }
   for (const sim::PolicyResult& p : report.policies) {
-    const auto& tl = p.result.timeline;
-    absl::StrAppendFormat(&h, "<h2>%s</h2>", Escape(p.name));
-    h += Chart("replicas and demand",
-               "(blue: replicas asked for, green: ready, grey: "
-               "requests in flight + queued on its own scale)",
-               max_replicas, "replicas",
-               Line(
-                   tl, t_max, max_demand,
-                   [](const sim::TimelinePoint& x) { return x.demand; }, "#999",
-                   false) +
-                   Line(
-                       tl, t_max, max_replicas,
-                       [](const sim::TimelinePoint& x) {
-                         return static_cast<double>(x.replicas);
-                       },
-                       "#1f6feb", true) +
-                   Line(
-                       tl, t_max, max_replicas,
-                       [](const sim::TimelinePoint& x) {
-                         return static_cast<double>(x.ready);
-                       },
-                       "#2da44e", true));
-    h += Chart("cold-start requests (cumulative)", "", max_cold, "requests",
-               Line(
-                   tl, t_max, max_cold,
-                   [](const sim::TimelinePoint& x) {
-                     return static_cast<double>(x.cold_starts);
-                   },
-                   "#cf222e", true));
-    h += Chart("cost (cumulative)", "", max_cost, "USD",
-               Line(
-                   tl, t_max, max_cost,
-                   [](const sim::TimelinePoint& x) { return x.cost_usd; },
-                   "#8250df", false));
+    h += PolicyCharts(p, scales);
   }
   absl::StrAppendFormat(&h,
                         "<p><small>Time axis: 0 to %.1f h. Generated by "
                         "pilotlight simulate.</small></p></body></html>\n",
-                        t_max / 3600);
+                        scales.t / 3600);
   return h;
 }
 
