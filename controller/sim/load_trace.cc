@@ -87,6 +87,77 @@ absl::StatusOr<Trace> LoadTrace(const std::string& path, TraceFormat format,
   return LoadTraceData(*std::move(data), path, format, window);
 }
 
+namespace {
+
+// A ServeGen trace from its per-client rate files (the members of a tar,
+// or one file), clients in the order of their numbers.
+absl::StatusOr<Trace> LoadServeGen(const std::string& path,
+                                   std::vector<TarMember> members, bool is_tar,
+                                   const ServeGenOptions& window) {
+  BadRows bad;
+  std::vector<std::pair<int64_t, RateClient>> clients;
+  for (const TarMember& m : members) {
+    if (is_tar && !absl::EndsWith(m.name, "-trace.csv")) {
+      continue;
+    }
+    absl::StatusOr<RateClient> c =
+        ParseRateClient(Basename(m.name), m.data, &bad, window.checks);
+    if (c.status().code() == absl::StatusCode::kOutOfRange) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": ", c.status().message()));
+    }
+    if (!c.ok()) {
+      bad.Add(0, c.status().message());
+      continue;
+    }
+    c->name = absl::StrCat("client-", ClientNumber(c->name) >= 0
+                                          ? absl::StrCat(ClientNumber(c->name))
+                                          : c->name);
+    clients.emplace_back(ClientNumber(Basename(m.name)), std::move(*c));
+  }
+  if (clients.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": no ServeGen client rate files"));
+  }
+  std::sort(clients.begin(), clients.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<RateClient> sorted;
+  sorted.reserve(clients.size());
+  for (auto& [n, c] : clients) {
+    sorted.push_back(std::move(c));
+  }
+  Trace t = RateTrace(std::move(sorted), window);
+  t.bad = std::move(bad);
+  return t;
+}
+
+// The members of a tar archive with any bytes, or nothing when `data` is
+// not one.
+absl::StatusOr<std::vector<TarMember>> TarMembers(const std::string& path,
+                                                  absl::string_view data,
+                                                  bool is_tar) {
+  std::vector<TarMember> members;
+  if (!is_tar) {
+    return members;
+  }
+  absl::StatusOr<std::vector<TarMember>> m = ListTar(data);
+  if (!m.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": ", m.status().message()));
+  }
+  members = std::move(*m);
+  members.erase(
+      std::remove_if(members.begin(), members.end(),
+                     [](const TarMember& x) { return x.data.empty(); }),
+      members.end());
+  if (members.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": empty archive"));
+  }
+  return members;
+}
+
+}  // namespace
+
 absl::StatusOr<Trace> LoadTraceData(std::string raw, const std::string& path,
                                     TraceFormat format,
                                     const ServeGenOptions& window) {
@@ -95,23 +166,12 @@ absl::StatusOr<Trace> LoadTraceData(std::string raw, const std::string& path,
     return data.status();
   }
   const bool is_tar = data->size() >= 512 && data->substr(257, 5) == "ustar";
-  std::vector<TarMember> members;
-  if (is_tar) {
-    absl::StatusOr<std::vector<TarMember>> m = ListTar(*data);
-    if (!m.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(path, ": ", m.status().message()));
-    }
-    members = std::move(*m);
-    members.erase(
-        std::remove_if(members.begin(), members.end(),
-                       [](const TarMember& x) { return x.data.empty(); }),
-        members.end());
-    if (members.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(path, ": empty archive"));
-    }
+  absl::StatusOr<std::vector<TarMember>> members =
+      TarMembers(path, *data, is_tar);
+  if (!members.ok()) {
+    return members.status();
   }
-  const absl::string_view head = is_tar ? members[0].data : *data;
+  const absl::string_view head = is_tar ? (*members)[0].data : *data;
   if (format == TraceFormat::kAuto) {
     format = DetectFormat(FirstLine(head));
     if (format == TraceFormat::kAuto) {
@@ -122,47 +182,17 @@ absl::StatusOr<Trace> LoadTraceData(std::string raw, const std::string& path,
           "csv); see docs/simulator.md or pass --format"));
     }
   }
-
   Trace t;
   if (format == TraceFormat::kServeGen) {
-    BadRows bad;
-    std::vector<std::pair<int64_t, RateClient>> clients;
     if (!is_tar) {
-      members.push_back({Basename(path), *data});
+      members->push_back({Basename(path), *data});
     }
-    for (const TarMember& m : members) {
-      if (is_tar && !absl::EndsWith(m.name, "-trace.csv")) {
-        continue;
-      }
-      absl::StatusOr<RateClient> c =
-          ParseRateClient(Basename(m.name), m.data, &bad, window.checks);
-      if (c.status().code() == absl::StatusCode::kOutOfRange) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(path, ": ", c.status().message()));
-      }
-      if (!c.ok()) {
-        bad.Add(0, c.status().message());
-        continue;
-      }
-      c->name =
-          absl::StrCat("client-", ClientNumber(c->name) >= 0
-                                      ? absl::StrCat(ClientNumber(c->name))
-                                      : c->name);
-      clients.emplace_back(ClientNumber(Basename(m.name)), std::move(*c));
+    absl::StatusOr<Trace> rates =
+        LoadServeGen(path, *std::move(members), is_tar, window);
+    if (!rates.ok()) {
+      return rates.status();
     }
-    if (clients.empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(path, ": no ServeGen client rate files"));
-    }
-    std::sort(clients.begin(), clients.end(),
-              [](const auto& a, const auto& b) { return a.first < b.first; });
-    std::vector<RateClient> sorted;
-    sorted.reserve(clients.size());
-    for (auto& [n, c] : clients) {
-      sorted.push_back(std::move(c));
-    }
-    t = RateTrace(std::move(sorted), window);
-    t.bad = std::move(bad);
+    t = *std::move(rates);
   } else {
     if (is_tar) {
       return absl::InvalidArgumentError(
