@@ -24,35 +24,74 @@ absl::Status Invalid(absl::string_view field, absl::string_view value,
       absl::StrCat(field, " = ", value, ": ", allowed));
 }
 
+std::string Secs(absl::Duration d) {
+  return absl::StrCat(absl::ToDoubleSeconds(d), "s");
+}
+
+absl::Status ValidateSlo(const EndpointSlo& slo) {
+  if (slo.ttft <= absl::ZeroDuration()) {
+    return Invalid("slo.ttftSeconds", Secs(slo.ttft), "must be > 0");
+  }
+  if (slo.tpot <= absl::ZeroDuration()) {
+    return Invalid("slo.tpotSeconds", Secs(slo.tpot), "must be > 0");
+  }
+  if (!(slo.max_cold_start_fraction > 0 && slo.max_cold_start_fraction < 1)) {
+    return Invalid("slo.maxColdStartFraction",
+                   absl::StrCat(slo.max_cold_start_fraction),
+                   "must be in (0, 1)");
+  }
+  if (slo.cold_start_penalty_usd && *slo.cold_start_penalty_usd < 0) {
+    return Invalid("slo.coldStartPenaltyUSD",
+                   absl::StrCat(*slo.cold_start_penalty_usd), "must be >= 0");
+  }
+  if (const std::optional<double>& cap = slo.max_keep_alive_cost_per_day_usd;
+      cap && !(*cap >= 0 && std::isfinite(*cap))) {
+    return Invalid("slo.maxKeepAliveCostPerDayUSD", absl::StrCat(*cap),
+                   "must be a number >= 0");
+  }
+  return absl::OkStatus();
+}
+
+// Variant `i`: its own Deployment, a class of the catalog, a GPU count its
+// nodes hold, spot only where the class has a spot price.
+absl::Status ValidateVariant(const VariantSpec& v, size_t i,
+                             const model::Catalog& catalog,
+                             std::set<std::string>& deployments) {
+  const std::string at = absl::StrCat("variants[", i, "]");
+  if (v.deployment.empty()) {
+    return Invalid(absl::StrCat(at, ".deployment"), "\"\"",
+                   "must name a Deployment");
+  }
+  if (!deployments.insert(v.deployment).second) {
+    return Invalid(absl::StrCat(at, ".deployment"), v.deployment,
+                   "each variant needs its own Deployment");
+  }
+  absl::StatusOr<const model::GpuClass*> gpu = catalog.Get(v.gpu_class);
+  if (!gpu.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(at, ".gpuClass: ", gpu.status().message()));
+  }
+  if (v.gpus_per_replica < 1 ||
+      v.gpus_per_replica > (*gpu)->max_gpus_per_node) {
+    return Invalid(absl::StrCat(at, ".gpusPerReplica"),
+                   absl::StrCat(v.gpus_per_replica),
+                   absl::StrCat("must be in [1, ", (*gpu)->max_gpus_per_node,
+                                "] on ", v.gpu_class));
+  }
+  if (v.capacity == CapacityType::kSpot &&
+      (*gpu)->price_spot_per_gpu_hour <= 0) {
+    return Invalid(absl::StrCat(at, ".capacityType"), "Spot",
+                   absl::StrCat(v.gpu_class, " has no spot price"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ValidateEndpointSpec(const EndpointSpec& spec,
                                   const model::Catalog& catalog) {
-  const auto seconds = [](absl::Duration d) {
-    return absl::StrCat(absl::ToDoubleSeconds(d), "s");
-  };
-  if (spec.slo.ttft <= absl::ZeroDuration()) {
-    return Invalid("slo.ttftSeconds", seconds(spec.slo.ttft), "must be > 0");
-  }
-  if (spec.slo.tpot <= absl::ZeroDuration()) {
-    return Invalid("slo.tpotSeconds", seconds(spec.slo.tpot), "must be > 0");
-  }
-  if (!(spec.slo.max_cold_start_fraction > 0 &&
-        spec.slo.max_cold_start_fraction < 1)) {
-    return Invalid("slo.maxColdStartFraction",
-                   absl::StrCat(spec.slo.max_cold_start_fraction),
-                   "must be in (0, 1)");
-  }
-  if (spec.slo.cold_start_penalty_usd && *spec.slo.cold_start_penalty_usd < 0) {
-    return Invalid("slo.coldStartPenaltyUSD",
-                   absl::StrCat(*spec.slo.cold_start_penalty_usd),
-                   "must be >= 0");
-  }
-  if (const std::optional<double>& cap =
-          spec.slo.max_keep_alive_cost_per_day_usd;
-      cap && !(*cap >= 0 && std::isfinite(*cap))) {
-    return Invalid("slo.maxKeepAliveCostPerDayUSD", absl::StrCat(*cap),
-                   "must be a number >= 0");
+  if (absl::Status st = ValidateSlo(spec.slo); !st.ok()) {
+    return st;
   }
   if (spec.concurrency_per_replica < 0) {
     return Invalid("concurrencyPerReplica",
@@ -82,32 +121,10 @@ absl::Status ValidateEndpointSpec(const EndpointSpec& spec,
   }
   std::set<std::string> deployments;
   for (size_t i = 0; i < spec.variants.size(); ++i) {
-    const VariantSpec& v = spec.variants[i];
-    const std::string at = absl::StrCat("variants[", i, "]");
-    if (v.deployment.empty()) {
-      return Invalid(absl::StrCat(at, ".deployment"), "\"\"",
-                     "must name a Deployment");
-    }
-    if (!deployments.insert(v.deployment).second) {
-      return Invalid(absl::StrCat(at, ".deployment"), v.deployment,
-                     "each variant needs its own Deployment");
-    }
-    absl::StatusOr<const model::GpuClass*> gpu = catalog.Get(v.gpu_class);
-    if (!gpu.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(at, ".gpuClass: ", gpu.status().message()));
-    }
-    if (v.gpus_per_replica < 1 ||
-        v.gpus_per_replica > (*gpu)->max_gpus_per_node) {
-      return Invalid(absl::StrCat(at, ".gpusPerReplica"),
-                     absl::StrCat(v.gpus_per_replica),
-                     absl::StrCat("must be in [1, ", (*gpu)->max_gpus_per_node,
-                                  "] on ", v.gpu_class));
-    }
-    if (v.capacity == CapacityType::kSpot &&
-        (*gpu)->price_spot_per_gpu_hour <= 0) {
-      return Invalid(absl::StrCat(at, ".capacityType"), "Spot",
-                     absl::StrCat(v.gpu_class, " has no spot price"));
+    if (absl::Status st =
+            ValidateVariant(spec.variants[i], i, catalog, deployments);
+        !st.ok()) {
+      return st;
     }
   }
   return absl::OkStatus();
