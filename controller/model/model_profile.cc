@@ -119,9 +119,77 @@ std::string PresetNames() {
       [](std::string* out, const ModelProfile& m) { out->append(m.name); });
 }
 
+namespace {
+
+using nlohmann::json;
+
+// The first of `keys` that the config holds as a number; `fallback` when
+// none does (< 0: required).
+absl::StatusOr<double> ConfigNumber(const json& doc, absl::string_view name,
+                                    std::initializer_list<const char*> keys,
+                                    double fallback) {
+  for (const char* k : keys) {
+    auto it = doc.find(k);
+    if (it != doc.end() && it->is_number()) {
+      return it->get<double>();
+    }
+  }
+  if (fallback < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        name, ": config.json has no number \"", *keys.begin(), "\""));
+  }
+  return fallback;
+}
+
+bool ConfigFlag(const json& doc, const char* key) {
+  return doc.contains(key) && doc[key].is_boolean() && doc[key].get<bool>();
+}
+
+// Whether the MLP is gated (three matrices: SwiGLU, GeGLU) by its
+// activation; SiLU when the config names none.
+bool GatedMlp(const json& doc) {
+  std::string act = "silu";
+  for (const char* k : {"hidden_act", "activation_function"}) {
+    if (doc.contains(k) && doc[k].is_string()) {
+      act = absl::AsciiStrToLower(doc[k].get<std::string>());
+      break;
+    }
+  }
+  return act.find("silu") != std::string::npos ||
+         act.find("swiglu") != std::string::npos ||
+         act.find("swish") != std::string::npos ||
+         act.find("geglu") != std::string::npos ||
+         act.find("gelu_pytorch_tanh") != std::string::npos;
+}
+
+// Total and per-token parameters from the shapes: embeddings (tied or
+// not), attention, and the MLP of every layer (of its routed experts, for
+// the per-token count of a mixture of experts).
+void CountParams(const json& doc, double intermediate,
+                 double expert_intermediate, ModelProfile& m) {
+  const double matrices = GatedMlp(doc) ? 3.0 : 2.0;
+  const double h = m.hidden_size;
+  const double q_dim = static_cast<double>(m.attention_heads) * m.head_dim;
+  const double kv_dim = static_cast<double>(m.kv_heads) * m.head_dim;
+  const double attention = h * q_dim + 2.0 * h * kv_dim + q_dim * h;
+  const double embeddings =
+      (ConfigFlag(doc, "tie_word_embeddings") ? 1.0 : 2.0) * m.vocab_size * h;
+  if (m.experts > 0) {
+    const double expert = matrices * h * expert_intermediate;
+    m.params = embeddings + m.layers * (attention + m.experts * expert);
+    m.active_params =
+        embeddings + m.layers * (attention + m.experts_per_token * expert);
+  } else {
+    m.params =
+        embeddings + m.layers * (attention + matrices * h * intermediate);
+    m.active_params = m.params;
+  }
+}
+
+}  // namespace
+
 absl::StatusOr<ModelProfile> ProfileFromHfConfig(absl::string_view json_text,
                                                  absl::string_view name) {
-  using nlohmann::json;
   const json doc = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_object()) {
     return absl::InvalidArgumentError(
@@ -129,21 +197,9 @@ absl::StatusOr<ModelProfile> ProfileFromHfConfig(absl::string_view json_text,
                      ": not a JSON object (expected a Hugging Face "
                      "config.json)"));
   }
-  // The first of `keys` that the config holds as a number; `fallback` when
-  // none does (< 0: required).
-  auto number = [&](std::initializer_list<const char*> keys,
-                    double fallback) -> absl::StatusOr<double> {
-    for (const char* k : keys) {
-      auto it = doc.find(k);
-      if (it != doc.end() && it->is_number()) {
-        return it->get<double>();
-      }
-    }
-    if (fallback < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          name, ": config.json has no number \"", *keys.begin(), "\""));
-    }
-    return fallback;
+  const auto number = [&](std::initializer_list<const char*> keys,
+                          double fallback) {
+    return ConfigNumber(doc, name, keys, fallback);
   };
   ModelProfile m;
   m.name = std::string(name);
@@ -161,12 +217,10 @@ absl::StatusOr<ModelProfile> ProfileFromHfConfig(absl::string_view json_text,
   m.hidden_size = static_cast<int>(*hidden);
   m.attention_heads = static_cast<int>(*heads);
   m.vocab_size = static_cast<int>(*vocab);
-  const bool multi_query = doc.contains("multi_query") &&
-                           doc["multi_query"].is_boolean() &&
-                           doc["multi_query"].get<bool>();
-  m.kv_heads = static_cast<int>(
-      *number({"num_key_value_heads", "num_kv_heads"},
-              multi_query ? 1.0 : static_cast<double>(m.attention_heads)));
+  m.kv_heads = static_cast<int>(*number(
+      {"num_key_value_heads", "num_kv_heads"},
+      ConfigFlag(doc, "multi_query") ? 1.0
+                                     : static_cast<double>(m.attention_heads)));
   // Heads split the hidden size evenly: an integer head dimension.
   const int split_head_dim =
       m.attention_heads > 0 ? m.hidden_size / m.attention_heads : 0;
@@ -179,40 +233,8 @@ absl::StatusOr<ModelProfile> ProfileFromHfConfig(absl::string_view json_text,
       *number({"num_local_experts", "num_experts", "n_routed_experts"}, 0));
   m.experts_per_token =
       m.experts > 0 ? static_cast<int>(*number({"num_experts_per_tok"}, 2)) : 0;
-  const double expert_intermediate =
-      *number({"moe_intermediate_size"}, intermediate);
-
-  std::string act = "silu";
-  for (const char* k : {"hidden_act", "activation_function"}) {
-    if (doc.contains(k) && doc[k].is_string()) {
-      act = absl::AsciiStrToLower(doc[k].get<std::string>());
-      break;
-    }
-  }
-  const bool gated = act.find("silu") != std::string::npos ||
-                     act.find("swiglu") != std::string::npos ||
-                     act.find("swish") != std::string::npos ||
-                     act.find("geglu") != std::string::npos ||
-                     act.find("gelu_pytorch_tanh") != std::string::npos;
-  const double matrices = gated ? 3.0 : 2.0;
-  const double h = m.hidden_size;
-  const double q_dim = static_cast<double>(m.attention_heads) * m.head_dim;
-  const double kv_dim = static_cast<double>(m.kv_heads) * m.head_dim;
-  const double attention = h * q_dim + 2.0 * h * kv_dim + q_dim * h;
-  const bool tied = doc.contains("tie_word_embeddings") &&
-                    doc["tie_word_embeddings"].is_boolean() &&
-                    doc["tie_word_embeddings"].get<bool>();
-  const double embeddings = (tied ? 1.0 : 2.0) * m.vocab_size * h;
-  if (m.experts > 0) {
-    const double expert = matrices * h * expert_intermediate;
-    m.params = embeddings + m.layers * (attention + m.experts * expert);
-    m.active_params =
-        embeddings + m.layers * (attention + m.experts_per_token * expert);
-  } else {
-    m.params =
-        embeddings + m.layers * (attention + matrices * h * intermediate);
-    m.active_params = m.params;
-  }
+  CountParams(doc, intermediate,
+              *number({"moe_intermediate_size"}, intermediate), m);
   if (absl::Status s = ValidateProfile(m); !s.ok()) {
     return s;
   }
