@@ -57,6 +57,97 @@ json ExplainJson(const json& ia) {
   return out;
 }
 
+namespace {
+
+// The keep-alive against its break-even T* = B / r.
+std::string KeepAliveText(const json& status, const json& e) {
+  const double b = DoubleField(e, {"coldStartCostUSD"});
+  const double r = DoubleField(e, {"idleCostPerHour"});
+  const double t_star = DoubleField(e, {"breakEvenSeconds"}, -1);
+  const double keep = DoubleField(status, {"keepAliveSeconds"});
+  const double lead = DoubleField(status, {"coldStart", "leadSeconds"});
+  return absl::StrFormat(
+      "\nKeep-alive %s against the break-even T* = B / r = $%.4f / "
+      "$%.4f/h = %s\n"
+      "  B, one cold start: $%.4f (an idle replica through its %s lead, "
+      "plus slo.coldStartPenaltyUSD or as much again)\n"
+      "  r, one idle replica: $%.4f/h. %s\n",
+      Seconds(keep), b, r, Seconds(t_star), b, Seconds(lead), r,
+      // keepAliveSeconds is whole seconds: within one is equal.
+      keep > t_star + 1 && t_star >= 0
+          ? "Longer than T*: the cold-start SLO needs it (the decision "
+            "says by how much)."
+      : keep + 1 < t_star
+          ? "Shorter than T*: the idle gaps seen end sooner (no gap "
+            "longer than this was seen), or one is predicted and the "
+            "endpoint pre-warms for it."
+          : "Keeping longer than T* costs more in idle GPU than the cold "
+            "start it avoids; shorter risks a cold start that costs more "
+            "than the idle time saved.");
+}
+
+// The warm pool against the cold starts it prevents.
+std::string WarmPoolText(const json& e) {
+  const double b = DoubleField(e, {"coldStartCostUSD"});
+  const double without =
+      DoubleField(e, {"warmPool", "coldStartsPerHourWithout"});
+  const double with = DoubleField(e, {"warmPool", "coldStartsPerHourWith"});
+  const double warm_cost = DoubleField(e, {"warmPool", "costPerHour"});
+  return absl::StrFormat(
+      "\nWarm pool %d replica(s), $%.4f/h, against the cold starts it "
+      "prevents: rises beyond the spare capacity within one lead, "
+      "%.2f/h without it, %.2f/h with it: %.2f/h x B = $%.4f/h "
+      "(sized by the cold-start SLO, slo.maxColdStartFraction)\n",
+      IntField(e, {"warmPool", "replicas"}), warm_cost, without, with,
+      without - with, (without - with) * b);
+}
+
+// The demand and the tier table.
+std::string TiersText(const json& status, const json& e) {
+  std::string out = absl::StrFormat(
+      "\nDemand %.2f in flight and queued (stable window), %.2f "
+      "forecast one lead ahead -> %d replica(s) of %d concurrent each\n",
+      DoubleField(e, {"demand", "concurrency"}),
+      DoubleField(e, {"demand", "forecast"}),
+      IntField(e, {"demand", "loadReplicas"}),
+      IntField(e, {"demand", "capacityPerReplica"}));
+  absl::StrAppend(&out,
+                  "Tiers, priced for the forecast (* serving; the cheapest "
+                  "that meets the SLO wins, after 10 min cheaper):\n",
+                  absl::StrFormat("  %-26s %8s %9s %5s %11s %9s  %s\n",
+                                  "GPU CLASS", "REPLICAS", "ON-DEMAND", "SPOT",
+                                  "CAP/REPLICA", "$/HOUR", "SLO"));
+  const std::string tier = StringField(status, {"tier"});
+  for (const json& t : ArrayField(e, {"tiers"})) {
+    const std::string cls = StringField(t, {"gpuClass"});
+    absl::StrAppend(
+        &out,
+        absl::StrFormat("%s %-26s %8d %9d %5d %11d %9.4f  %s\n",
+                        cls == tier ? "*" : " ", cls, IntField(t, {"replicas"}),
+                        IntField(t, {"onDemand"}), IntField(t, {"spot"}),
+                        IntField(t, {"capacityPerReplica"}),
+                        DoubleField(t, {"costPerHour"}),
+                        BoolField(t, {"meetsSLO"}) ? "meets" : "misses"));
+  }
+  return out;
+}
+
+// The spot split and its risk.
+std::string SpotText(const json& e, const std::string& spot_replicas) {
+  return absl::StrFormat(
+      "\nSpot: %s; all on demand would cost $%.4f/h. %s\n",
+      spot_replicas + " spot (ready/desired)",
+      DoubleField(e, {"onDemandOnlyCostPerHour"}),
+      BoolField(e, {"spotUnhealthy"})
+          ? "Spot was preempted or unplaceable lately: on-demand stands "
+            "in until spot is back (PilotlightSpotFallbackActive)."
+          : "Realtime endpoints keep what current demand needs on "
+            "on-demand; only headroom goes to spot, so a preemption "
+            "costs capacity above demand, not requests.");
+}
+
+}  // namespace
+
 std::string ExplainText(const json& ia) {
   const json& status = Field(ia, {"status"});
   const json& e = Field(status, {"economics"});
@@ -85,92 +176,9 @@ std::string ExplainText(const json& ia) {
           od_replicas, spot_replicas, Or(StringField(status, {"tier"}), "?"),
           cost, always_on, cost <= always_on ? "saving" : "spending",
           std::abs(always_on - cost)));
-
-  // Keep-alive against its break-even.
-  const double b = DoubleField(e, {"coldStartCostUSD"});
-  const double r = DoubleField(e, {"idleCostPerHour"});
-  const double t_star = DoubleField(e, {"breakEvenSeconds"}, -1);
-  const double keep = DoubleField(status, {"keepAliveSeconds"});
-  const double lead = DoubleField(status, {"coldStart", "leadSeconds"});
-  absl::StrAppend(
-      &out,
-      absl::StrFormat(
-          "\nKeep-alive %s against the break-even T* = B / r = $%.4f / "
-          "$%.4f/h = %s\n"
-          "  B, one cold start: $%.4f (an idle replica through its %s lead, "
-          "plus slo.coldStartPenaltyUSD or as much again)\n"
-          "  r, one idle replica: $%.4f/h. %s\n",
-          Seconds(keep), b, r, Seconds(t_star), b, Seconds(lead), r,
-          // keepAliveSeconds is whole seconds: within one is equal.
-          keep > t_star + 1 && t_star >= 0
-              ? "Longer than T*: the cold-start SLO needs it (the decision "
-                "says by how much)."
-          : keep + 1 < t_star
-              ? "Shorter than T*: the idle gaps seen end sooner (no gap "
-                "longer than this was seen), or one is predicted and the "
-                "endpoint pre-warms for it."
-              : "Keeping longer than T* costs more in idle GPU than the cold "
-                "start it avoids; shorter risks a cold start that costs more "
-                "than the idle time saved."));
-
-  // Warm pool against the cold starts it prevents.
-  const double without =
-      DoubleField(e, {"warmPool", "coldStartsPerHourWithout"});
-  const double with = DoubleField(e, {"warmPool", "coldStartsPerHourWith"});
-  const double warm_cost = DoubleField(e, {"warmPool", "costPerHour"});
-  absl::StrAppend(
-      &out,
-      absl::StrFormat(
-          "\nWarm pool %d replica(s), $%.4f/h, against the cold starts it "
-          "prevents: rises beyond the spare capacity within one lead, "
-          "%.2f/h without it, %.2f/h with it: %.2f/h x B = $%.4f/h "
-          "(sized by the cold-start SLO, slo.maxColdStartFraction)\n",
-          IntField(e, {"warmPool", "replicas"}), warm_cost, without, with,
-          without - with, (without - with) * b));
-
-  // Demand and the tier table.
-  absl::StrAppend(
-      &out,
-      absl::StrFormat(
-          "\nDemand %.2f in flight and queued (stable window), %.2f "
-          "forecast one lead ahead -> %d replica(s) of %d concurrent each\n",
-          DoubleField(e, {"demand", "concurrency"}),
-          DoubleField(e, {"demand", "forecast"}),
-          IntField(e, {"demand", "loadReplicas"}),
-          IntField(e, {"demand", "capacityPerReplica"})));
-  absl::StrAppend(&out,
-                  "Tiers, priced for the forecast (* serving; the cheapest "
-                  "that meets the SLO wins, after 10 min cheaper):\n",
-                  absl::StrFormat("  %-26s %8s %9s %5s %11s %9s  %s\n",
-                                  "GPU CLASS", "REPLICAS", "ON-DEMAND", "SPOT",
-                                  "CAP/REPLICA", "$/HOUR", "SLO"));
-  const std::string tier = StringField(status, {"tier"});
-  for (const json& t : ArrayField(e, {"tiers"})) {
-    const std::string cls = StringField(t, {"gpuClass"});
-    absl::StrAppend(
-        &out,
-        absl::StrFormat("%s %-26s %8d %9d %5d %11d %9.4f  %s\n",
-                        cls == tier ? "*" : " ", cls, IntField(t, {"replicas"}),
-                        IntField(t, {"onDemand"}), IntField(t, {"spot"}),
-                        IntField(t, {"capacityPerReplica"}),
-                        DoubleField(t, {"costPerHour"}),
-                        BoolField(t, {"meetsSLO"}) ? "meets" : "misses"));
-  }
-
-  // The spot split and its risk.
-  const double od_only = DoubleField(e, {"onDemandOnlyCostPerHour"});
-  absl::StrAppend(
-      &out,
-      absl::StrFormat(
-          "\nSpot: %s; all on demand would cost $%.4f/h. %s\n",
-          spot_replicas + " spot (ready/desired)", od_only,
-          BoolField(e, {"spotUnhealthy"})
-              ? "Spot was preempted or unplaceable lately: on-demand stands "
-                "in until spot is back (PilotlightSpotFallbackActive)."
-              : "Realtime endpoints keep what current demand needs on "
-                "on-demand; only headroom goes to spot, so a preemption "
-                "costs capacity above demand, not requests."));
-  absl::StrAppend(&out, "\nConditions: ", Conditions(status), "\n");
+  absl::StrAppend(&out, KeepAliveText(status, e), WarmPoolText(e),
+                  TiersText(status, e), SpotText(e, spot_replicas),
+                  "\nConditions: ", Conditions(status), "\n");
   return out;
 }
 
