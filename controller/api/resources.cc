@@ -277,24 +277,10 @@ std::string DefaultGpuClassesYaml(const model::Catalog& catalog) {
   return out.str();
 }
 
-absl::StatusOr<AutoscalerResource> ParseInferenceAutoscaler(
-    const json& object,
-    const std::map<std::string, GpuClassResource>& classes) {
-  AutoscalerResource r;
-  const json& meta = Field(object, {"metadata"});
-  PL_ASSIGN_OR_RETURN(r.ns, String(meta, "namespace", "metadata.", {}));
-  PL_ASSIGN_OR_RETURN(r.name, String(meta, "name", "metadata.", {}));
-  PL_ASSIGN_OR_RETURN(r.uid, String(meta, "uid", "metadata.", ""));
-  const json& gen = Field(meta, {"generation"});
-  r.generation = gen.is_number_integer() ? gen.get<int64_t>() : 0;
-  policy::EndpointSpec& s = r.spec;
-  s.name = absl::StrCat(r.ns, "/", r.name);
-  s.generation = r.generation;
-  const json& spec = Field(object, {"spec"});
-  if (!spec.is_object()) {
-    return absl::InvalidArgumentError("spec: required");
-  }
+namespace {
 
+// spec.model: the preset, its precisions and the typical request's shape.
+absl::Status ParseModel(const json& spec, policy::EndpointSpec& s) {
   const json& m = Field(spec, {"model"});
   const std::string mp = "spec.model.";
   PL_ASSIGN_OR_RETURN(std::string preset, String(m, "preset", mp, {}));
@@ -322,6 +308,11 @@ absl::StatusOr<AutoscalerResource> ParseInferenceAutoscaler(
   PL_ASSIGN_OR_RETURN(s.workload.output_tokens,
                       Int(m, "outputTokens", mp, kWorkload.output_tokens));
 
+  return absl::OkStatus();
+}
+
+// spec.mode, spec.slo, spec.concurrencyPerReplica and spec.replicas.
+absl::Status ParseServing(const json& spec, policy::EndpointSpec& s) {
   PL_ASSIGN_OR_RETURN(std::string mode,
                       String(spec, "mode", "spec.", "Realtime"));
   if (mode == "Batch") {
@@ -361,6 +352,14 @@ absl::StatusOr<AutoscalerResource> ParseInferenceAutoscaler(
   PL_ASSIGN_OR_RETURN(s.max_replicas,
                       Int(rep, "max", "spec.replicas.", kSpec.max_replicas));
 
+  return absl::OkStatus();
+}
+
+// spec.variants, each on a GPUClass of `classes` (its capacity type, cold
+// start and billing from there).
+absl::Status ParseVariants(
+    const json& spec, const std::map<std::string, GpuClassResource>& classes,
+    policy::EndpointSpec& s) {
   const json& variants = Field(spec, {"variants"});
   if (!variants.is_array() || variants.empty()) {
     return absl::InvalidArgumentError("spec.variants: at least one is needed");
@@ -385,6 +384,11 @@ absl::StatusOr<AutoscalerResource> ParseInferenceAutoscaler(
     s.variants.push_back(std::move(v));
   }
 
+  return absl::OkStatus();
+}
+
+// spec.metrics: the server preset, or custom PromQL.
+absl::Status ParseMetrics(const json& spec, AutoscalerResource& r) {
   const json& metrics = Field(spec, {"metrics"});
   const std::string xp = "spec.metrics.";
   PL_ASSIGN_OR_RETURN(std::string server,
@@ -402,8 +406,14 @@ absl::StatusOr<AutoscalerResource> ParseInferenceAutoscaler(
                         String(metrics, "arrivalRateQuery", xp, {}));
   }
 
-  // What the schema cannot know: the classes can run this model. Only the
-  // classes named here are checked: another GPUClass's fault is not ours.
+  return absl::OkStatus();
+}
+
+// What the schema cannot know: the classes named can run this model.
+absl::Status CheckRuns(const policy::EndpointSpec& s,
+                       const std::map<std::string, GpuClassResource>& classes) {
+  // Only the classes named here are checked: another GPUClass's fault is
+  // not ours.
   std::map<std::string, GpuClassResource> used;
   for (const policy::VariantSpec& v : s.variants) {
     used.emplace(v.gpu_class, classes.at(v.gpu_class));
@@ -438,6 +448,33 @@ absl::StatusOr<AutoscalerResource> ParseInferenceAutoscaler(
           v.gpus_per_replica));
     }
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<AutoscalerResource> ParseInferenceAutoscaler(
+    const json& object,
+    const std::map<std::string, GpuClassResource>& classes) {
+  AutoscalerResource r;
+  const json& meta = Field(object, {"metadata"});
+  PL_ASSIGN_OR_RETURN(r.ns, String(meta, "namespace", "metadata.", {}));
+  PL_ASSIGN_OR_RETURN(r.name, String(meta, "name", "metadata.", {}));
+  PL_ASSIGN_OR_RETURN(r.uid, String(meta, "uid", "metadata.", ""));
+  const json& gen = Field(meta, {"generation"});
+  r.generation = gen.is_number_integer() ? gen.get<int64_t>() : 0;
+  policy::EndpointSpec& s = r.spec;
+  s.name = absl::StrCat(r.ns, "/", r.name);
+  s.generation = r.generation;
+  const json& spec = Field(object, {"spec"});
+  if (!spec.is_object()) {
+    return absl::InvalidArgumentError("spec: required");
+  }
+  PL_RETURN_IF_ERROR(ParseModel(spec, s));
+  PL_RETURN_IF_ERROR(ParseServing(spec, s));
+  PL_RETURN_IF_ERROR(ParseVariants(spec, classes, s));
+  PL_RETURN_IF_ERROR(ParseMetrics(spec, r));
+  PL_RETURN_IF_ERROR(CheckRuns(s, classes));
   return r;
 }
 
