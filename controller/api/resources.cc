@@ -108,6 +108,29 @@ const model::ColdStartAssumptions kCold;
 const model::Workload kWorkload;
 const policy::EndpointSpec kSpec;
 
+// spec.provisioning: how a replica of the class starts.
+absl::Status ParseProvisioning(const json& spec,
+                               model::ColdStartAssumptions& cold) {
+  const json& p = Field(spec, {"provisioning"});
+  const std::string pp = "spec.provisioning.";
+  PL_ASSIGN_OR_RETURN(double node_s,
+                      Number(p, "nodeStartSeconds", pp,
+                             absl::ToDoubleSeconds(kCold.node_provisioning)));
+  cold.node_provisioning = absl::Seconds(node_s);
+  cold.image_cached = Bool(p, "imageCached", kCold.image_cached);
+  PL_ASSIGN_OR_RETURN(cold.image_gib,
+                      Number(p, "imageGiB", pp, kCold.image_gib));
+  PL_ASSIGN_OR_RETURN(cold.pull_gbps,
+                      Number(p, "pullGBps", pp, kCold.pull_gbps));
+  PL_ASSIGN_OR_RETURN(cold.storage_gbps,
+                      Number(p, "storageGBps", pp, kCold.storage_gbps));
+  PL_ASSIGN_OR_RETURN(double init_s,
+                      Number(p, "engineInitSeconds", pp,
+                             absl::ToDoubleSeconds(kCold.engine_init)));
+  cold.engine_init = absl::Seconds(init_s);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<GpuClassResource> ParseGpuClass(const json& object) {
@@ -158,23 +181,7 @@ absl::StatusOr<GpuClassResource> ParseGpuClass(const json& object) {
     }
   }
   r.gpu.node_labels = r.node_selector;
-  const json& p = Field(spec, {"provisioning"});
-  const std::string pp = "spec.provisioning.";
-  PL_ASSIGN_OR_RETURN(double node_s,
-                      Number(p, "nodeStartSeconds", pp,
-                             absl::ToDoubleSeconds(kCold.node_provisioning)));
-  r.cold_start.node_provisioning = absl::Seconds(node_s);
-  r.cold_start.image_cached = Bool(p, "imageCached", kCold.image_cached);
-  PL_ASSIGN_OR_RETURN(r.cold_start.image_gib,
-                      Number(p, "imageGiB", pp, kCold.image_gib));
-  PL_ASSIGN_OR_RETURN(r.cold_start.pull_gbps,
-                      Number(p, "pullGBps", pp, kCold.pull_gbps));
-  PL_ASSIGN_OR_RETURN(r.cold_start.storage_gbps,
-                      Number(p, "storageGBps", pp, kCold.storage_gbps));
-  PL_ASSIGN_OR_RETURN(double init_s,
-                      Number(p, "engineInitSeconds", pp,
-                             absl::ToDoubleSeconds(kCold.engine_init)));
-  r.cold_start.engine_init = absl::Seconds(init_s);
+  PL_RETURN_IF_ERROR(ParseProvisioning(spec, r.cold_start));
   if (!Field(spec, {"billingGranularitySeconds"}).is_null()) {
     PL_ASSIGN_OR_RETURN(double billing_s,
                         Number(spec, "billingGranularitySeconds", "spec.", {}));
