@@ -92,8 +92,8 @@ namespace {
 // A ServeGen trace from its per-client rate files (the members of a tar,
 // or one file), clients in the order of their numbers.
 absl::StatusOr<Trace> LoadServeGen(const std::string& path,
-                                   std::vector<TarMember> members, bool is_tar,
-                                   const ServeGenOptions& window) {
+                                   const std::vector<TarMember>& members,
+                                   bool is_tar, const ServeGenOptions& window) {
   BadRows bad;
   std::vector<std::pair<int64_t, RateClient>> clients;
   for (const TarMember& m : members) {
@@ -187,8 +187,7 @@ absl::StatusOr<Trace> LoadTraceData(std::string raw, const std::string& path,
     if (!is_tar) {
       members->push_back({Basename(path), *data});
     }
-    absl::StatusOr<Trace> rates =
-        LoadServeGen(path, *std::move(members), is_tar, window);
+    absl::StatusOr<Trace> rates = LoadServeGen(path, *members, is_tar, window);
     if (!rates.ok()) {
       return rates.status();
     }
