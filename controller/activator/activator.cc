@@ -26,6 +26,21 @@ using json = nlohmann::json;
 using kube::EventType;
 using process::LogJson;
 
+// The front's options from the activator's.
+http::FrontServerOptions FrontOptions(const ActivatorOptions& o) {
+  http::FrontServerOptions http;
+  http.backlog = o.http.backlog;
+  http.min_threads = o.http.min_threads;
+  http.max_threads = o.http.max_threads;
+  http.keep_alive = absl::Seconds(o.http.keep_alive_seconds);
+  http.keep_alive_max_requests = o.http.keep_alive_max_requests;
+  http.max_body_bytes = o.proxy.max_body_bytes;
+  http.warn = [](const std::string& message) {
+    process::LogJson("warn", message);
+  };
+  return http;
+}
+
 }  // namespace
 
 class Activator::Impl {
@@ -202,17 +217,9 @@ absl::Status Activator::Impl::Run(const std::atomic<bool>& stop,
   }
   admin_port = *ap;
   std::thread admin_thread([this] { admin_.listen_after_bind(); });
-  http::FrontServerOptions http;
-  http.backlog = options_.http.backlog;
-  http.min_threads = options_.http.min_threads;
-  http.max_threads = options_.http.max_threads;
-  http.keep_alive = absl::Seconds(options_.http.keep_alive_seconds);
-  http.keep_alive_max_requests = options_.http.keep_alive_max_requests;
-  http.max_body_bytes = options_.proxy.max_body_bytes;
-  http.warn = [](const std::string& message) { LogJson("warn", message); };
   proxy_.WatchClients(&client_watch_);
   front_ = std::make_unique<http::FrontServer>(
-      http,
+      FrontOptions(options_),
       [this](const httplib::Request& req, httplib::Response& res,
              int client_socket) { proxy_.Handle(req, res, client_socket); },
       [this](const httplib::Request& req, uint64_t bytes,

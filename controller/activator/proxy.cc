@@ -28,6 +28,47 @@ bool ClientRetry(const httplib::Request& req) {
          n > 0;
 }
 
+// A request waiting for its pod (held, or sent and not answered): a
+// client that hangs up ends it -- out of the hold at once, its pod's
+// request cancelled.
+struct Waiting {
+  std::atomic<bool> gone{false};
+  std::mutex mu;
+  std::shared_ptr<http::Forward> forward;  // the pod's request, once sent
+};
+
+// Watches the request's client (its socket, else its address) while it
+// waits; nothing without a watch.
+std::unique_ptr<http::ClientWatch::Registration> WatchClient(
+    http::ClientWatch* watch, const httplib::Request& req, int client_socket,
+    Router& router, const std::string& endpoint,
+    const std::shared_ptr<Waiting>& waiting) {
+  if (watch == nullptr) {
+    return nullptr;
+  }
+  auto gone = [waiting, &router, endpoint] {
+    waiting->gone = true;
+    router.Wake(endpoint);
+    const std::lock_guard<std::mutex> lock(waiting->mu);
+    if (waiting->forward != nullptr) {
+      waiting->forward->Cancel();
+    }
+  };
+  return client_socket >= 0
+             ? watch->WatchSocket(client_socket, std::move(gone))
+             : watch->Watch({req.remote_addr, req.remote_port, req.local_port},
+                            std::move(gone));
+}
+
+// How the forward reached its pod: a new connection, a kept one, or a kept
+// one the pod had closed.
+prometheus::Counter& ConnectionCounter(Metrics& metrics,
+                                       const http::Forward& f) {
+  return f.stale()    ? metrics.connections_stale
+         : f.reused() ? metrics.connections_reused
+                      : metrics.connections_new;
+}
+
 bool CopiedBack(const std::string& header) {
   const std::string h = absl::AsciiStrToLower(header);
   return h != "content-length" && h != "transfer-encoding" &&
@@ -212,30 +253,9 @@ void Proxy::Handle(const httplib::Request& req, httplib::Response& res,
   if (client_retry) {
     metrics_.client_retries.Add({{"endpoint", endpoint}}).Increment();
   }
-  // While it waits (held, or sent and not answered), a client that hangs
-  // up ends it: out of the hold at once, its pod's request cancelled.
-  struct Waiting {
-    std::atomic<bool> gone{false};
-    std::mutex mu;
-    std::shared_ptr<http::Forward> forward;  // the pod's request, once sent
-  };
   const auto waiting = std::make_shared<Waiting>();
-  std::unique_ptr<http::ClientWatch::Registration> watched;
-  if (watch_ != nullptr) {
-    auto gone = [waiting, &router = router_, endpoint] {
-      waiting->gone = true;
-      router.Wake(endpoint);
-      const std::lock_guard<std::mutex> lock(waiting->mu);
-      if (waiting->forward != nullptr) {
-        waiting->forward->Cancel();
-      }
-    };
-    watched =
-        client_socket >= 0
-            ? watch_->WatchSocket(client_socket, std::move(gone))
-            : watch_->Watch({req.remote_addr, req.remote_port, req.local_port},
-                            std::move(gone));
-  }
+  const std::unique_ptr<http::ClientWatch::Registration> watched =
+      WatchClient(watch_, req, client_socket, router_, endpoint, waiting);
   std::string last_error;
   bool cold = false;
   absl::Duration held_for;
@@ -271,40 +291,48 @@ void Proxy::Handle(const httplib::Request& req, httplib::Response& res,
       Abandoned(res, endpoint, "sent");
       return;
     }
-    (f->stale()    ? metrics_.connections_stale
-     : f->reused() ? metrics_.connections_reused
-                   : metrics_.connections_new)
-        .Increment();
-    switch (start) {
-      case http::Forward::Start::kResponded:
-        StreamBack(res, endpoint, f, held, cold, held_for);
-        return;
-      case http::Forward::Start::kConnectFailed:
-        // Nothing was answered: take the pod out, try the next one.
-        last_error = absl::StrCat(pod, ": ", f->error());
-        metrics_.upstream_errors.Add({{"reason", "connect"}}).Increment();
-        router_.Remove(endpoint, pod);
-        pool_.Forget(pod);
-        metrics_.retries.Increment();
-        continue;
-      case http::Forward::Start::kFailed:
-        metrics_.upstream_errors.Add({{"reason", "broken"}}).Increment();
-        Refuse(res, endpoint, 502, "",
-               absl::StrCat(
-                   "pod ", pod,
-                   " broke the connection before answering: ", f->error()));
-        return;
-      case http::Forward::Start::kTimedOut:
-        metrics_.upstream_errors.Add({{"reason", "response_timeout"}})
-            .Increment();
-        Refuse(res, endpoint, 504, "",
-               absl::StrCat("pod ", pod, ": ", f->error()));
-        return;
+    ConnectionCounter(metrics_, *f).Increment();
+    if (start == http::Forward::Start::kConnectFailed) {
+      // Nothing was answered: take the pod out, try the next one.
+      last_error = absl::StrCat(pod, ": ", f->error());
+      metrics_.upstream_errors.Add({{"reason", "connect"}}).Increment();
+      router_.Remove(endpoint, pod);
+      pool_.Forget(pod);
+      metrics_.retries.Increment();
+      continue;
     }
+    Answer(res, endpoint, start, f, held, cold, held_for);
+    return;
   }
   Refuse(res, endpoint, 502, "",
          absl::StrCat("no pod of ", endpoint, " took the connection after ",
                       options_.max_attempts, " tries; last: ", last_error));
+}
+
+void Proxy::Answer(httplib::Response& res, const std::string& endpoint,
+                   http::Forward::Start start,
+                   const std::shared_ptr<http::Forward>& f,
+                   std::shared_ptr<Lease> lease, bool cold,
+                   absl::Duration held) {
+  switch (start) {
+    case http::Forward::Start::kResponded:
+      StreamBack(res, endpoint, f, std::move(lease), cold, held);
+      return;
+    case http::Forward::Start::kConnectFailed:  // retried by Handle
+    case http::Forward::Start::kFailed:
+      metrics_.upstream_errors.Add({{"reason", "broken"}}).Increment();
+      Refuse(
+          res, endpoint, 502, "",
+          absl::StrCat("pod ", lease->address(),
+                       " broke the connection before answering: ", f->error()));
+      return;
+    case http::Forward::Start::kTimedOut:
+      metrics_.upstream_errors.Add({{"reason", "response_timeout"}})
+          .Increment();
+      Refuse(res, endpoint, 504, "",
+             absl::StrCat("pod ", lease->address(), ": ", f->error()));
+      return;
+  }
 }
 
 }  // namespace pilotlight::activator

@@ -106,6 +106,12 @@ class Proxy {
   void StreamBack(httplib::Response& res, const std::string& endpoint,
                   const std::shared_ptr<http::Forward>& f,
                   std::shared_ptr<Lease> lease, bool cold, absl::Duration held);
+  // The pod's answer (`start`) to the client: its response streamed back,
+  // or 502/504 saying what the pod did.
+  void Answer(httplib::Response& res, const std::string& endpoint,
+              http::Forward::Start start,
+              const std::shared_ptr<http::Forward>& f,
+              std::shared_ptr<Lease> lease, bool cold, absl::Duration held);
 
   const ProxyOptions options_;
   Router& router_;

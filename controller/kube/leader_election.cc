@@ -45,36 +45,38 @@ std::string LeaderElector::LeasePath() const {
                       config_.lease_namespace, "/leases/", config_.lease_name);
 }
 
+bool LeaderElector::Create(absl::Time now, int64_t duration_s) {
+  const json lease = {
+      {"apiVersion", "coordination.k8s.io/v1"},
+      {"kind", "Lease"},
+      {"metadata",
+       {{"name", config_.lease_name}, {"namespace", config_.lease_namespace}}},
+      {"spec",
+       {{"holderIdentity", config_.identity},
+        {"leaseDurationSeconds", duration_s},
+        {"acquireTime", MicroTime(now)},
+        {"renewTime", MicroTime(now)},
+        {"leaseTransitions", 0}}}};
+  absl::StatusOr<KubeClient::Response> created =
+      client_.Request("POST",
+                      absl::StrCat("/apis/coordination.k8s.io/v1/namespaces/",
+                                   config_.lease_namespace, "/leases"),
+                      lease.dump());
+  if (!created.ok()) {
+    last_error_ = created.status().ToString();
+    return false;
+  }
+  observed_time_ = now;
+  return true;
+}
+
 bool LeaderElector::TryAcquireOrRenew() {
   const absl::Time now = clock_.Now();
   const int64_t duration_s = absl::ToInt64Seconds(config_.lease_duration);
   absl::StatusOr<KubeClient::Response> got =
       client_.Request("GET", LeasePath(), "");
   if (!got.ok() && got.status().code() == absl::StatusCode::kNotFound) {
-    const json lease = {{"apiVersion", "coordination.k8s.io/v1"},
-                        {"kind", "Lease"},
-                        {"metadata",
-                         {{"name", config_.lease_name},
-                          {"namespace", config_.lease_namespace}}},
-                        {"spec",
-                         {{"holderIdentity", config_.identity},
-                          {"leaseDurationSeconds", duration_s},
-                          {"acquireTime", MicroTime(now)},
-                          {"renewTime", MicroTime(now)},
-                          {"leaseTransitions", 0}}}};
-    absl::StatusOr<KubeClient::Response> created =
-        client_.Request("POST",
-                        absl::StrCat("/apis/coordination.k8s.io/v1/namespaces/",
-                                     config_.lease_namespace, "/leases"),
-                        lease.dump());
-    if (!created.ok()) {
-      last_error_ = created.status().ToString();
-      leader_ = false;
-      return false;
-    }
-    observed_time_ = now;
-    leader_ = true;
-    return true;
+    return leader_ = Create(now, duration_s);
   }
   if (!got.ok()) {
     last_error_ = got.status().ToString();

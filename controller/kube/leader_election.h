@@ -54,6 +54,9 @@ class LeaderElector {
 
  private:
   std::string LeasePath() const;
+  // No Lease yet: creates it, held by this identity (false when the POST
+  // fails, e.g. another candidate created it first).
+  bool Create(absl::Time now, int64_t duration_s);
   void SleepUnless(const std::atomic<bool>& stop, absl::Duration d);
 
   KubeClient& client_;
