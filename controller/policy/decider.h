@@ -12,7 +12,8 @@
 // The algorithm, per call:
 //   1. Ingest the new demand samples (concurrency = in flight + queued, or
 //      arrivals x service time by Little's law when only arrivals are known).
-//      No fresh sample within `stale_after`: hold (valid = false).
+//      No fresh sample within `stale_after`: keep the replicas (valid =
+//      false).
 //   2. Capacity per replica of each tier = the sizing model's concurrency at
 //      the TPOT SLO, corrected by measured/predicted decode speed (EWMA).
 //   3. Forecast one cold-start lead L ahead (learned p90, else the model):
