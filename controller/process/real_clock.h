@@ -1,6 +1,6 @@
 // RealClock: the system clock, for the Kubernetes machinery (kube::Clock).
-// With runtime/, activator/ and cmd/, process/ is where the clock may be
-// read (scripts/test checks).
+// With runtime/, activator/ (and its http/ transport) and cmd/, process/ is
+// where the clock may be read (scripts/test checks).
 #pragma once
 
 #include <thread>
