@@ -12,10 +12,6 @@
 namespace pilotlight::policy {
 namespace {
 
-std::string Secs(absl::Duration d) {
-  return absl::StrFormat("%.0f s", absl::ToDoubleSeconds(d));
-}
-
 int ReadyTotal(const Snapshot& s) {
   int ready = 0;
   for (const VariantState& v : s.variants) {
@@ -157,8 +153,8 @@ std::optional<Decision> Decider::CheckFreshness(const Snapshot& s,
   }
   return KeepReplicas(
       s, ScaleReason::kNoData,
-      last ? absl::StrCat("no demand sample for ", Secs(now - *last),
-                          " (stale after ", Secs(config_.stale_after),
+      last ? absl::StrCat("no demand sample for ", MessageSeconds(now - *last),
+                          " (stale after ", MessageSeconds(config_.stale_after),
                           "): holding replicas")
            : std::string("no demand sample yet: holding replicas"));
 }
@@ -247,22 +243,24 @@ Decider::IdlePlan Decider::PlanIdle(const Snapshot& s, const LoadPlan& load,
   if (idle_for < ka.keep_alive && running > 0) {
     p.floor = 1;
     p.reason = ScaleReason::kKeepAlive;
-    p.note = absl::StrFormat("idle %s, keep-alive %s (%s; break-even %s%s)",
-                             Secs(idle_for), Secs(ka.keep_alive),
-                             IdleHistogram::BasisName(ka.windows.basis),
-                             Secs(ka.break_even), ka.cause);
+    p.note =
+        absl::StrFormat("idle %s, keep-alive %s (%s; break-even %s%s)",
+                        MessageSeconds(idle_for), MessageSeconds(ka.keep_alive),
+                        IdleHistogram::BasisName(ka.windows.basis),
+                        MessageSeconds(ka.break_even), ka.cause);
   } else if (p.prewarm_at && now >= *p.prewarm_at &&
              idle_for < ka.windows.warm_until) {
     p.floor = 1;
     p.reason = ScaleReason::kPreWarm;
     p.note = absl::StrFormat(
         "idle %s, next request predicted from %s (lead %s), warm until %s",
-        Secs(idle_for), Secs(ka.windows.prewarm), Secs(load.lead),
-        Secs(ka.windows.warm_until));
+        MessageSeconds(idle_for), MessageSeconds(ka.windows.prewarm),
+        MessageSeconds(load.lead), MessageSeconds(ka.windows.warm_until));
   } else {
-    p.note = absl::StrFormat("idle %s, past keep-alive %s (break-even %s%s)",
-                             Secs(idle_for), Secs(ka.keep_alive),
-                             Secs(ka.break_even), ka.cause);
+    p.note =
+        absl::StrFormat("idle %s, past keep-alive %s (break-even %s%s)",
+                        MessageSeconds(idle_for), MessageSeconds(ka.keep_alive),
+                        MessageSeconds(ka.break_even), ka.cause);
   }
   return p;
 }
@@ -278,22 +276,21 @@ ScaleTarget Decider::StabiliseAndBound(const Snapshot& s, const LoadPlan& load,
       tier_desired += s.variants[static_cast<size_t>(v)].desired;
     }
   }
-  const GovernorInput in{
-      .now = now,
-      .load = load.load,
-      .warm = load.warm,
-      .load_reason = load.reason,
-      .idle = demand_.idle(),
-      .idle_floor = idle.floor,
-      .idle_reason = idle.reason,
-      .ready = ReadyTotal(s),
-      .lead = load.lead,
-      .tier = tier,
-      .tier_desired = tier_desired,
-      .billing = tiers_.variant(tiers_.PrimaryVariant(tier)).billing,
-      .partial = demand_.partial(),
-      .saturated = demand_.saturated(),
-      .panic = forecaster_.panic()};
+  const GovernorInput in{.now = now,
+                         .load = load.load,
+                         .warm = load.warm,
+                         .load_reason = load.reason,
+                         .idle = demand_.idle(),
+                         .idle_floor = idle.floor,
+                         .idle_reason = idle.reason,
+                         .ready = ReadyTotal(s),
+                         .lead = load.lead,
+                         .tier = tier,
+                         .tier_desired = tier_desired,
+                         .billing = tiers_.Billing(tier),
+                         .partial = demand_.partial(),
+                         .saturated = demand_.saturated(),
+                         .panic = forecaster_.panic()};
   return governor_.Govern(in, *s.spec, config_);
 }
 
@@ -375,7 +372,7 @@ void Decider::Explain(const Snapshot& s, const Stages& st, absl::Time now,
   const std::string sizing = absl::StrFormat(
       "demand %.1f in flight, forecast %.1f in %s (cold start %s)%s, "
       "capacity %d/replica -> %d + warm %d on %s",
-      f.stable, f.forecast, Secs(st.load.lead),
+      f.stable, f.forecast, MessageSeconds(st.load.lead),
       s.variants[static_cast<size_t>(std::max(tier.on_demand, tier.spot))]
                   .cold_start.samples >= 3
           ? "p90"
@@ -386,18 +383,18 @@ void Decider::Explain(const Snapshot& s, const Stages& st, absl::Time now,
                            demand_.idle() ? st.idle.note : sizing);
   const ScaleTarget& t = st.target;
   if (t.paid_until) {
-    d.message = absl::StrCat(
-        d.message, "; billing: kept until its paid ",
-        Secs(tiers_.variant(tiers_.PrimaryVariant(chooser_.serving())).billing),
-        " period ends in ", Secs(*t.paid_until - now));
-  } else if (t.scale_down_delayed) {
     d.message =
-        absl::StrCat(d.message, "; scale-down held ", Secs(t.stabilisation),
-                     t.stabilisation > config_.scale_down_stabilization &&
-                             t.stabilisation > st.load.lead
-                         ? " (learned: replicas above the first are "
-                           "needed again within it)"
-                         : "");
+        absl::StrCat(d.message, "; billing: kept until its paid ",
+                     MessageSeconds(tiers_.Billing(chooser_.serving())),
+                     " period ends in ", MessageSeconds(*t.paid_until - now));
+  } else if (t.scale_down_delayed) {
+    d.message = absl::StrCat(
+        d.message, "; scale-down held ", MessageSeconds(t.stabilisation),
+        t.stabilisation > config_.scale_down_stabilization &&
+                t.stabilisation > st.load.lead
+            ? " (learned: replicas above the first are "
+              "needed again within it)"
+            : "");
   }
   if (!st.tier.note.empty()) {
     d.message = absl::StrCat(d.message, "; tier switch ", st.tier.note);

@@ -1,5 +1,7 @@
 #include "controller/policy/decision.h"
 
+#include "absl/strings/str_format.h"
+
 namespace pilotlight::policy {
 
 absl::string_view ScaleReasonName(ScaleReason r) {
@@ -44,6 +46,10 @@ absl::string_view ScaleReasonName(ScaleReason r) {
       return "Unchanged";
   }
   return "Unknown";
+}
+
+std::string MessageSeconds(absl::Duration d) {
+  return absl::StrFormat("%.0f s", absl::ToDoubleSeconds(d));
 }
 
 }  // namespace pilotlight::policy

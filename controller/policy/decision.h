@@ -40,6 +40,9 @@ enum class ScaleReason {
 
 absl::string_view ScaleReasonName(ScaleReason r);
 
+// A duration as the decision messages write it: whole seconds, "540 s".
+std::string MessageSeconds(absl::Duration d);
+
 struct VariantDecision {
   std::string deployment;
   int32_t replicas = 0;

@@ -5,14 +5,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "controller/policy/decision.h"
 #include "controller/policy/time_window.h"
 
 namespace pilotlight::policy {
 namespace {
-
-std::string Secs(absl::Duration d) {
-  return absl::StrFormat("%.0f s", absl::ToDoubleSeconds(d));
-}
 
 // The SLO's keep-alive (only without a predicted gap to pre-warm for: the
 // pre-warm is what avoids those cold starts), in two ways. Predicted: a
@@ -115,13 +112,13 @@ KeepAlivePlan KeepAlivePricer::Plan(const EndpointSpec& spec,
     plan.cause = absl::StrFormat(
         "; cold-start budget held to slo.maxKeepAliveCostPerDayUSD $%.2f/day "
         "(it needs %s, $%.2f/day): ~%.1f%% of requests cold",
-        *cap, Secs(std::max(slo_keep, ski_keep)), p.needs_per_day,
+        *cap, MessageSeconds(std::max(slo_keep, ski_keep)), p.needs_per_day,
         100 * plan.cold_fraction_expected);
   } else if (plan.keep_alive > plan.break_even) {
     plan.cause = absl::StrFormat(
         "; %s, ~$%.2f/day idle (%.1f%% cold at break-even)",
         over_budget ? "cold starts over budget"
-                    : absl::StrCat("SLO needs ", Secs(slo_keep)),
+                    : absl::StrCat("SLO needs ", MessageSeconds(slo_keep)),
         plan.budget_cost_per_day, 100 * plan.cold_fraction_at_break_even);
   }
   return plan;

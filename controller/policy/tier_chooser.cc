@@ -85,9 +85,9 @@ TierChoice TierChooser::Choose(const TierTable& tiers,
     c.note = absl::StrFormat(
         "%s -> %s: %s", tiers.tier(tier_).gpu_class, tiers.tier(best).gpu_class,
         must ? "current tier cannot meet the SLO"
-             : absl::StrFormat("$%.2f/h vs $%.2f/h for %.0f s", best_cost,
+             : absl::StrFormat("$%.2f/h vs $%.2f/h for %s", best_cost,
                                cur.cost_per_hour,
-                               absl::ToDoubleSeconds(now - candidate_since_)));
+                               MessageSeconds(now - candidate_since_)));
     switching_from_ = tier_;
     tier_ = best;
     candidate_tier_ = -1;

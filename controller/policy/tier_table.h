@@ -78,6 +78,10 @@ class TierTable {
   int KeepVariant(int t) const;
   // On-demand when the tier has it, else spot.
   int PrimaryVariant(int t) const;
+  // The billing period of tier `t`: its primary variant's.
+  absl::Duration Billing(int t) const {
+    return variant(PrimaryVariant(t)).billing;
+  }
   // Whether tier `t`'s spot class is unhealthy at `now`: preempted or
   // failed to place lately, or a spot replica not ready in time.
   bool SpotUnhealthy(const Snapshot& s, int t, absl::Time now,
