@@ -319,10 +319,12 @@ void Engine::Arrive(size_t index, int attempt) {
   if (!hold_.queue().empty() && hold_.queue().back() == &req) {
     found();
     // The live activator's activation timeout (policy::ActivationRule)
-    // from the controller's prediction.
+    // from the controller's prediction, when the activator has one.
     hold_.SetDeadline(index, attempt, now_,
-                      absl::ToDoubleSeconds(policy::ActivationRule{}.For(
-                          cold_starts_.Predicted())));
+                      config_.activator.activation_timeout
+                          ? absl::ToDoubleSeconds(policy::ActivationRule{}.For(
+                                cold_starts_.Predicted()))
+                          : 0.0);
   }
 }
 
