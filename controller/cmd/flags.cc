@@ -238,49 +238,60 @@ FlagSet& FlagSet::Declare(std::string name, bool is_bool,
   return *this;
 }
 
-FlagSet& FlagSet::Add(std::string name, std::string* target,
-                      std::string value_name, std::string help) {
+template <typename T>
+FlagSet& FlagSet::AddValue(std::string name, T* target, std::string value_name,
+                           std::string help) {
   return Declare(name, false, std::move(value_name), std::move(help),
                  DefaultText(*target), BindTo(name, target));
+}
+
+template <typename T>
+FlagSet& FlagSet::AddOptional(std::string name, std::optional<T>* target,
+                              std::string value_name, std::string help) {
+  return Declare(name, false, std::move(value_name), std::move(help),
+                 target->has_value() ? DefaultText(**target) : "",
+                 BindOptional(name, target));
+}
+
+FlagSet& FlagSet::Add(std::string name, std::string* target,
+                      std::string value_name, std::string help) {
+  return AddValue(std::move(name), target, std::move(value_name),
+                  std::move(help));
 }
 FlagSet& FlagSet::Add(std::string name, int* target, std::string value_name,
                       std::string help) {
-  return Declare(name, false, std::move(value_name), std::move(help),
-                 DefaultText(*target), BindTo(name, target));
+  return AddValue(std::move(name), target, std::move(value_name),
+                  std::move(help));
 }
 FlagSet& FlagSet::Add(std::string name, double* target, std::string value_name,
                       std::string help) {
-  return Declare(name, false, std::move(value_name), std::move(help),
-                 DefaultText(*target), BindTo(name, target));
+  return AddValue(std::move(name), target, std::move(value_name),
+                  std::move(help));
 }
 FlagSet& FlagSet::Add(std::string name, absl::Duration* target,
                       std::string value_name, std::string help) {
-  return Declare(name, false, std::move(value_name), std::move(help),
-                 DefaultText(*target), BindTo(name, target));
+  return AddValue(std::move(name), target, std::move(value_name),
+                  std::move(help));
 }
 FlagSet& FlagSet::Add(std::string name, std::optional<std::string>* target,
                       std::string value_name, std::string help) {
-  return Declare(name, false, std::move(value_name), std::move(help),
-                 target->has_value() ? DefaultText(**target) : "",
-                 BindOptional(name, target));
+  return AddOptional(std::move(name), target, std::move(value_name),
+                     std::move(help));
 }
 FlagSet& FlagSet::Add(std::string name, std::optional<int>* target,
                       std::string value_name, std::string help) {
-  return Declare(name, false, std::move(value_name), std::move(help),
-                 target->has_value() ? DefaultText(**target) : "",
-                 BindOptional(name, target));
+  return AddOptional(std::move(name), target, std::move(value_name),
+                     std::move(help));
 }
 FlagSet& FlagSet::Add(std::string name, std::optional<double>* target,
                       std::string value_name, std::string help) {
-  return Declare(name, false, std::move(value_name), std::move(help),
-                 target->has_value() ? DefaultText(**target) : "",
-                 BindOptional(name, target));
+  return AddOptional(std::move(name), target, std::move(value_name),
+                     std::move(help));
 }
 FlagSet& FlagSet::Add(std::string name, std::optional<absl::Duration>* target,
                       std::string value_name, std::string help) {
-  return Declare(name, false, std::move(value_name), std::move(help),
-                 target->has_value() ? DefaultText(**target) : "",
-                 BindOptional(name, target));
+  return AddOptional(std::move(name), target, std::move(value_name),
+                     std::move(help));
 }
 
 FlagSet& FlagSet::Switch(std::string name, bool* target, std::string help,

@@ -144,6 +144,14 @@ class FlagSet {
   using Setter = std::function<absl::Status(const ParsedFlags&)>;
   FlagSet& Declare(std::string name, bool is_bool, std::string value_name,
                    std::string help, std::string default_text, Setter set);
+  // The typed Add overloads: a value shown as its default, or an optional
+  // (its default shown only when it holds one).
+  template <typename T>
+  FlagSet& AddValue(std::string name, T* target, std::string value_name,
+                    std::string help);
+  template <typename T>
+  FlagSet& AddOptional(std::string name, std::optional<T>* target,
+                       std::string value_name, std::string help);
 
   std::string command_;
   std::string usage_;
