@@ -189,11 +189,9 @@ void Activator::Impl::Drain() {
           {{"held", router_.held_total()},
            {"in_flight", router_.in_flight_total()}});
   absl::SleepFor(options_.drain_delay);
-  const absl::Time until = absl::Now() + options_.drain_timeout;
-  while ((router_.held_total() > 0 || router_.in_flight_total() > 0) &&
-         absl::Now() < until) {
-    absl::SleepFor(absl::Milliseconds(50));
-  }
+  router_.AwaitTotals(
+      [](int held, int in_flight) { return held == 0 && in_flight == 0; },
+      options_.drain_timeout);
   const int left = router_.held_total() + router_.in_flight_total();
   router_.Close();  // what is still held gets 503 now
   reporter_->Drain();

@@ -140,6 +140,8 @@ absl::StatusOr<Lease> Router::Acquire(const std::string& endpoint,
   const auto take = [&](std::pair<const std::string, Target>& t) {
     ++t.second.in_flight;
     ++e.in_flight;
+    ++in_flight_total_;
+    totals_changed_.notify_all();
     return Lease(this, endpoint, t.first, absl::Now() - start,
                  t.second.since > start);
   };
@@ -157,12 +159,14 @@ absl::StatusOr<Lease> Router::Acquire(const std::string& endpoint,
   e.held_bytes += bytes;
   ++held_total_;
   held_bytes_total_ += bytes;
+  totals_changed_.notify_all();
   const auto leave = [&] {
     e.waiting.erase(ticket);
     e.held_bytes -= bytes;
     --held_total_;
     held_bytes_total_ -= bytes;
     e.changed.notify_all();  // the others move up
+    totals_changed_.notify_all();
   };
   if (e.targets.empty() && poke_) {
     lock.unlock();
@@ -204,11 +208,13 @@ void Router::Release(const std::string& endpoint, const std::string& address) {
   const std::lock_guard<std::mutex> lock(mu_);
   Endpoint& e = *endpoints_.at(endpoint);
   --e.in_flight;
+  --in_flight_total_;
   auto it = e.targets.find(address);
   if (it != e.targets.end()) {
     --it->second.in_flight;
   }
   e.changed.notify_all();
+  totals_changed_.notify_all();
 }
 
 EndpointDemand Router::LoadLocked(const std::string& key, const Endpoint& e,
@@ -262,11 +268,17 @@ int Router::held_total() const {
 
 int Router::in_flight_total() const {
   const std::lock_guard<std::mutex> lock(mu_);
-  int n = 0;
-  for (const auto& [key, e] : endpoints_) {
-    n += e->in_flight;
-  }
-  return n;
+  return in_flight_total_;
+}
+
+bool Router::AwaitTotals(
+    const std::function<bool(int held, int in_flight)>& done,
+    absl::Duration timeout) const {
+  const absl::Time until = absl::Now() + timeout;
+  std::unique_lock<std::mutex> lock(mu_);
+  return totals_changed_.wait_until(lock, absl::ToChronoTime(until), [&] {
+    return done(held_total_, in_flight_total_);
+  });
 }
 
 void Router::Close() {

@@ -120,6 +120,11 @@ class Router {
   EndpointDemand DemandOf(const std::string& endpoint, absl::Time now) const;
   int held_total() const;
   int in_flight_total() const;
+  // Blocks until `done(held_total, in_flight_total)` is true or `timeout`
+  // passes, and says whether it became true: the drain, and tests, wait on
+  // the counts changing instead of polling them.
+  bool AwaitTotals(const std::function<bool(int held, int in_flight)>& done,
+                   absl::Duration timeout) const;
   // Wakes every held request with Unavailable; new ones are refused.
   void Close();
 
@@ -154,6 +159,8 @@ class Router {
   std::set<std::string> known_;
   std::vector<std::pair<std::string, std::string>> removed_;
   int held_total_ = 0;
+  int in_flight_total_ = 0;
+  mutable std::condition_variable totals_changed_;
   int64_t held_bytes_total_ = 0;
   int64_t next_ticket_ = 0;
   bool closed_ = false;

@@ -334,6 +334,7 @@ TEST_F(ActivatorClusterTest, HeldRequestsSurviveAControllerRestart) {
       << controller->Log();
   const std::unique_ptr<Process> activator = StartActivator(Local(grpc_port));
   const int port = activator->LogInt("activator started", "port");
+  const int admin = activator->LogInt("activator started", "admin_port");
   ASSERT_TRUE(WaitFor(absl::Seconds(30), [&] {
     return Condition(Autoscaler("chat"), "Ready") == "True";
   }));
@@ -345,8 +346,11 @@ TEST_F(ActivatorClusterTest, HeldRequestsSurviveAControllerRestart) {
       out[static_cast<size_t>(i)] = Complete(port, Path(), 3, i % 2 == 0);
     });
   }
-  absl::SleepFor(absl::Seconds(3));
-  EXPECT_EQ(Replicas("chat-l4"), 0);  // nobody to scale it yet
+  // All ten held, with nobody to scale the endpoint up yet.
+  ASSERT_TRUE(WaitFor(absl::Seconds(10), [&] {
+    return Process::Metric(admin, "pilotlight_activator_held_requests") == 10;
+  })) << activator->Log();
+  EXPECT_EQ(Replicas("chat-l4"), 0);
   controller =
       std::make_unique<Process>(PILOTLIGHT_BINARY, flags, LogPath("c2"));
   for (std::thread& t : clients) {
@@ -480,6 +484,7 @@ TEST_F(ActivatorClusterTest, ActivatorRestartFailsHeldPromptlyThenServes) {
                   .ok());
   auto activator = StartActivator(Local(grpc_port));
   const int port = activator->LogInt("activator started", "port");
+  const int admin = activator->LogInt("activator started", "admin_port");
   ASSERT_TRUE(WaitFor(absl::Seconds(30), [&] {
     return Condition(Autoscaler("chat"), "Ready") == "True";
   }));
@@ -490,7 +495,9 @@ TEST_F(ActivatorClusterTest, ActivatorRestartFailsHeldPromptlyThenServes) {
       out[static_cast<size_t>(i)] = Complete(port, Path(), 3, false);
     });
   }
-  absl::SleepFor(absl::Seconds(1));
+  ASSERT_TRUE(WaitFor(absl::Seconds(10), [&] {
+    return Process::Metric(admin, "pilotlight_activator_held_requests") == 5;
+  })) << activator->Log();
   const absl::Time killed = absl::Now();
   activator->Kill(SIGKILL);
   for (std::thread& t : clients) {

@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -213,7 +215,16 @@ class ProxyTest : public ::testing::Test {
     EXPECT_GE(fd, 0);
     return fd;
   }
-  // Waits up to 5 s for `done`.
+  // Waits up to 5 s for the router's held and in-flight totals to reach
+  // `held` and `in_flight` (-1: any), woken by their changes.
+  bool Totals(int held, int in_flight) const {
+    return router_->AwaitTotals(
+        [&](int h, int f) {
+          return (held < 0 || h == held) && (in_flight < 0 || f == in_flight);
+        },
+        absl::Seconds(5));
+  }
+  // Waits up to 5 s for `done` (a metric, the fake model's counts).
   static bool Eventually(const std::function<bool()>& done) {
     const absl::Time until = absl::Now() + absl::Seconds(5);
     while (!done() && absl::Now() < until) {
@@ -277,9 +288,7 @@ TEST_F(ProxyTest, NoRequestLostAcrossZeroToOne) {
       ok += r->status == 200 ? 1 : 0;
     });
   }
-  while (router_->held_total() < 40) {
-    absl::SleepFor(absl::Milliseconds(5));
-  }
+  ASSERT_TRUE(Totals(40, -1));
   EXPECT_TRUE(router_->DemandOf(kEp, absl::Now()).no_replica);
   absl::SleepFor(absl::Milliseconds(200));
   router_->SetTargets(kEp, {model.address()}, 4);
@@ -298,7 +307,9 @@ TEST_F(ProxyTest, OverTheBoundIs429WithRetryAfterAndTheRestAreServed) {
   FakeModel model;
   std::vector<std::thread> clients;
   std::atomic<int> served{0};
-  std::atomic<int> refused{0};
+  std::mutex mu;
+  std::condition_variable answered;
+  int refused = 0;
   for (int i = 0; i < 12; ++i) {
     clients.emplace_back([&] {
       httplib::Client c = Client();
@@ -307,22 +318,27 @@ TEST_F(ProxyTest, OverTheBoundIs429WithRetryAfterAndTheRestAreServed) {
       if (r->status == 429) {
         EXPECT_EQ(r->get_header_value("Retry-After"), "1");
         EXPECT_THAT(r->body, HasSubstr("hold queue full"));
+        const std::lock_guard<std::mutex> lock(mu);
         ++refused;
+        answered.notify_all();
       } else {
         EXPECT_EQ(r->status, 200);
         ++served;
       }
     });
   }
-  while (refused.load() + router_->held_total() < 12) {
-    absl::SleepFor(absl::Milliseconds(5));
+  ASSERT_TRUE(Totals(5, -1));
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    EXPECT_TRUE(answered.wait_for(lock, std::chrono::seconds(5),
+                                  [&] { return refused == 7; }));
   }
   router_->SetTargets(kEp, {model.address()}, 1);
   for (std::thread& t : clients) {
     t.join();
   }
   EXPECT_EQ(served.load(), 5);
-  EXPECT_EQ(refused.load(), 7);
+  EXPECT_EQ(refused, 7);
 }
 
 TEST_F(ProxyTest, NoReplicaWithinTheActivationTimeoutIs503) {
@@ -418,17 +434,9 @@ TEST_F(ProxyTest, ClientDisconnectCancelsUpstream) {
   httplib::Error err = httplib::Error::Success;
   c.send(req, res, err);
   EXPECT_EQ(err, httplib::Error::Canceled);
-  const absl::Time until = absl::Now() + absl::Seconds(5);
-  while (model.aborted.load() == 0 && absl::Now() < until) {
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  EXPECT_EQ(model.aborted.load(), 1);
+  EXPECT_TRUE(Eventually([&] { return model.aborted.load() == 1; }));
   EXPECT_EQ(model.finished.load(), 0);
-  // Its slot is free again.
-  while (router_->in_flight_total() != 0 && absl::Now() < until) {
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  EXPECT_EQ(router_->in_flight_total(), 0);
+  EXPECT_TRUE(Totals(-1, 0));  // its slot is free again
 }
 
 // A pod that refuses the connection (its port not open yet, or its
@@ -444,9 +452,7 @@ TEST_F(ProxyTest, RefusedConnectionIsRetriedOnAnotherPod) {
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 200) << r->body;
   });
-  while (router_->held_total() != 1) {
-    absl::SleepFor(absl::Milliseconds(5));
-  }
+  ASSERT_TRUE(Totals(1, -1));
   EXPECT_TRUE(router_->DemandOf(kEp, absl::Now()).no_replica);
   router_->SetTargets(kEp, {model.address()}, 4);
   client.join();
@@ -523,9 +529,9 @@ TEST_F(ProxyTest, ClientThatHangsUpWhileHeldLeavesTheHold) {
   Start({}, absl::Seconds(10), &watch);
   const int stays = RawRequest();
   const int leaves = RawRequest();
-  ASSERT_TRUE(Eventually([&] { return router_->held_total() == 2; }));
+  ASSERT_TRUE(Totals(2, -1));
   ::close(leaves);
-  ASSERT_TRUE(Eventually([&] { return router_->held_total() == 1; }));
+  ASSERT_TRUE(Totals(1, -1));
   // The hold ends in the router before the handler's thread counts it.
   EXPECT_TRUE(Eventually([&] { return Abandoned("held") == 1; }));
   EXPECT_EQ(router_->DemandOf(kEp, absl::Now()).arrivals_total, 2);
@@ -567,7 +573,7 @@ TEST_F(ProxyTest, ClientThatHangsUpBeforeThePodAnswersCancelsIt) {
   EXPECT_LT(absl::Now() - t0, absl::Seconds(3));
   ASSERT_TRUE(Eventually([&] { return Abandoned("sent") == 1; }));
   EXPECT_TRUE(router_->TakeRemoved().empty());
-  EXPECT_TRUE(Eventually([&] { return router_->in_flight_total() == 0; }));
+  EXPECT_TRUE(Totals(-1, 0));
   ::close(upstream);
   ::close(pod);
 }
