@@ -4,11 +4,13 @@
 #include <cmath>
 #include <functional>
 #include <iterator>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
+#include "controller/sim/verdict.h"
 
 namespace pilotlight::cmd {
 namespace {
@@ -152,6 +154,45 @@ std::string MatchTable(const sim::MatchReport& m) {
   return h + "</table>" + MatchChart(m);
 }
 
+// Whether a simple policy beat pilotlight at its defaults (sim/verdict.h).
+std::string VerdictSection(const sim::Verdict& v) {
+  std::string h = absl::StrFormat(
+      "<h2>Beaten by a simple policy?</h2><p id=\"verdict\"><b>%s</b>: "
+      "pilotlight at its defaults %s.</p>",
+      v.beaten ? "Yes" : "No", Escape(v.why));
+  if (!v.dominated_by.empty()) {
+    h += "<p>Runs that dominate it (as cheap, as much within SLO, as few "
+         "cold starts, better on one):</p><ul>";
+    for (const sim::PolicyRun& r : v.dominated_by) {
+      absl::StrAppendFormat(
+          &h, "<li>%s (%s): $%.2f, %.2f %% within SLO, %.2f %% cold</li>",
+          Escape(r.policy), Escape(r.setting), r.point.cost_usd,
+          100 * r.point.slo_attainment, 100 * r.point.cold_start_fraction);
+    }
+    h += "</ul>";
+  }
+  if (v.frontier.empty()) {
+    return h;
+  }
+  absl::StrAppendFormat(
+      &h,
+      "<p>Each swept baseline's cost where pilotlight stands ($%.2f; linear "
+      "between sweep points; &ldquo;never&rdquo;: no setting gets there).</p>"
+      "<table id=\"frontier\"><tr><th>policy</th><th>at %.2f %% within "
+      "SLO</th><th>at %.2f %% cold</th></tr>",
+      v.pilotlight.cost_usd, 100 * v.pilotlight.slo_attainment,
+      100 * v.pilotlight.cold_start_fraction);
+  const auto cost = [](const std::optional<double>& c) {
+    return c ? absl::StrFormat("$%.2f", *c) : std::string("never");
+  };
+  for (const sim::FrontierCost& f : v.frontier) {
+    absl::StrAppendFormat(&h, "<tr><td>%s</td><td>%s</td><td>%s</td></tr>",
+                          Escape(f.policy), cost(f.at_attainment),
+                          cost(f.at_cold_share));
+  }
+  return h + "</table>";
+}
+
 // The charts' scales: the largest of each series over every policy.
 struct Scales {
   double replicas = 1;
@@ -268,6 +309,9 @@ std::string HtmlReport(const sim::Trace& trace, const sim::SimConfig& config,
   std::string h = Summary(trace, config, report, scales);
   if (match != nullptr) {
     h += MatchTable(*match);
+  }
+  if (const std::optional<sim::Verdict> v = sim::Judge(report, match)) {
+    h += VerdictSection(*v);
   }
   for (const sim::PolicyResult& p : report.policies) {
     h += PolicyCharts(p, scales);

@@ -568,19 +568,8 @@ int RunSimulate(const std::vector<std::string>& args, std::ostream& out,
   if (!replayed.ok()) {
     return fail(replayed);
   }
-  if (a.json) {
-    nlohmann::json j = Json(*trace, report);
-    j["trace"]["warmup_s"] = absl::ToDoubleSeconds(a.config.warmup);
-    if (match) {
-      j["matched_slo"] = MatchJson(*match);
-    }
-    out << j.dump() << "\n";
-  } else {
-    PrintTable(*trace, a.config, report, wall_s, out);
-    if (match) {
-      PrintMatch(*match, out);
-    }
-  }
+  PrintRun(*trace, a.config, report, match ? &*match : nullptr, wall_s, a.json,
+           out);
   if (!logs.RequestsWritten()) {
     return fail(absl::InternalError(absl::StrCat("cannot write ", *a.requests)),
                 kExitInternal);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 #include <ostream>
 #include <string>
 
@@ -278,6 +279,110 @@ nlohmann::json Json(const sim::Trace& t, const sim::RunReport& r) {
          {"scale_events", s.scale_events}});
   }
   return j;
+}
+
+namespace {
+
+std::string Cost(const std::optional<double>& usd) {
+  return usd ? absl::StrCat("$", Money(*usd)) : "never";
+}
+
+nlohmann::json RunJson(const sim::PolicyRun& r) {
+  return {{"policy", r.policy},
+          {"setting", r.setting},
+          {"cost_usd", r.point.cost_usd},
+          {"slo_attainment", r.point.slo_attainment},
+          {"cold_start_fraction", r.point.cold_start_fraction}};
+}
+
+nlohmann::json Optional(const std::optional<double>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+}  // namespace
+
+void PrintVerdict(const sim::Verdict& v, std::ostream& out) {
+  out << "\nBeaten by a simple policy on this trace? "
+      << (v.beaten ? "YES" : "no") << ": pilotlight at its defaults " << v.why
+      << "\n";
+  for (size_t i = 0; i < v.dominated_by.size() && i < 3; ++i) {
+    const sim::PolicyRun& r = v.dominated_by[i];
+    out << absl::StrFormat(
+        "  dominated by %s (%s): $%s, %.2f %% within SLO, %.2f %% cold\n",
+        r.policy, r.setting, Money(r.point.cost_usd),
+        100 * r.point.slo_attainment, 100 * r.point.cold_start_fraction);
+  }
+  if (!v.swept || v.frontier.empty()) {
+    return;
+  }
+  out << absl::StrFormat(
+      "  each swept baseline's cost where pilotlight stands ($%s):\n"
+      "  %-17s %22s %22s\n",
+      Money(v.pilotlight.cost_usd), "POLICY",
+      absl::StrFormat("at %.2f %% within SLO",
+                      100 * v.pilotlight.slo_attainment),
+      absl::StrFormat("at %.2f %% cold",
+                      100 * v.pilotlight.cold_start_fraction));
+  for (const sim::FrontierCost& f : v.frontier) {
+    out << absl::StrFormat("  %-17s %22s %22s\n", f.policy,
+                           Cost(f.at_attainment), Cost(f.at_cold_share));
+  }
+}
+
+nlohmann::json VerdictJson(const sim::Verdict& v) {
+  nlohmann::json j = {
+      {"beaten", v.beaten},
+      {"why", v.why},
+      {"pilotlight",
+       {{"cost_usd", v.pilotlight.cost_usd},
+        {"slo_attainment", v.pilotlight.slo_attainment},
+        {"cold_start_fraction", v.pilotlight.cold_start_fraction}}},
+      {"dominated_by", nlohmann::json::array()}};
+  for (const sim::PolicyRun& r : v.dominated_by) {
+    j["dominated_by"].push_back(RunJson(r));
+  }
+  if (!v.swept) {
+    return j;
+  }
+  j["target"] = v.target;
+  j["max_cold_start_fraction"] = v.max_cold_start_fraction;
+  j["meets_target"] = v.pilotlight_meets_target;
+  j["cheapest_matched_baseline"] =
+      v.cheapest_matched ? RunJson(*v.cheapest_matched) : nullptr;
+  j["matched_ratio"] = Optional(v.matched_ratio);
+  j["frontier"] = nlohmann::json::array();
+  for (const sim::FrontierCost& f : v.frontier) {
+    j["frontier"].push_back(
+        {{"policy", f.policy},
+         {"cost_at_pilotlight_attainment_usd", Optional(f.at_attainment)},
+         {"cost_at_pilotlight_cold_share_usd", Optional(f.at_cold_share)}});
+  }
+  return j;
+}
+
+void PrintRun(const sim::Trace& t, const sim::SimConfig& c,
+              const sim::RunReport& r, const sim::MatchReport* match,
+              double wall_s, bool json, std::ostream& out) {
+  const std::optional<sim::Verdict> verdict = sim::Judge(r, match);
+  if (json) {
+    nlohmann::json j = Json(t, r);
+    j["trace"]["warmup_s"] = absl::ToDoubleSeconds(c.warmup);
+    if (match != nullptr) {
+      j["matched_slo"] = MatchJson(*match);
+    }
+    if (verdict) {
+      j["verdict"] = VerdictJson(*verdict);
+    }
+    out << j.dump() << "\n";
+    return;
+  }
+  PrintTable(t, c, r, wall_s, out);
+  if (match != nullptr) {
+    PrintMatch(*match, out);
+  }
+  if (verdict) {
+    PrintVerdict(*verdict, out);
+  }
 }
 
 }  // namespace pilotlight::cmd
