@@ -58,8 +58,8 @@ TEST(SimulateCommandTest, JsonHasExactlyTheDocumentedKeys) {
       Simulate({"--trace", kTrace, "--json", "--duration", "10m"});
   ASSERT_EQ(r.code, kExitOk) << r.err;
   const nlohmann::json j = nlohmann::json::parse(r.out);
-  EXPECT_EQ(Keys(j),
-            (std::set<std::string>{"trace", "policies", "matched_slo"}));
+  EXPECT_EQ(Keys(j), (std::set<std::string>{"trace", "policies", "matched_slo",
+                                            "verdict"}));
   EXPECT_EQ(Keys(j["trace"]),
             (std::set<std::string>{"path", "format", "requests", "endpoints",
                                    "duration_s", "warmup_s"}));
@@ -103,11 +103,36 @@ TEST(SimulateCommandTest, JsonHasExactlyTheDocumentedKeys) {
               (std::set<std::string>{"value", "cost_usd", "slo_attainment",
                                      "cold_start_fraction", "ttft_p99_s"}));
   }
-  // --match-slo 0 skips the sweep.
+  const nlohmann::json& v = j["verdict"];
+  EXPECT_EQ(Keys(v),
+            (std::set<std::string>{
+                "beaten", "why", "pilotlight", "dominated_by", "target",
+                "max_cold_start_fraction", "meets_target",
+                "cheapest_matched_baseline", "matched_ratio", "frontier"}));
+  EXPECT_EQ(Keys(v["pilotlight"]),
+            (std::set<std::string>{"cost_usd", "slo_attainment",
+                                   "cold_start_fraction"}));
+  EXPECT_EQ(v["pilotlight"]["cost_usd"], j["policies"][0]["cost_usd"]);
+  for (const nlohmann::json& f : v["frontier"]) {
+    EXPECT_EQ(Keys(f), (std::set<std::string>{
+                           "policy", "cost_at_pilotlight_attainment_usd",
+                           "cost_at_pilotlight_cold_share_usd"}));
+  }
+  // --match-slo 0 skips the sweep, and the verdict's part that needs it.
   const Outcome none = Simulate(
       {"--trace", kTrace, "--json", "--duration", "10m", "--match-slo", "0"});
   ASSERT_EQ(none.code, kExitOk) << none.err;
-  EXPECT_FALSE(nlohmann::json::parse(none.out).contains("matched_slo"));
+  const nlohmann::json n = nlohmann::json::parse(none.out);
+  EXPECT_FALSE(n.contains("matched_slo"));
+  EXPECT_EQ(
+      Keys(n["verdict"]),
+      (std::set<std::string>{"beaten", "why", "pilotlight", "dominated_by"}));
+  // Without pilotlight there is nothing to judge.
+  const Outcome others =
+      Simulate({"--trace", kTrace, "--json", "--duration", "10m", "--match-slo",
+                "0", "--policies", "knative,keda"});
+  ASSERT_EQ(others.code, kExitOk) << others.err;
+  EXPECT_FALSE(nlohmann::json::parse(others.out).contains("verdict"));
   // A warm-up: the slice's requests in the trace, those after it measured.
   const Outcome warm =
       Simulate({"--trace", kTrace, "--json", "--duration", "10m", "--warmup",
