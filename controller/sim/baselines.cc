@@ -18,6 +18,7 @@
 #include "controller/policy/knative_autoscaler.h"
 #include "controller/policy/time_window.h"
 #include "controller/sim/hindsight_policies.h"
+#include "controller/sim/retuned_policy.h"
 
 namespace pilotlight::sim {
 
@@ -412,9 +413,15 @@ absl::StatusOr<ScalingPolicyPtr> MakePolicy(const std::string& name,
   if (name == "oracle") {
     return MakeOracle(ctx);
   }
+  if (name == "pilotlight-retuned") {
+    RetuneOptions o;
+    o.candidates = DefaultRetuneCandidates();
+    return MakeRetunedPolicy(ctx, std::move(o));
+  }
   return absl::InvalidArgumentError(
       absl::StrCat("unknown policy '", name,
-                   "' (known: ", absl::StrJoin(PolicyNames(), ", "), ")"));
+                   "' (known: ", absl::StrJoin(PolicyNames(), ", "),
+                   "; experimental: pilotlight-retuned)"));
 }
 
 }  // namespace pilotlight::sim

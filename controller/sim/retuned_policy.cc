@@ -1,0 +1,229 @@
+#include "controller/sim/retuned_policy.h"
+
+#include <algorithm>
+#include <limits>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "controller/sim/simulator.h"
+#include "controller/sim/traffic_record.h"
+
+namespace pilotlight::sim {
+
+namespace {
+
+// A busy endpoint's replay is cut to max_replayed_requests, down to this.
+constexpr absl::Duration kShortestWindow = absl::Minutes(5);
+
+// What one candidate's replay of the past gave.
+struct Replayed {
+  double cost = 0;
+  double attainment = 0;
+  double cold = 0;
+};
+
+class RetunedPolicy final : public ScalingPolicy {
+ public:
+  RetunedPolicy(const PolicyContext& ctx, RetuneOptions options,
+                std::vector<ScalingPolicyPtr> live)
+      : config_(*ctx.config),
+        models_(*ctx.models),
+        service_times_(ctx.service_times),
+        options_(std::move(options)),
+        live_(std::move(live)),
+        record_(RecordOptions()) {
+    // The replays write no logs (their warm-up is set per replay).
+    replay_config_ = config_;
+    replay_config_.decision_log = nullptr;
+    replay_config_.request_log = nullptr;
+  }
+
+  std::string name() const override { return "pilotlight-retuned"; }
+
+  std::vector<int> Tick(const Observation& o) override {
+    record_.Add(o.now, static_cast<int64_t>(std::llround(o.arrivals)));
+    if (last_now_) {
+      busy_seconds_ += o.in_flight * absl::ToDoubleSeconds(o.now - *last_now_);
+    }
+    arrivals_ += o.arrivals;
+    last_now_ = o.now;
+    std::vector<int> chosen;
+    for (size_t i = 0; i < live_.size(); ++i) {
+      std::vector<int> out = live_[i]->Tick(o);
+      if (i == followed_) {
+        chosen = std::move(out);
+      }
+    }
+    if (!next_retune_) {
+      next_retune_ = o.now + options_.every;
+    } else if (o.now >= *next_retune_) {
+      Retune(o.now);
+      next_retune_ = o.now + options_.every;
+    }
+    return chosen;
+  }
+
+  absl::Time QuietUntil() const override {
+    absl::Time until = next_retune_.value_or(absl::InfinitePast());
+    for (const ScalingPolicyPtr& p : live_) {
+      until = std::min(until, p->QuietUntil());
+    }
+    return until;
+  }
+
+  void SkipQuiet(absl::Time first, absl::Duration step, int64_t n) override {
+    for (const ScalingPolicyPtr& p : live_) {
+      p->SkipQuiet(first, step, n);
+    }
+    if (n > 0) {
+      const absl::Time last = first + step * (n - 1);
+      record_.Observe(last);
+      last_now_ = last;
+    }
+  }
+
+  bool RemoveByPaidTime() const override {
+    return live_[followed_]->RemoveByPaidTime();
+  }
+
+ private:
+  static TrafficRecordOptions RecordOptions() {
+    TrafficRecordOptions o;
+    // The replay has no gaps: idle skipping stands for the ticks it skips.
+    o.max_look_gap = absl::InfiniteDuration();
+    return o;
+  }
+
+  // The record of the past `window` as requests of the spec's typical
+  // size (and, with service times, the mean by Little's law).
+  EndpointTrace Past(absl::Time now, absl::Duration window) const {
+    EndpointTrace t = record_.Replay(now - window, now, config_.spec.name);
+    const double service =
+        arrivals_ > 0 ? busy_seconds_ / arrivals_ : 1.0;  // seconds
+    for (Request& r : t.requests) {
+      r.input_tokens =
+          static_cast<uint32_t>(config_.spec.workload.prompt_tokens);
+      r.output_tokens =
+          static_cast<uint32_t>(config_.spec.workload.output_tokens);
+      if (service_times_) {
+        r.service_s = static_cast<float>(service);
+      }
+    }
+    return t;
+  }
+
+  bool Meets(const Replayed& r) const {
+    return r.attainment >=
+               options_.target_attainment + options_.attainment_margin &&
+           r.cold <= options_.cold_budget_share *
+                         config_.spec.slo.max_cold_start_fraction;
+  }
+
+  void Retune(absl::Time now) {
+    const absl::Duration covered = record_.Covered();
+    if (covered < options_.min_history) {
+      return;  // too little history: the one followed stays
+    }
+    absl::Duration window = std::min(covered, options_.max_history);
+    while (window > kShortestWindow &&
+           record_.ArrivalsBetween(now - window, now) >
+               options_.max_replayed_requests) {
+      window = std::max(kShortestWindow, window / 2);
+    }
+    replay_config_.warmup = std::min(options_.warmup, window / 3);
+    const EndpointTrace past = Past(now, window);
+    const double duration = absl::ToDoubleSeconds(window);
+    std::vector<Replayed> results;
+    PolicyContext ctx{&replay_config_, &models_, &past, service_times_,
+                      std::nullopt};
+    for (const RetuneCandidate& c : options_.candidates) {
+      ctx.knob = c.knob;
+      absl::StatusOr<ScalingPolicyPtr> fresh = MakePolicy(c.policy, ctx);
+      if (!fresh.ok()) {
+        return;  // the candidates were made once already: cannot happen
+      }
+      const SimResult r =
+          SimulateEndpoint(past, duration, replay_config_, models_, **fresh);
+      results.push_back({r.cost_usd, SloAttainment(r), ColdStartFraction(r)});
+    }
+    followed_ = Choose(results);
+  }
+
+  size_t Choose(const std::vector<Replayed>& r) const {
+    std::optional<size_t> best;
+    for (size_t i = 0; i < r.size(); ++i) {
+      if (Meets(r[i]) && (!best || r[i].cost < r[*best].cost)) {
+        best = i;
+      }
+    }
+    if (!best) {
+      // None meets it: the cheapest within `near_best` of the best
+      // attainment (the last tenths of a point are the dearest).
+      double top = 0;
+      for (const Replayed& x : r) {
+        top = std::max(top, x.attainment);
+      }
+      for (size_t i = 0; i < r.size(); ++i) {
+        if (r[i].attainment >= top - options_.near_best &&
+            (!best || r[i].cost < r[*best].cost)) {
+          best = i;
+        }
+      }
+      return *best;
+    }
+    // Hysteresis: the one followed stays while it meets the target and
+    // the best saves less than switch_saving.
+    if (*best != followed_ && Meets(r[followed_]) &&
+        r[*best].cost > (1 - options_.switch_saving) * r[followed_].cost) {
+      return followed_;
+    }
+    return *best;
+  }
+
+  const SimConfig& config_;
+  const std::vector<ServiceModel>& models_;
+  const bool service_times_;
+  const RetuneOptions options_;
+  std::vector<ScalingPolicyPtr> live_;
+  SimConfig replay_config_;
+  TrafficRecord record_;
+  size_t followed_ = 0;
+  std::optional<absl::Time> next_retune_;
+  std::optional<absl::Time> last_now_;
+  double busy_seconds_ = 0;
+  double arrivals_ = 0;
+};
+
+}  // namespace
+
+std::vector<RetuneCandidate> DefaultRetuneCandidates() {
+  return {{"pilotlight", 1.0},   {"pilotlight", 0.7},   {"pilotlight", 0.5},
+          {"keepalive-10m", 1},  {"keepalive-10m", 2},  {"keepalive-10m", 5},
+          {"keepalive-10m", 10}, {"keepalive-10m", 20}, {"keepalive-10m", 60},
+          {"knative", 0.7},      {"keda", 0.7},         {"keda", 0.4}};
+}
+
+absl::StatusOr<ScalingPolicyPtr> MakeRetunedPolicy(const PolicyContext& ctx,
+                                                   RetuneOptions options) {
+  if (options.candidates.empty()) {
+    return absl::InvalidArgumentError("pilotlight-retuned: no candidates");
+  }
+  // The live candidates see what the policy sees, never the trace.
+  PolicyContext live_ctx = ctx;
+  live_ctx.trace = nullptr;
+  std::vector<ScalingPolicyPtr> live;
+  for (const RetuneCandidate& c : options.candidates) {
+    live_ctx.knob = c.knob;
+    absl::StatusOr<ScalingPolicyPtr> p = MakePolicy(c.policy, live_ctx);
+    if (!p.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("pilotlight-retuned: candidate ", c.policy, ": ",
+                       p.status().message()));
+    }
+    live.push_back(*std::move(p));
+  }
+  return ScalingPolicyPtr(
+      new RetunedPolicy(ctx, std::move(options), std::move(live)));
+}
+
+}  // namespace pilotlight::sim
