@@ -356,7 +356,8 @@ std::optional<PolicyKnob> KnobOf(const std::string& policy) {
         "target utilisation", "", 0.7, {0.7, 0.55, 0.4, 0.3, 0.2, 0.15, 0.1}};
   }
   if (policy == "keepalive-10m") {
-    return PolicyKnob{"keep-alive", "min", 10, {1, 2, 5, 10, 20, 30, 60, 120}};
+    return PolicyKnob{
+        "keep-alive", "min", 10, {1, 2, 5, 10, 20, 30, 60, 120, 240, 480}};
   }
   return std::nullopt;
 }
