@@ -16,7 +16,7 @@ int SizeBucket(uint32_t tokens) {
                                static_cast<int>(std::bit_width(tokens)) - 1);
 }
 
-// The size at quantile q of a histogram: its bucket's geometric middle.
+// The size at quantile q of a histogram: the middle of its bucket.
 uint32_t SizeAt(const TrafficRecord::SizeHistogram& h, double q) {
   uint64_t total = 0;
   for (uint32_t n : h) {
