@@ -235,6 +235,12 @@ TEST(SimulateCommandTest, TableAndHtmlReport) {
   EXPECT_THAT(page, HasSubstr("id=\"matched\""));
   EXPECT_THAT(page, HasSubstr("cost against SLO attainment"));
   EXPECT_THAT(r.out, HasSubstr("AT MATCHED SLO"));
+  // The verdict, in the table and on the page, with Knative's frontier.
+  EXPECT_THAT(r.out, HasSubstr("Beaten by a simple policy on this trace? "));
+  EXPECT_THAT(page, HasSubstr("id=\"verdict\""));
+  const size_t frontier = page.find("id=\"frontier\"><tr><th>policy</th>");
+  ASSERT_NE(frontier, std::string::npos);
+  EXPECT_THAT(page.substr(frontier), HasSubstr("<tr><td>knative</td>"));
   EXPECT_THAT(page, ::testing::Not(HasSubstr("<script")));
   EXPECT_THAT(page, ::testing::Not(HasSubstr("http://")));
   // Nothing refused or abandoned: no such table.
