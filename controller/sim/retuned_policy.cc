@@ -42,6 +42,9 @@ class RetunedPolicy final : public ScalingPolicy {
 
   std::vector<int> Tick(const Observation& o) override {
     record_.Add(o.now, static_cast<int64_t>(std::llround(o.arrivals)));
+    for (const Observation::RequestSize& s : o.completed_sizes) {
+      record_.AddSize(s.input_tokens, s.output_tokens);
+    }
     if (last_now_) {
       busy_seconds_ += o.in_flight * absl::ToDoubleSeconds(o.now - *last_now_);
     }
@@ -86,6 +89,8 @@ class RetunedPolicy final : public ScalingPolicy {
     return live_[followed_]->RemoveByPaidTime();
   }
 
+  bool WantsRequestSizes() const override { return true; }
+
  private:
   static TrafficRecordOptions RecordOptions() {
     TrafficRecordOptions o;
@@ -94,17 +99,21 @@ class RetunedPolicy final : public ScalingPolicy {
     return o;
   }
 
-  // The record of the past `window` as requests of the spec's typical
-  // size (and, with service times, the mean by Little's law).
+  // The record of the past `window`, its requests sized as the engines'
+  // token histograms counted them (before any completed: the spec's
+  // typical size), and with service times the mean by Little's law.
   EndpointTrace Past(absl::Time now, absl::Duration window) const {
     EndpointTrace t = record_.Replay(now - window, now, config_.spec.name);
     const double service =
         arrivals_ > 0 ? busy_seconds_ / arrivals_ : 1.0;  // seconds
+    const bool sized = record_.has_sizes();
     for (Request& r : t.requests) {
-      r.input_tokens =
-          static_cast<uint32_t>(config_.spec.workload.prompt_tokens);
-      r.output_tokens =
-          static_cast<uint32_t>(config_.spec.workload.output_tokens);
+      if (!sized) {
+        r.input_tokens =
+            static_cast<uint32_t>(config_.spec.workload.prompt_tokens);
+        r.output_tokens =
+            static_cast<uint32_t>(config_.spec.workload.output_tokens);
+      }
       if (service_times_) {
         r.service_s = static_cast<float>(service);
       }

@@ -13,9 +13,11 @@
 // switches only for a saving of
 // `switch_saving` or when the one it follows misses the target.
 //
-// What it cannot know it estimates: request sizes are the spec's typical
-// prompt and output; with a trace's own service times, the mean service
-// time by Little's law (time in flight over arrivals). A replay starts with
+// What it cannot know it estimates: request sizes follow the token
+// histograms of the requests completed so far (as the engines export
+// them), spread over the recorded arrivals; with a trace's own service
+// times, the mean service time by Little's law (time in flight over
+// arrivals). A replay starts with
 // no replica and leaves its first `warmup` unmeasured. The live candidates
 // observe the replicas the followed one asked for, not their own.
 #pragma once

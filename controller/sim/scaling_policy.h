@@ -28,6 +28,14 @@ struct Observation {
   // smoothed; 0 with no window.
   double completions_per_s = 0;
   double output_tokens_per_s = 0;  // generated since the previous tick / dt
+  // The prompt and output tokens of each request completed since the
+  // previous tick, as the engines' token histograms count them -- only for
+  // a policy whose WantsRequestSizes() says so (empty otherwise).
+  struct RequestSize {
+    uint32_t input_tokens = 0;
+    uint32_t output_tokens = 0;
+  };
+  std::vector<RequestSize> completed_sizes;
   // Per variant: desired, ready, starting (with creation times), learned
   // cold-start stats -- what the controller reads from the cluster.
   std::vector<policy::VariantState> variants;
@@ -62,6 +70,10 @@ class ScalingPolicy {
   // time left in its billing period (with billing coarser than the tick;
   // a plan that stops replicas at their periods' ends needs it).
   virtual bool RemoveByPaidTime() const { return false; }
+
+  // Whether its observations carry the sizes of the requests completed
+  // (Observation::completed_sizes). false (the default): they do not.
+  virtual bool WantsRequestSizes() const { return false; }
 };
 
 using ScalingPolicyPtr = std::unique_ptr<ScalingPolicy>;

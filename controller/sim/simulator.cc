@@ -142,7 +142,9 @@ class Engine {
   double now_ = 0;
   double poke_at_ = std::numeric_limits<double>::infinity();
   std::deque<double> completed_at_;  // within the Prometheus rate window
-  bool last_tick_quiet_ = false;     // the last Tick's observation was quiet
+  // Completed since the last observation, when the policy wants them.
+  std::vector<Observation::RequestSize> completed_sizes_;
+  bool last_tick_quiet_ = false;  // the last Tick's observation was quiet
   double last_tick_ = 0;
   size_t next_ = 0;  // the next request of the trace to arrive
   std::priority_queue<Completion, std::vector<Completion>, std::greater<>>
@@ -277,6 +279,10 @@ void Engine::Complete() {
   }
   --r.busy;
   tokens_since_tick_ += c.output_tokens;
+  if (policy_.WantsRequestSizes()) {
+    completed_sizes_.push_back(
+        {c.request->input_tokens, c.request->output_tokens});
+  }
   if (config_.prometheus_rate_window > absl::ZeroDuration()) {
     completed_at_.push_back(c.t);
   }
@@ -495,6 +501,8 @@ Observation Engine::Observe(double t, bool poke) {
   o.arrivals =
       static_cast<double>(std::max<int64_t>(0, seen.arrivals - counted_));
   counted_ = std::max(counted_, seen.arrivals);
+  o.completed_sizes = std::move(completed_sizes_);
+  completed_sizes_.clear();
   if (config_.prometheus_rate_window > absl::ZeroDuration()) {
     const double window = absl::ToDoubleSeconds(config_.prometheus_rate_window);
     while (!completed_at_.empty() && completed_at_.front() <= t - window) {

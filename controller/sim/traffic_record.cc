@@ -126,9 +126,18 @@ void TrafficRecord::AddRequest(absl::Time at, uint32_t input_tokens,
   if (at < covered_since_ && covered_since_ != absl::InfinitePast()) {
     return;  // before a restart
   }
+  AddSize(input_tokens, output_tokens);
+  Put(SecondOf(at), 1);
+}
+
+void TrafficRecord::AddSize(uint32_t input_tokens, uint32_t output_tokens) {
   ++input_[static_cast<size_t>(SizeBucket(input_tokens))];
   ++output_[static_cast<size_t>(SizeBucket(output_tokens))];
-  Put(SecondOf(at), 1);
+}
+
+bool TrafficRecord::has_sizes() const {
+  return std::any_of(input_.begin(), input_.end(),
+                     [](uint32_t n) { return n > 0; });
 }
 
 absl::Duration TrafficRecord::Covered() const {

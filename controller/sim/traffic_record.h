@@ -48,6 +48,11 @@ class TrafficRecord {
   void Add(absl::Time now, int64_t arrivals);
   // One request, at its own time (the simulator; an activator's log).
   void AddRequest(absl::Time at, uint32_t input_tokens, uint32_t output_tokens);
+  // One request's size alone (the engines' token histograms count them at
+  // completion, apart from the arrivals).
+  void AddSize(uint32_t input_tokens, uint32_t output_tokens);
+  // Whether any size was recorded.
+  bool has_sizes() const;
   // The caller looked at `now` and saw what it was told (nothing, if no Add
   // came with it). A look after more than max_look_gap starts the coverage
   // afresh; one before the previous look (a clock jump back) also clears

@@ -146,5 +146,25 @@ TEST(TrafficRecordTest, ReplayIsTheSameEveryCallAndFollowsTheSizes) {
   EXPECT_NEAR(long_prompts, 250, 10);
 }
 
+// Counts from looks and sizes from completions (the engines' histograms)
+// come apart; a replay puts the sizes on the counted arrivals.
+TEST(TrafficRecordTest, SizesRecordedApartSizeTheReplay) {
+  TrafficRecord r;
+  EXPECT_FALSE(r.has_sizes());
+  r.Add(At(0), 0);
+  r.Add(At(2), 4);
+  for (int i = 0; i < 4; ++i) {
+    r.AddSize(3000, 50);
+  }
+  EXPECT_TRUE(r.has_sizes());
+  EXPECT_EQ(r.arrivals(), 4);  // sizes are not arrivals
+  const EndpointTrace t = r.Replay(At(0), At(4), "ep");
+  ASSERT_EQ(t.requests.size(), 4U);
+  for (const Request& q : t.requests) {
+    EXPECT_EQ(q.input_tokens, 3072U);  // [2048, 4096): its middle
+    EXPECT_EQ(q.output_tokens, 48U);   // [32, 64)
+  }
+}
+
 }  // namespace
 }  // namespace pilotlight::sim
