@@ -79,6 +79,7 @@ class Engine {
         config_(c),
         models_(models),
         policy_(policy),
+        wants_sizes_(policy.WantsRequestSizes()),
         progress_(progress),
         service_times_(service_times),
         pool_(c, models, measure_from_s_),
@@ -125,6 +126,7 @@ class Engine {
   const SimConfig& config_;
   const std::vector<ServiceModel>& models_;
   ScalingPolicy& policy_;
+  const bool wants_sizes_;          // ScalingPolicy::WantsRequestSizes()
   const ReplayProgress& progress_;  // may be empty
   const bool service_times_;        // the trace's own service times
   // Measured from here: the warm-up's end, else everything (the clock
@@ -279,7 +281,7 @@ void Engine::Complete() {
   }
   --r.busy;
   tokens_since_tick_ += c.output_tokens;
-  if (policy_.WantsRequestSizes()) {
+  if (wants_sizes_) {
     completed_sizes_.push_back(
         {c.request->input_tokens, c.request->output_tokens});
   }
