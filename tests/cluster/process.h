@@ -101,9 +101,12 @@ class Process {
     return value;
   }
 
-  // One sample of a metric at 127.0.0.1:`port`/metrics (summed over its
-  // label sets); -1 when /metrics does not answer.
-  static double Metric(int port, const std::string& name) {
+  // One sample of a metric at 127.0.0.1:`port`/metrics, summed over its
+  // label sets -- those whose line holds `only` (e.g. `namespace="ns"`),
+  // when given: a controller watches every namespace, and another test's
+  // endpoint may still be there; -1 when /metrics does not answer.
+  static double Metric(int port, const std::string& name,
+                       const std::string& only = "") {
     httplib::Client http("127.0.0.1", port);
     httplib::Result r = http.Get("/metrics");
     if (!r) {
@@ -113,7 +116,8 @@ class Process {
     for (absl::string_view line : absl::StrSplit(r->body, '\n')) {
       if (absl::StartsWith(line, name) &&
           (line.size() > name.size() &&
-           (line[name.size()] == ' ' || line[name.size()] == '{'))) {
+           (line[name.size()] == ' ' || line[name.size()] == '{')) &&
+          absl::StrContains(line, only)) {
         double v = 0;
         if (absl::SimpleAtod(line.substr(line.rfind(' ') + 1), &v)) {
           total += v;
