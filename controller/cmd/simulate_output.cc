@@ -23,6 +23,11 @@ namespace {
 
 std::string Money(double usd) { return absl::StrFormat("%.2f", usd); }
 
+// A value, or JSON's null.
+nlohmann::json Optional(const std::optional<double>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
 // A share of the requests, 1 with none (as sim::SloAttainment).
 double Share(int64_t within, int64_t requests) {
   return requests > 0
@@ -99,8 +104,7 @@ nlohmann::json MatchJson(const sim::MatchReport& m) {
   for (const sim::MatchedPolicy& p : m.policies) {
     nlohmann::json sweep = nlohmann::json::array();
     for (const sim::SweepPoint& s : p.sweep) {
-      sweep.push_back({{"value", s.value ? nlohmann::json(*s.value)
-                                         : nlohmann::json(nullptr)},
+      sweep.push_back({{"value", Optional(s.value)},
                        {"cost_usd", s.cost_usd},
                        {"slo_attainment", s.slo_attainment},
                        {"cold_start_fraction", s.cold_start_fraction},
@@ -293,10 +297,6 @@ nlohmann::json RunJson(const sim::PolicyRun& r) {
           {"cost_usd", r.point.cost_usd},
           {"slo_attainment", r.point.slo_attainment},
           {"cold_start_fraction", r.point.cold_start_fraction}};
-}
-
-nlohmann::json Optional(const std::optional<double>& v) {
-  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
 }
 
 }  // namespace

@@ -1,7 +1,6 @@
 #include "controller/sim/retuned_policy.h"
 
 #include <algorithm>
-#include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"

@@ -177,11 +177,10 @@ void TrafficRecord::Put(int64_t second, int64_t count) {
     ring_.Truncate(ring_.size() - last_len_);
     last_count_ += count;
   } else {
-    last_gap_ = entries_ > 0 ? second - last_second_ : second - base_second_;
     if (entries_ == 0) {
-      base_second_ = second;
-      last_gap_ = 0;
+      base_second_ = second;  // the first entry's gap is 0
     }
+    last_gap_ = second - (entries_ > 0 ? last_second_ : base_second_);
     last_second_ = second;
     last_count_ = count;
     ++entries_;
