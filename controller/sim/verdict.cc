@@ -29,6 +29,11 @@ bool Dominates(const SweepPoint& a, const SweepPoint& b) {
   return no_worse && better;
 }
 
+// "1.20x", or `none` where the baseline cost nothing (no ratio).
+std::string Times(const std::optional<double>& ratio, const char* none) {
+  return ratio ? absl::StrFormat("%.2fx", *ratio) : none;
+}
+
 bool Same(const SweepPoint& a, const SweepPoint& b) {
   return a.cost_usd == b.cost_usd && a.slo_attainment == b.slo_attainment &&
          a.cold_start_fraction == b.cold_start_fraction;
@@ -121,14 +126,14 @@ void JudgeAtTarget(const MatchReport& match, Verdict& v) {
     }
     if (CostBelow(c.point.cost_usd, p.cost_usd)) {
       v.beaten = true;
-      v.why = absl::StrFormat("costs %.2fx %s, tuned on this trace",
-                              v.matched_ratio.value_or(0), Describe(c));
+      v.why = absl::StrFormat("costs %s %s, tuned on this trace",
+                              Times(v.matched_ratio, "more than"), Describe(c));
       return;
     }
     v.why = absl::StrFormat(
-        "is dominated by no run and meets the target at %.2fx the cheapest "
+        "is dominated by no run and meets the target at %s the cheapest "
         "baseline tuned on this trace, %s",
-        v.matched_ratio.value_or(0), Describe(c));
+        Times(v.matched_ratio, "the cost of"), Describe(c));
     return;
   }
   for (const FrontierCost& f : v.frontier) {

@@ -136,6 +136,22 @@ TEST(VerdictTest, MatchedRatioAgainstTheCheapestOnlineBaselineMeetingTarget) {
   EXPECT_DOUBLE_EQ(*cheaper.matched_ratio, 0.9);
 }
 
+// A baseline that cost nothing (a trace with no request) has no ratio;
+// less within SLO than pilotlight, it does not dominate it.
+TEST(VerdictTest, AFreeBaselineHasNoRatio) {
+  RunReport r;
+  r.policies = {Result("pilotlight", 1, 1.0, 0)};
+  const MatchReport m = Match({Swept("keda", {Point(0.7, 0, 0.995, 0)}, 0)});
+  const Verdict v = *Judge(r, &m);
+  EXPECT_FALSE(v.matched_ratio.has_value());
+  EXPECT_TRUE(v.beaten);
+  EXPECT_THAT(v.why, HasSubstr("costs more than keda"));
+  r.policies = {Result("pilotlight", 0, 1.0, 0)};
+  const Verdict free = *Judge(r, &m);
+  EXPECT_FALSE(free.beaten) << free.why;
+  EXPECT_THAT(free.why, HasSubstr("at the cost of the cheapest baseline"));
+}
+
 TEST(VerdictTest, MissingATargetABaselineMeetsIsBeatenAtAnyCost) {
   RunReport r;
   r.policies = {Result("pilotlight", 1, 0.98, 0.02)};
