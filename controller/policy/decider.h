@@ -29,7 +29,7 @@
 //      + the SLO penalty, r = the replica's idle price), and pre-warm at the
 //      hybrid histogram's head - L until its tail; scale to zero otherwise.
 //      The keep-alive exceeds T* only when the observed cold-start fraction
-//      is over the SLO budget.
+//      is over the SLO budget once an idle gap has been seen.
 //   6. No flapping: the load target is the maximum of the last
 //      max(stabilisation, L, learned hold); it falls by at most
 //      max_scale_down_rate per call; never down while panicking. The

@@ -58,8 +58,13 @@ KeepAlivePlan KeepAlivePricer::Plan(const EndpointSpec& spec,
   plan.idle_cost_per_hour = terms.price_per_replica_hour;
   plan.windows = gaps.Compute();
   const IdleHistogram::Windows& win = plan.windows;
+  // Over budget: a cause to keep to the histogram's tail only once an idle
+  // gap has been seen. Before that the tail is the histogram's default, not
+  // the endpoint's, and the cold starts so far are the first busy
+  // period's, which no keep-alive could have spared (a first burst of
+  // requests at zero is all cold).
   const bool over_budget =
-      c.requests >= 20 &&
+      c.requests >= 20 && gaps.samples() > 0 &&
       c.cold_start_requests > spec.slo.max_cold_start_fraction * c.requests;
   absl::Duration ski_keep;
   if (win.prewarm > absl::ZeroDuration()) {

@@ -289,6 +289,37 @@ TEST(DeciderTest, KeepAliveBoundedByBreakEvenWithoutCause) {
   EXPECT_GT(w.cold_requests(), 0);
 }
 
+// One burst at zero -- 200 requests at once, the endpoint's first traffic --
+// meets a cold start whatever the keep-alive: it is not evidence that the
+// keep-alive is too short. Once served and idle, the endpoint keeps its
+// last replica for the ski-rental break-even, not for hours.
+TEST(DeciderTest, AFirstBurstAtZeroDoesNotStretchTheKeepAlive) {
+  World w = OneA100();
+  absl::Time t = T0();
+  w.Step(t, {World::Sample(t, 0, 0)});
+  t += kTick;
+  DemandSample burst = World::Sample(t, 0, 200);
+  burst.queued = 200.0;
+  w.Step(t, {burst});
+  // Held until a replica is ready, then served for a minute.
+  absl::Time served_until = absl::InfiniteFuture();
+  for (t += kTick; t < T0() + absl::Minutes(30); t += kTick) {
+    if (w.TotalReady() > 0 && served_until == absl::InfiniteFuture()) {
+      served_until = t + absl::Minutes(1);
+    }
+    DemandSample d = World::Sample(t, t < served_until ? 200 : 0, 0);
+    if (served_until == absl::InfiniteFuture()) {
+      d.in_flight = 0.0;
+      d.queued = 200.0;
+    }
+    const Decision& dec = w.Step(t, {d});
+    EXPECT_LE(dec.keep_alive, dec.break_even)
+        << "at " << (t - T0()) << ": " << dec.message;
+  }
+  EXPECT_EQ(w.cold_requests(), 200);
+  EXPECT_EQ(w.TotalDesired(), 0) << w.last().message;
+}
+
 // A sparse endpoint (a request every one to three hours, and one gap in ten
 // of 30 s, so no pre-warm: the histogram's head is its first bin): nearly
 // every request meets a cold start at the ski-rental keep-alive (T* =
