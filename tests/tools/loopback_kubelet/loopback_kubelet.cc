@@ -107,9 +107,9 @@ absl::StatusOr<pid_t> Spawn(const ProcessSpec& spec,
     ::close(fd);
     return absl::InternalError(absl::StrCat("cannot open ", spec.argv[0]));
   }
+  const pid_t kubelet = ::getpid();  // the child's parent, while it lives
   const pid_t pid = ::fork();
   if (pid == 0) {  // only async-signal-safe calls from here on
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     ::dup2(fd, 1);
     ::dup2(fd, 2);
     auto die = [](const char* what) {
@@ -141,6 +141,13 @@ absl::StatusOr<pid_t> Spawn(const ProcessSpec& spec,
     }
     if (::chdir("/") != 0) {
       die("loopback-kubelet: cannot chdir /\n");
+    }
+    // Set after the user and group: a change of credentials clears it (a
+    // pod running as 65532 outlived its kubelet). If the kubelet died
+    // before this, nobody is left to send it.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != kubelet) {
+      ::_exit(1);
     }
     ::fexecve(exe, args.data(), spec.env ? envp.data() : environ);
     ::_exit(127);
@@ -689,9 +696,10 @@ absl::StatusOr<ProcessSpec> Kubelet::PilotlightProcess(LocalPod& p,
     process.service_account_dir = SecretsDir(p);
   }
   // The container's security context over the pod's.
+  // (Named: items() of a temporary would iterate a destroyed object.)
   json sc = spec.value("securityContext", json::object());
-  for (const auto& [k, v] :
-       c.value("securityContext", json::object()).items()) {
+  const json container_sc = c.value("securityContext", json::object());
+  for (const auto& [k, v] : container_sc.items()) {
     sc[k] = v;
   }
   process.uid = sc.value("runAsUser", -1);
