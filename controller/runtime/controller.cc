@@ -58,6 +58,11 @@ class PatchWatcher final : public ReplicaPatcher {
                                int32_t cost) override {
     return real_.SetDeletionCost(ns, pod, cost);
   }
+  absl::Status GuardFromDisruption(const std::string& ns,
+                                   const std::string& pod,
+                                   bool guard) override {
+    return real_.GuardFromDisruption(ns, pod, guard);
+  }
   std::optional<absl::Time> TakePatched() {
     return std::exchange(patched_at_, std::nullopt);
   }

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "controller/base/json_fields.h"
 #include "controller/process/log.h"
+#include "controller/runtime/disruption_guard.h"
 
 namespace pilotlight::runtime {
 
@@ -30,6 +31,24 @@ absl::Status KubeWriters::SetDeletionCost(const std::string& ns,
                 {{"annotations", {{kPodDeletionCost, absl::StrCat(cost)}}}}}}
               .dump(),
           "application/merge-patch+json")
+      .status();
+}
+
+absl::Status KubeWriters::GuardFromDisruption(const std::string& ns,
+                                              const std::string& pod,
+                                              bool guard) {
+  // A merge patch: null removes an annotation.
+  const json on = guard ? json("true") : json(nullptr);
+  const json off = guard ? json("false") : json(nullptr);
+  return client_
+      .Request("PATCH", absl::StrCat("/api/v1/namespaces/", ns, "/pods/", pod),
+               json{{"metadata",
+                     {{"annotations",
+                       {{kDoNotDisrupt, on},
+                        {kSafeToEvict, off},
+                        {kDisruptionGuard, on}}}}}}
+                   .dump(),
+               "application/merge-patch+json")
       .status();
 }
 

@@ -30,6 +30,8 @@ class KubeWriters final : public ReplicaPatcher,
                      int32_t replicas) override;
   absl::Status SetDeletionCost(const std::string& ns, const std::string& pod,
                                int32_t cost) override;
+  absl::Status GuardFromDisruption(const std::string& ns,
+                                   const std::string& pod, bool guard) override;
   absl::Status PatchStatus(const std::string& ns, const std::string& name,
                            const nlohmann::json& status) override;
   void Record(const EventSubject& about, const std::string& type,

@@ -17,6 +17,7 @@
 #include "controller/policy/decision_record.h"
 #include "controller/policy/knative_autoscaler.h"
 #include "controller/process/log.h"
+#include "controller/runtime/disruption_guard.h"
 #include "controller/runtime/endpoint_status.h"
 #include "controller/runtime/observe.h"
 
@@ -71,6 +72,8 @@ struct Reconciler::Observed {
   policy::Snapshot snap;
   std::vector<std::string> ready_pods;                 // of every variant
   std::vector<std::vector<std::string>> variant_pods;  // ready, per variant
+  std::vector<const nlohmann::json*> pods;  // every variant's, while held
+  std::vector<kube::ObjectCache::ObjectPtr> held;
 };
 
 Reconciler::Reconciler(policy::DeciderConfig config, ReconcilerInputs in,
@@ -150,6 +153,9 @@ absl::Status Reconciler::Reconcile(const std::string& key, Writers& w,
   std::string scaled;
   if (d.valid && leading) {
     PL_RETURN_IF_ERROR(Act(e, d, o, w, scaled));
+  }
+  if (leading) {
+    GuardFromDisruption(e.subject.ns, o.pods, now, w.patcher);
   }
   return Publish(e, d, o, scaled, w, leading, now);
 }
@@ -271,6 +277,10 @@ Reconciler::Observed Reconciler::Observe(
     std::vector<kube::ObjectCache::ObjectPtr> pods;
     for (const std::string& pk : in_.index.PodsOf(dk)) {
       pods.push_back(in_.pods.Get(pk));
+      if (pods.back() != nullptr) {
+        o.held.push_back(pods.back());
+        o.pods.push_back(pods.back().get());
+      }
     }
     VariantObservation v =
         ObserveVariant(e.classes[i], a.spec.variants[i], *deps[i], pods,

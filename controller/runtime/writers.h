@@ -1,5 +1,6 @@
 // The reconciler's edges toward the cluster, as three narrow interfaces:
-// patch a Deployment's replicas (/scale) and its pods' deletion cost, write
+// patch a Deployment's replicas (/scale) and its pods' deletion cost and
+// disruption guard, write
 // an InferenceAutoscaler's status, record an Event. KubeWriters implements them
 // over one API client (one per worker thread); tests record what was asked
 // instead.
@@ -28,6 +29,12 @@ class ReplicaPatcher {
   virtual absl::Status SetDeletionCost(const std::string& ns,
                                        const std::string& pod,
                                        int32_t cost) = 0;
+  // Sets (or removes) the pod's guard against node autoscalers'
+  // consolidation: karpenter.sh/do-not-disrupt, the cluster autoscaler's
+  // safe-to-evict and Pilotlight's own mark (disruption_guard.h).
+  virtual absl::Status GuardFromDisruption(const std::string& ns,
+                                           const std::string& pod,
+                                           bool guard) = 0;
 };
 
 class StatusWriter {

@@ -28,6 +28,7 @@
 #include "controller/cluster/pod_facts.h"
 #include "controller/kube/informer.h"
 #include "controller/runtime/demand_source.h"
+#include "controller/runtime/disruption_guard.h"
 #include "controller/runtime/gpu_class_cache.h"
 #include "controller/runtime/writers.h"
 #include "nlohmann/json.hpp"
@@ -403,6 +404,17 @@ class RecordingWriters final : public runtime::ReplicaPatcher,
                          absl::StrCat(cost), absl::InfinitePast());
     return absl::OkStatus();
   }
+  absl::Status GuardFromDisruption(const std::string& ns,
+                                   const std::string& pod,
+                                   bool guard) override {
+    guards.push_back({pod, guard});
+    const std::string key = absl::StrCat(ns, "/", pod);
+    cluster_.AnnotatePod(key, runtime::kDoNotDisrupt, guard ? "true" : "",
+                         absl::InfinitePast());
+    cluster_.AnnotatePod(key, runtime::kDisruptionGuard, guard ? "true" : "",
+                         absl::InfinitePast());
+    return absl::OkStatus();
+  }
   absl::Status PatchStatus(const std::string&, const std::string&,
                            const json& status) override {
     ++status_writes;
@@ -429,6 +441,11 @@ class RecordingWriters final : public runtime::ReplicaPatcher,
 
   std::vector<Patch> patches;
   std::vector<Cost> costs;
+  struct Guard {
+    std::string pod;
+    bool guard;
+  };
+  std::vector<Guard> guards;  // GuardFromDisruption calls, in order
   std::vector<Event> events;
   int status_writes = 0;
 

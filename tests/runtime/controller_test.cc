@@ -118,6 +118,22 @@ TEST_F(ControllerTest, ScalesUpUnderLoadDownAfterAndToZero) {
                       }))
       << "peak " << peak << "\n"
       << controller->Log();
+  // The pods just started carry the guard against node autoscalers'
+  // consolidation (for 2 min after Ready), written through the API server.
+  EXPECT_TRUE(WaitFor(absl::Seconds(20), [&] {
+    const absl::StatusOr<json> pods =
+        Request("GET", absl::StrCat("/api/v1/namespaces/", ns_, "/pods"));
+    for (const json& p :
+         pods.ok() ? pods->value("items", json::array()) : json::array()) {
+      const json a = p["metadata"].value("annotations", json::object());
+      if (a.value("karpenter.sh/do-not-disrupt", "") == "true" &&
+          a.value("cluster-autoscaler.kubernetes.io/safe-to-evict", "") ==
+              "false") {
+        return true;
+      }
+    }
+    return false;
+  })) << controller->Log();
   EXPECT_TRUE(WaitFor(absl::Seconds(30), [&] {
     return Condition(Autoscaler("chat"), "Ready") == "True";
   }));

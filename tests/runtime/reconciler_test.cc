@@ -193,6 +193,48 @@ TEST_F(ReconcilerTest, ScalesToZeroAndBack) {
   EXPECT_EQ(out_.Condition("ScaledToZero"), "False Serving");
 }
 
+// A starting pod carries the guard against node autoscalers'
+// consolidation (karpenter.sh/do-not-disrupt and the cluster autoscaler's
+// safe-to-evict) from the first reconcile that sees it until two minutes
+// after it turned Ready; then the guard goes. Each is written once.
+TEST_F(ReconcilerTest, StartingPodsAreGuardedFromDisruptionUntilWarm) {
+  Pool("chat-a100", "a100-80gb", kOnDemand, 0);
+  Endpoint({Variant("chat-a100", ClassName("a100-80gb", kOnDemand))});
+  demand_.Set([](absl::Time, int ready) {
+    policy::DemandSample s = InFlight(ready == 0 ? 0 : 2);
+    s.queued = ready == 0 ? 2.0 : 0.0;
+    s.arrivals = 1.0;
+    return s;
+  });
+  Tick();  // scales from zero
+  ASSERT_EQ(Replicas("chat-a100"), 1);
+  Tick();  // the pod exists now, not ready
+  const std::vector<std::string> pods = cluster_.index.PodsOf("ml/chat-a100");
+  ASSERT_EQ(pods.size(), 1U);
+  const std::string name = pods[0].substr(pods[0].find('/') + 1);
+  ASSERT_EQ(out_.guards.size(), 1U);
+  EXPECT_EQ(out_.guards[0].pod, name);
+  EXPECT_TRUE(out_.guards[0].guard);
+  EXPECT_EQ(StringField(*cluster_.pods.Get(pods[0]),
+                        {"metadata", "annotations", runtime::kDoNotDisrupt}),
+            "true");
+  // Ready one cold start after it was created; guarded 2 min more.
+  RunFor(kColdStart);
+  ASSERT_EQ(Ready("chat-a100"), 1);
+  const absl::Time ready_at = clock_.Now();
+  while (out_.guards.size() == 1 &&
+         clock_.Now() < ready_at + absl::Minutes(5)) {
+    Tick();
+  }
+  ASSERT_EQ(out_.guards.size(), 2U);
+  EXPECT_FALSE(out_.guards[1].guard);
+  EXPECT_GE(clock_.Now() - ready_at, runtime::kDisruptionWarmUp - kTick);
+  EXPECT_LE(clock_.Now() - ready_at,
+            runtime::kDisruptionWarmUp + kColdStart + 2 * kTick);
+  RunFor(absl::Minutes(2));
+  EXPECT_EQ(out_.guards.size(), 2U) << "written once each";
+}
+
 // A scale-down spares the busy pods: before the /scale patch each ready
 // pod's deletion cost is set to the requests on it, so the ReplicaSet takes
 // the idle ones -- here the pod it would otherwise have taken first (the
