@@ -72,7 +72,8 @@ TEST(DisruptionGuardTest, WhichPodsAreGuardedAndUnguarded) {
     ASSERT_EQ(got.size(), c.want.size()) << c.name;
     if (!got.empty()) {
       EXPECT_EQ(got[0].guard, c.want[0]) << c.name;
-      EXPECT_EQ(got[0].pod, c.pod["metadata"]["name"]) << c.name;
+      EXPECT_EQ(got[0].pod, c.pod["metadata"]["name"].get<std::string>())
+          << c.name;
     }
   }
 }
