@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "controller/kube/informer.h"
 #include "controller/runtime/writers.h"
-#include "nlohmann/json.hpp"
 
 namespace pilotlight::runtime {
 
@@ -38,14 +38,14 @@ struct GuardChange {
 // The guards to set or remove on `pods` (one Deployment's or several) at
 // `now`. Terminating and finished pods are left as they are.
 std::vector<GuardChange> DisruptionGuardChanges(
-    const std::vector<const nlohmann::json*>& pods, absl::Time now,
+    const std::vector<kube::ObjectCache::ObjectPtr>& pods, absl::Time now,
     absl::Duration warm_up = kDisruptionWarmUp);
 
 // Writes those changes for pods in namespace `ns`. Best effort, as the
 // deletion cost: a pod that could not be annotated (gone meanwhile, no
 // RBAC) is logged and tried again at the next reconcile.
 void GuardFromDisruption(const std::string& ns,
-                         const std::vector<const nlohmann::json*>& pods,
+                         const std::vector<kube::ObjectCache::ObjectPtr>& pods,
                          absl::Time now, ReplicaPatcher& patcher);
 
 }  // namespace pilotlight::runtime

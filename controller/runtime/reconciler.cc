@@ -72,8 +72,7 @@ struct Reconciler::Observed {
   policy::Snapshot snap;
   std::vector<std::string> ready_pods;                 // of every variant
   std::vector<std::vector<std::string>> variant_pods;  // ready, per variant
-  std::vector<const nlohmann::json*> pods;  // every variant's, while held
-  std::vector<kube::ObjectCache::ObjectPtr> held;
+  std::vector<kube::ObjectCache::ObjectPtr> pods;      // every variant's
 };
 
 Reconciler::Reconciler(policy::DeciderConfig config, ReconcilerInputs in,
@@ -278,8 +277,7 @@ Reconciler::Observed Reconciler::Observe(
     for (const std::string& pk : in_.index.PodsOf(dk)) {
       pods.push_back(in_.pods.Get(pk));
       if (pods.back() != nullptr) {
-        o.held.push_back(pods.back());
-        o.pods.push_back(pods.back().get());
+        o.pods.push_back(pods.back());
       }
     }
     VariantObservation v =

@@ -195,6 +195,14 @@ class EndpointFixture : public ::testing::Test {
                                     "/deployments/", deployment));
     return d.ok() ? (*d)["spec"].value("replicas", -1) : -1;
   }
+  // The test namespace's pods as the API server lists them (none when the
+  // list fails).
+  std::vector<json> Pods() {
+    absl::StatusOr<json> l =
+        Request("GET", absl::StrCat("/api/v1/namespaces/", ns_, "/pods"));
+    return l.ok() ? l->value("items", std::vector<json>{})
+                  : std::vector<json>{};
+  }
   // Pods of `deployment` that still exist, terminating ones included (by
   // name: <deployment>-<hash>-<id>); -1 when the list fails. Zero only once
   // the last one has drained and gone: "at zero" for a request that must

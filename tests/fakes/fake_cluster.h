@@ -411,6 +411,8 @@ class RecordingWriters final : public runtime::ReplicaPatcher,
     const std::string key = absl::StrCat(ns, "/", pod);
     cluster_.AnnotatePod(key, runtime::kDoNotDisrupt, guard ? "true" : "",
                          absl::InfinitePast());
+    cluster_.AnnotatePod(key, runtime::kSafeToEvict, guard ? "false" : "",
+                         absl::InfinitePast());
     cluster_.AnnotatePod(key, runtime::kDisruptionGuard, guard ? "true" : "",
                          absl::InfinitePast());
     return absl::OkStatus();

@@ -121,10 +121,7 @@ TEST_F(ControllerTest, ScalesUpUnderLoadDownAfterAndToZero) {
   // The pods just started carry the guard against node autoscalers'
   // consolidation (for 2 min after Ready), written through the API server.
   EXPECT_TRUE(WaitFor(absl::Seconds(20), [&] {
-    const absl::StatusOr<json> pods =
-        Request("GET", absl::StrCat("/api/v1/namespaces/", ns_, "/pods"));
-    for (const json& p :
-         pods.ok() ? pods->value("items", json::array()) : json::array()) {
+    for (const json& p : Pods()) {
       const json a = p["metadata"].value("annotations", json::object());
       if (a.value("karpenter.sh/do-not-disrupt", "") == "true" &&
           a.value("cluster-autoscaler.kubernetes.io/safe-to-evict", "") ==
@@ -151,10 +148,7 @@ TEST_F(ControllerTest, ScalesUpUnderLoadDownAfterAndToZero) {
   bool cost_seen = false;
   EXPECT_TRUE(WaitFor(absl::Seconds(120), [&] {
     if (!cost_seen) {
-      const absl::StatusOr<json> pods =
-          Request("GET", absl::StrCat("/api/v1/namespaces/", ns_, "/pods"));
-      for (const json& p :
-           pods.ok() ? pods->value("items", json::array()) : json::array()) {
+      for (const json& p : Pods()) {
         cost_seen = cost_seen ||
                     p["metadata"]
                         .value("annotations", json::object())

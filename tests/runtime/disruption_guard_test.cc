@@ -2,6 +2,7 @@
 // consolidation, with explicit times.
 #include "controller/runtime/disruption_guard.h"
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -68,7 +69,8 @@ TEST(DisruptionGuardTest, WhichPodsAreGuardedAndUnguarded) {
       {"finished: left alone", finished, {}},
   };
   for (const Case& c : cases) {
-    const std::vector<GuardChange> got = DisruptionGuardChanges({&c.pod}, kNow);
+    const std::vector<GuardChange> got =
+        DisruptionGuardChanges({std::make_shared<const json>(c.pod)}, kNow);
     ASSERT_EQ(got.size(), c.want.size()) << c.name;
     if (!got.empty()) {
       EXPECT_EQ(got[0].guard, c.want[0]) << c.name;
