@@ -24,6 +24,7 @@ Lease::~Lease() {
 void Router::SetEndpoints(const std::set<std::string>& endpoints) {
   const std::lock_guard<std::mutex> lock(mu_);
   known_ = endpoints;
+  known_changed_.notify_all();
   for (auto& [key, e] : endpoints_) {
     if (!known_.contains(key)) {
       e->targets.clear();
@@ -113,6 +114,7 @@ absl::Status Router::HoldRoomLocked(const Endpoint& e, int64_t bytes) const {
 
 void Router::Wake(const std::string& endpoint) {
   const std::lock_guard<std::mutex> lock(mu_);
+  known_changed_.notify_all();
   if (const auto it = endpoints_.find(endpoint); it != endpoints_.end()) {
     it->second->changed.notify_all();
   }
@@ -127,8 +129,11 @@ absl::StatusOr<Lease> Router::Acquire(const std::string& endpoint,
     return absl::UnavailableError("the activator is shutting down");
   }
   if (!known_.contains(endpoint)) {
-    return absl::NotFoundError(
-        absl::StrCat("no InferenceAutoscaler ", endpoint));
+    if (absl::Status known =
+            AwaitKnownLocked(lock, endpoint, deadline, cancelled);
+        !known.ok()) {
+      return known;
+    }
   }
   std::unique_ptr<Endpoint>& slot = endpoints_[endpoint];
   if (slot == nullptr) {
@@ -202,6 +207,38 @@ absl::StatusOr<Lease> Router::Acquire(const std::string& endpoint,
     }
     e.changed.wait_until(lock, absl::ToChronoTime(deadline));
   }
+}
+
+absl::Status Router::AwaitKnownLocked(std::unique_lock<std::mutex>& lock,
+                                      const std::string& endpoint,
+                                      absl::Time deadline,
+                                      const std::atomic<bool>* cancelled) {
+  const absl::Duration wait = limits_.unknown_endpoint_wait;
+  const auto not_found = [&] {
+    return absl::NotFoundError(
+        absl::StrCat("no InferenceAutoscaler ", endpoint));
+  };
+  if (wait <= absl::ZeroDuration() ||
+      unknown_waiting_ >= limits_.max_unknown_waiting) {
+    return not_found();
+  }
+  ++unknown_waiting_;
+  known_changed_.wait_until(
+      lock, absl::ToChronoTime(std::min(deadline, absl::Now() + wait)), [&] {
+        return closed_ || known_.contains(endpoint) ||
+               (cancelled != nullptr && cancelled->load());
+      });
+  --unknown_waiting_;
+  if (closed_) {
+    return absl::UnavailableError("the activator is shutting down");
+  }
+  if (known_.contains(endpoint)) {
+    return absl::OkStatus();
+  }
+  if (cancelled != nullptr && cancelled->load()) {
+    return absl::CancelledError("the client went away");
+  }
+  return not_found();
 }
 
 void Router::Release(const std::string& endpoint, const std::string& address) {
@@ -284,6 +321,7 @@ bool Router::AwaitTotals(
 void Router::Close() {
   const std::lock_guard<std::mutex> lock(mu_);
   closed_ = true;
+  known_changed_.notify_all();
   for (auto& [key, e] : endpoints_) {
     e->changed.notify_all();
   }

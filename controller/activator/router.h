@@ -37,6 +37,13 @@ struct HoldLimits {
   // needs threads of its own.
   int max_held_total = 3000;
   int64_t max_held_bytes_total = int64_t{256} << 20;
+  // A request naming an endpoint the activator has not seen (yet) waits
+  // this long for it to appear before its 404: an InferenceAutoscaler
+  // reaches the activator's watch a moment after the controller's, so a
+  // client told "Ready" may be ahead of it. At most `max_unknown_waiting`
+  // such requests wait at once; more are answered at once.
+  absl::Duration unknown_endpoint_wait = absl::Seconds(2);
+  int max_unknown_waiting = 100;
 };
 
 // What one endpoint's requests look like at the activator now (the demand
@@ -88,8 +95,9 @@ class Router {
   explicit Router(HoldLimits limits, Poke poke = nullptr)
       : limits_(limits), poke_(std::move(poke)) {}
 
-  // The endpoints requests may name; others are answered 404. Endpoints
-  // no longer listed keep their leases until given back.
+  // The endpoints requests may name; others are answered 404 (after
+  // HoldLimits::unknown_endpoint_wait). Endpoints no longer listed keep
+  // their leases until given back.
   void SetEndpoints(const std::set<std::string>& endpoints);
   bool Known(const std::string& endpoint) const;
   // The pods ("host:port") requests of `endpoint` may go to, and how many
@@ -102,7 +110,8 @@ class Router {
   std::vector<std::pair<std::string, std::string>> TakeRemoved();
 
   // A lease on the least-loaded target with a free slot, holding until
-  // `deadline` when there is none. Errors: NotFound (unknown endpoint),
+  // `deadline` when there is none. Errors: NotFound (an endpoint not
+  // listed within HoldLimits::unknown_endpoint_wait),
   // ResourceExhausted (the hold is full: which bound), DeadlineExceeded
   // (held until the deadline), Unavailable (closing), Cancelled
   // (`*cancelled` became true while held -- the client went away; Wake
@@ -147,6 +156,12 @@ class Router {
   // The least-loaded target with a free slot, or nullptr.
   static std::pair<const std::string, Target>* Pick(Endpoint& e);
   static int FreeSlots(const Endpoint& e);
+  // Waits (up to the unknown-endpoint wait, and `deadline`) for `endpoint`
+  // to be listed: OK once it is, else why not.
+  absl::Status AwaitKnownLocked(std::unique_lock<std::mutex>& lock,
+                                const std::string& endpoint,
+                                absl::Time deadline,
+                                const std::atomic<bool>* cancelled);
   // ResourceExhausted naming the bound a hold of `bytes` more would break.
   absl::Status HoldRoomLocked(const Endpoint& e, int64_t bytes) const;
   EndpointDemand LoadLocked(const std::string& key, const Endpoint& e,
@@ -157,6 +172,8 @@ class Router {
   mutable std::mutex mu_;
   std::map<std::string, std::unique_ptr<Endpoint>> endpoints_;
   std::set<std::string> known_;
+  std::condition_variable known_changed_;
+  int unknown_waiting_ = 0;
   std::vector<std::pair<std::string, std::string>> removed_;
   int held_total_ = 0;
   int in_flight_total_ = 0;

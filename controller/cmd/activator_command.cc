@@ -57,6 +57,9 @@ void DeclareLimits(FlagSet& f, ActivatorArgs& a) {
            "requests held in all (below --max-connections)")
       .Add("max-held-bytes-total", &a.held_bytes_total, "N",
            "request bytes held in all")
+      .Add("unknown-endpoint-wait", &o.hold.unknown_endpoint_wait, "DURATION",
+           "a request naming an endpoint not seen yet waits this long for "
+           "the watch to show it before its 404 (0: answer at once)")
       .Add("max-body-bytes", &a.max_body, "N", "largest request body")
       .Add("max-connections", &o.http.max_threads, "N",
            "connections served at once, one thread each")
@@ -122,6 +125,10 @@ absl::Status CheckLimits(const ActivatorArgs& a) {
       o.http.max_threads < 1 || o.http.backlog < 1 ||
       o.targets.default_concurrency < 1) {
     return absl::InvalidArgumentError("limits must be positive");
+  }
+  if (o.hold.unknown_endpoint_wait < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        "--unknown-endpoint-wait must not be negative (0: answer at once)");
   }
   if (o.proxy.upstream.idle < absl::ZeroDuration()) {
     return absl::InvalidArgumentError(

@@ -21,9 +21,70 @@ constexpr char kEp[] = "ml/llama";
 absl::Time Soon() { return absl::Now() + absl::Seconds(5); }
 
 TEST(RouterTest, UnknownEndpointIsNotFound) {
-  Router r({});
+  Router r({.unknown_endpoint_wait = absl::ZeroDuration()});
   EXPECT_EQ(r.Acquire("ml/none", 0, Soon()).status().code(),
             absl::StatusCode::kNotFound);
+}
+
+// An endpoint listed a moment after its first request (the activator's
+// watch behind the controller's): the request waits for it and is served.
+TEST(RouterTest, ARequestAheadOfItsEndpointWaitsForIt) {
+  Router r({.unknown_endpoint_wait = absl::Seconds(30)});
+  std::thread lister([&] {
+    absl::SleepFor(absl::Milliseconds(100));
+    r.SetTargets(kEp, {"a:1"}, 1);
+    r.SetEndpoints({kEp});
+  });
+  const absl::Time start = absl::Now();
+  absl::StatusOr<Lease> l = r.Acquire(kEp, 0, Soon());
+  lister.join();
+  ASSERT_TRUE(l.ok()) << l.status();
+  EXPECT_EQ(l->address(), "a:1");
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  EXPECT_EQ(r.DemandOf(kEp, absl::Now()).arrivals_total, 1);
+}
+
+// Never listed: NotFound after the wait (or the request's deadline, if
+// sooner); past `max_unknown_waiting` at once; the client leaving or the
+// activator closing end the wait early.
+TEST(RouterTest, AnEndpointNeverListedIsNotFoundAfterTheWait) {
+  Router r({.unknown_endpoint_wait = absl::Milliseconds(150),
+            .max_unknown_waiting = 1});
+  std::thread first([&] {
+    const absl::Time start = absl::Now();
+    const absl::Status s = r.Acquire("ml/none", 0, Soon()).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kNotFound) << s;
+    EXPECT_GE(absl::Now() - start, absl::Milliseconds(150));
+  });
+  absl::SleepFor(absl::Milliseconds(30));
+  // The one waiting place is taken: answered at once.
+  const absl::Time start = absl::Now();
+  EXPECT_EQ(r.Acquire("ml/other", 0, Soon()).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_LT(absl::Now() - start, absl::Milliseconds(100));
+  first.join();
+  EXPECT_EQ(r.Acquire("ml/none", 0, absl::Now() + absl::Milliseconds(20))
+                .status()
+                .code(),
+            absl::StatusCode::kNotFound);
+
+  std::atomic<bool> cancelled{false};
+  Router slow({.unknown_endpoint_wait = absl::Seconds(30)});
+  std::thread leaving([&] {
+    absl::SleepFor(absl::Milliseconds(50));
+    cancelled = true;
+    slow.Wake("ml/none");
+  });
+  EXPECT_EQ(slow.Acquire("ml/none", 0, Soon(), &cancelled).status().code(),
+            absl::StatusCode::kCancelled);
+  leaving.join();
+  std::thread closing([&] {
+    absl::SleepFor(absl::Milliseconds(50));
+    slow.Close();
+  });
+  EXPECT_EQ(slow.Acquire("ml/none", 0, Soon()).status().code(),
+            absl::StatusCode::kUnavailable);
+  closing.join();
 }
 
 TEST(RouterTest, LeastInFlightWithinTheCap) {

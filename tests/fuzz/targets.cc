@@ -272,7 +272,8 @@ void ActivatorRequest(absl::string_view data) {
         activator::HoldLimits{.max_held_per_endpoint = 2,
                               .max_held_bytes_per_endpoint = 4096,
                               .max_held_total = 4,
-                              .max_held_bytes_total = 8192}};
+                              .max_held_bytes_total = 8192,
+                              .unknown_endpoint_wait = absl::ZeroDuration()}};
     activator::Proxy proxy{
         activator::ProxyOptions{
             .max_body_bytes = 1024, .max_attempts = 3, .upstream = {}},
