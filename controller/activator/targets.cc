@@ -207,6 +207,9 @@ Targets::Plan Targets::Collect(const std::string& key) {
       c.answered = it != before.end() && it->second == pe.address;
       c.address = std::move(pe.address);
       c.health_path = std::move(pe.health_path);
+      c.leaving =
+          Field(*pod, {"metadata", "annotations", cluster::kLeavingAnnotation})
+              .is_string();
       plan.pods.push_back(std::move(c));
     }
   }
@@ -248,14 +251,18 @@ bool Targets::Apply(const Plan& plan) {
   }
   std::map<std::string, std::string> answered;  // this pass's, by pod uid
   std::vector<std::string> addresses;
+  std::vector<std::string> leaving;
   bool pending = false;
   for (const Candidate& c : plan.pods) {
     if (c.answered) {
       answered[c.uid] = c.address;
-      addresses.push_back(c.address);
+      (c.leaving ? leaving : addresses).push_back(c.address);
     } else {
       pending = true;  // Ready, model not answering yet
     }
+  }
+  if (addresses.empty()) {
+    addresses = std::move(leaving);  // better than holding
   }
   answered_[plan.key] = std::move(answered);
   router_.SetTargets(plan.key, addresses, plan.concurrency);

@@ -6,7 +6,9 @@
 // first request after 0 -> 1 meets a model that answers, not a port that
 // merely opened. A pod is probed until it first answers, then trusted
 // until it stops being Ready, is deleted, or refuses a connection (the
-// proxy takes it out; it is probed again).
+// proxy takes it out; it is probed again). A pod the controller marked
+// leaving (its node announced its end) gets new requests only while its
+// endpoint has no other target; its requests in flight finish.
 //
 // Per endpoint it also reads from the InferenceAutoscaler's status what
 // the controller decided: the admission cap per pod
@@ -95,6 +97,9 @@ class Targets {
     std::string address;
     std::string health_path;
     bool answered = false;
+    // On a node that announced its end (pilotlight.dev/leaving): a target
+    // only while the endpoint has no other.
+    bool leaving = false;
   };
   struct Plan {
     std::string key;

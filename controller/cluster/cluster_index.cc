@@ -101,6 +101,15 @@ ClusterIndex::Keys ClusterIndex::OnPod(EventType type, const json& pod,
     node_used_[node] += gpus;
     free_memo_.clear();
   }
+  // The node it is bound to.
+  if (auto it = pod_node_.find(key);
+      it != pod_node_.end() && (gone || it->second != node)) {
+    EraseFrom(node_pods_, it->second, key);
+    pod_node_.erase(it);
+  }
+  if (!gone && !node.empty() && pod_node_.emplace(key, node).second) {
+    node_pods_[node].insert(key);
+  }
   // Its ReplicaSet, and through it its Deployment.
   std::string old_rs;
   if (auto it = pod_rs_.find(key); it != pod_rs_.end()) {
@@ -131,13 +140,44 @@ ClusterIndex::Keys ClusterIndex::OnPod(EventType type, const json& pod,
   return out;
 }
 
-void ClusterIndex::OnNode(EventType type, const json& node) {
+ClusterIndex::Keys ClusterIndex::OnNode(EventType type, const json& node,
+                                        absl::Time now) {
   const std::string name = kube::ObjectKey(node);
+  std::vector<Taint> taints =
+      type == EventType::kDeleted ? std::vector<Taint>{} : NodeTaints(node);
   const std::lock_guard<std::mutex> lock(mu_);
   free_memo_.clear();
+  const auto same = [](const Taint& a, const Taint& b) {
+    return a.key == b.key && a.value == b.value && a.effect == b.effect;
+  };
+  std::vector<Taint> before;
+  if (auto it = nodes_.find(name); it != nodes_.end()) {
+    before = it->second.taints;
+  }
+  // Each taint dated: its timeAdded, else when first seen.
+  for (Taint& t : taints) {
+    const auto was = std::find_if(before.begin(), before.end(),
+                                  [&](const Taint& b) { return same(b, t); });
+    if (!t.added) {
+      t.added = was != before.end() ? was->added : now;
+    }
+  }
+  const bool changed = !std::equal(taints.begin(), taints.end(), before.begin(),
+                                   before.end(), same);
+  Keys out;
+  if (changed) {
+    if (auto pods = node_pods_.find(name); pods != node_pods_.end()) {
+      for (const std::string& p : pods->second) {
+        const Keys k = EndpointsOfPodLocked(p);
+        out.insert(out.end(), k.begin(), k.end());
+      }
+    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+  }
   if (type == EventType::kDeleted) {
     nodes_.erase(name);
-    return;
+    return out;
   }
   Node& n = nodes_[name];
   n.labels.clear();
@@ -150,6 +190,25 @@ void ClusterIndex::OnNode(EventType type, const json& node) {
     }
   }
   n.gpus = NodeGpus(node);
+  n.taints = std::move(taints);
+  return out;
+}
+
+std::optional<NodeNotice> ClusterIndex::NoticeFor(const json& pod) const {
+  const std::string node = StringField(pod, {"spec", "nodeName"});
+  const std::lock_guard<std::mutex> lock(mu_);
+  auto it = nodes_.find(node);
+  if (node.empty() || it == nodes_.end()) {
+    return std::nullopt;
+  }
+  std::optional<NodeNotice> first;
+  for (const Taint& t : it->second.taints) {
+    if (TaintAnnouncesEnd(t, pod, notice_taints_) &&
+        (!first || *t.added < first->at)) {
+      first = NodeNotice{node, t.key, *t.added};
+    }
+  }
+  return first;
 }
 
 std::vector<std::string> ClusterIndex::PodsOf(
@@ -220,6 +279,16 @@ ClusterIndex::Keys ClusterIndex::EndpointsOf(
     const std::string& deployment) const {
   const std::lock_guard<std::mutex> lock(mu_);
   return EndpointsOfLocked(deployment);
+}
+
+ClusterIndex::Keys ClusterIndex::EndpointsOfPodLocked(
+    const std::string& pod) const {
+  auto rs = pod_rs_.find(pod);
+  if (rs == pod_rs_.end()) {
+    return {};
+  }
+  auto dep = rs_deployment_.find(rs->second);
+  return dep == rs_deployment_.end() ? Keys{} : EndpointsOfLocked(dep->second);
 }
 
 ClusterIndex::Keys ClusterIndex::EndpointsOfLocked(

@@ -151,4 +151,46 @@ int64_t NodeGpus(const json& node) {
   return Gpus(Field(node, {"status", "allocatable"}));
 }
 
+std::vector<Taint> NodeTaints(const json& node) {
+  std::vector<Taint> out;
+  for (const json& t : ArrayField(node, {"spec", "taints"})) {
+    Taint taint{StringField(t, {"key"}), StringField(t, {"value"}),
+                StringField(t, {"effect"}), ParseTime(Field(t, {"timeAdded"}))};
+    if (!taint.key.empty()) {
+      out.push_back(std::move(taint));
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> DefaultNoticeTaints() {
+  return {"karpenter.sh/disrupted", "karpenter.sh/disruption",
+          "aws-node-termination-handler/spot-itn",
+          "aws-node-termination-handler/rebalance-recommendation",
+          "cloud.google.com/impending-node-termination"};
+}
+
+bool TaintAnnouncesEnd(const Taint& taint, const json& pod,
+                       const std::vector<std::string>& notice_keys) {
+  if (std::find(notice_keys.begin(), notice_keys.end(), taint.key) !=
+      notice_keys.end()) {
+    return true;
+  }
+  if (taint.effect != "NoExecute") {
+    return false;
+  }
+  for (const json& t : ArrayField(pod, {"spec", "tolerations"})) {
+    const std::string key = StringField(t, {"key"});
+    const std::string effect = StringField(t, {"effect"});
+    const bool exists = StringField(t, {"operator"}) == "Exists";
+    const bool matches = (effect.empty() || effect == taint.effect) &&
+                         (key.empty() ? exists : key == taint.key) &&
+                         (exists || StringField(t, {"value"}) == taint.value);
+    if (matches && !Field(t, {"tolerationSeconds"}).is_number()) {
+      return false;  // tolerated for ever
+    }
+  }
+  return true;
+}
+
 }  // namespace pilotlight::cluster

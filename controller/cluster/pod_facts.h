@@ -9,11 +9,17 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/time/time.h"
 #include "nlohmann/json.hpp"
 
 namespace pilotlight::cluster {
+
+// The controller's mark on a pod whose node announced its end (its value
+// says which node and notice; runtime/leaving_pods.h). The activators send
+// such a pod new requests only while its endpoint has no other.
+inline constexpr char kLeavingAnnotation[] = "pilotlight.dev/leaving";
 
 // "namespace/name" of the object's controlling owner of `kind` (the
 // ownerReference with controller: true, else the first of that kind); ""
@@ -52,5 +58,30 @@ std::map<std::string, std::string> PoolSelector(
 // GPUs a node offers pods: its allocatable GPUs while it is Ready and
 // schedulable, else 0.
 int64_t NodeGpus(const nlohmann::json& node);
+
+// A node's taint as the API server gives it (spec.taints[]).
+struct Taint {
+  std::string key;
+  std::string value;
+  std::string effect;               // NoSchedule, PreferNoSchedule, NoExecute
+  std::optional<absl::Time> added;  // timeAdded (NoExecute taints carry it)
+};
+std::vector<Taint> NodeTaints(const nlohmann::json& node);
+
+// The taints that announce a node is about to go, whatever their effect:
+// Karpenter's disruption (`karpenter.sh/disrupted`, and
+// `karpenter.sh/disruption` of its v0.3x releases), the AWS node
+// termination handler's spot interruption and rebalance recommendation,
+// and GKE's impending termination.
+std::vector<std::string> DefaultNoticeTaints();
+
+// Whether `taint` on its node says `pod` there will be gone soon: its key is
+// one of `notice_keys`, or it is NoExecute and the pod does not tolerate it
+// for ever (no toleration, or one with tolerationSeconds: the taint manager
+// evicts it then -- the node controller's not-ready and unreachable taints
+// are such). A NoExecute taint the pod tolerates without a time limit (a
+// dedicated-node taint) announces nothing.
+bool TaintAnnouncesEnd(const Taint& taint, const nlohmann::json& pod,
+                       const std::vector<std::string>& notice_keys);
 
 }  // namespace pilotlight::cluster

@@ -13,7 +13,10 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "controller/base/exit_codes.h"
+#include "controller/cluster/pod_facts.h"
 #include "controller/cmd/flags.h"
 #include "controller/cmd/inputs.h"
 #include "controller/kube/kube_config.h"
@@ -103,6 +106,16 @@ FlagSet ControllerFlags(ControllerArgs& a) {
       .Add("qps", &o.qps, "N", "API requests per second, sustained")
       .Add("burst", &o.burst, "N", "API requests in a burst")
       .Add("workers", &o.workers, "N", "endpoints reconciled in parallel")
+      .Custom("notice-taints", "KEY[,KEY...]",
+              "node taints that announce the node's end whatever their "
+              "effect (also: any NoExecute taint a pod does not tolerate for "
+              "ever); its pods are replaced at once and leave when the "
+              "replacements are Ready (\"\": only NoExecute)",
+              absl::StrJoin(cluster::DefaultNoticeTaints(), ","),
+              [&o](const std::string& keys) {
+                o.notice_taints = absl::StrSplit(keys, ',', absl::SkipEmpty());
+                return absl::OkStatus();
+              })
       .Switch("no-leader-election", &a.no_leader_election,
               "act without a Lease (only ever run one such controller)")
       .Add("lease-namespace", &o.election.lease_namespace, "NS",

@@ -63,6 +63,10 @@ class PatchWatcher final : public ReplicaPatcher {
                                    bool guard) override {
     return real_.GuardFromDisruption(ns, pod, guard);
   }
+  absl::Status MarkLeaving(const std::string& ns, const std::string& pod,
+                           const std::string& note) override {
+    return real_.MarkLeaving(ns, pod, note);
+  }
   std::optional<absl::Time> TakePatched() {
     return std::exchange(patched_at_, std::nullopt);
   }
@@ -175,7 +179,7 @@ class Controller::Impl : public api::DemandReceiver {
   std::unique_ptr<api::DemandService> demand_service_;
   std::unique_ptr<grpc::Server> grpc_;
   std::unique_ptr<GpuClassCache> gpu_classes_;
-  cluster::ClusterIndex index_;
+  cluster::ClusterIndex index_{options_.notice_taints};
   std::unique_ptr<Reconciler> reconciler_;
 
   std::atomic<double> tick_cpu_acc_{0};
@@ -215,8 +219,9 @@ void Controller::Impl::Wire() {
   pods_->AddHandler([this](EventType t, const json& p) {
     Enqueue(index_.OnPod(t, p, clock_.Now()));
   });
-  nodes_->AddHandler(
-      [this](EventType t, const json& n) { index_.OnNode(t, n); });
+  nodes_->AddHandler([this](EventType t, const json& n) {
+    Enqueue(index_.OnNode(t, n, clock_.Now()));
+  });
 }
 
 // /metrics, /healthz, /readyz. First of all: a port in use is a start-up

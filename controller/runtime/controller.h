@@ -27,6 +27,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "controller/cluster/pod_facts.h"
 #include "controller/kube/clock.h"
 #include "controller/kube/kube_config.h"
 #include "controller/kube/leader_election.h"
@@ -63,6 +64,8 @@ struct ControllerOptions {
   // replays; docs/replay.md).
   ReplicaPolicy policy = ReplicaPolicy::kPilotlight;
   int workers = 2;
+  // Node taints that announce the node's end (cluster::ClusterIndex).
+  std::vector<std::string> notice_taints = cluster::DefaultNoticeTaints();
   // Each decision as a policy::DecisionRecord line (--decision-log); called
   // from the worker threads at once, so it must be thread-safe.
   std::function<void(const std::string&)> decision_log;

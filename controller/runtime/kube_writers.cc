@@ -52,6 +52,21 @@ absl::Status KubeWriters::GuardFromDisruption(const std::string& ns,
       .status();
 }
 
+absl::Status KubeWriters::MarkLeaving(const std::string& ns,
+                                      const std::string& pod,
+                                      const std::string& note) {
+  return client_
+      .Request(
+          "PATCH", absl::StrCat("/api/v1/namespaces/", ns, "/pods/", pod),
+          json{{"metadata",
+                {{"annotations",
+                  {{kLeaving, note},
+                   {kPodDeletionCost, absl::StrCat(kLeavingDeletionCost)}}}}}}
+              .dump(),
+          "application/merge-patch+json")
+      .status();
+}
+
 absl::Status KubeWriters::PatchStatus(const std::string& ns,
                                       const std::string& name,
                                       const json& status) {

@@ -32,6 +32,8 @@ class KubeWriters final : public ReplicaPatcher,
                                int32_t cost) override;
   absl::Status GuardFromDisruption(const std::string& ns,
                                    const std::string& pod, bool guard) override;
+  absl::Status MarkLeaving(const std::string& ns, const std::string& pod,
+                           const std::string& note) override;
   absl::Status PatchStatus(const std::string& ns, const std::string& name,
                            const nlohmann::json& status) override;
   void Record(const EventSubject& about, const std::string& type,

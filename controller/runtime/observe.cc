@@ -66,10 +66,10 @@ VariantObservation ObserveVariant(
     const json& deployment,
     const std::vector<kube::ObjectCache::ObjectPtr>& pods,
     std::optional<int64_t> free_gpus, std::optional<absl::Time> last_disruption,
-    absl::Time now, ColdStartLearner& learner) {
+    const NoticeFn& notice, absl::Time now, ColdStartLearner& learner) {
   VariantObservation o;
   policy::VariantState& vs = o.state;
-  vs.desired = static_cast<int32_t>(IntField(deployment, {"spec", "replicas"}));
+  o.replicas = static_cast<int32_t>(IntField(deployment, {"spec", "replicas"}));
   std::set<std::string> live;
   bool unschedulable = false;
   for (const kube::ObjectCache::ObjectPtr& p : pods) {
@@ -84,6 +84,17 @@ VariantObservation ObserveVariant(
     if (std::optional<absl::Duration> cold = learner.Observe(*p)) {
       o.new_cold_starts.push_back(*cold);
     }
+    if (std::optional<cluster::NodeNotice> n =
+            notice ? notice(*p) : std::nullopt) {
+      if (cluster::PodReady(*p)) {
+        o.leaving_ready.push_back(kube::ObjectKey(*p));
+      }
+      if (!o.first_notice || n->at < o.first_notice->at) {
+        o.first_notice = n;
+      }
+      o.leaving.push_back({p, *std::move(n)});
+      continue;
+    }
     unschedulable = unschedulable || cluster::PodUnschedulable(*p);
     if (cluster::PodReady(*p)) {
       ++vs.ready;
@@ -94,6 +105,12 @@ VariantObservation ObserveVariant(
     }
   }
   learner.Forget(live);
+  vs.desired =
+      std::max<int32_t>(0, o.replicas - static_cast<int32_t>(o.leaving.size()));
+  if (o.first_notice &&
+      (!last_disruption || o.first_notice->at > *last_disruption)) {
+    last_disruption = o.first_notice->at;  // a notice is a preemption
+  }
   vs.cold_start = learner.Stats();
   // One more replica needs a node started when the scheduler already cannot
   // place one, or the pool's nodes lack the GPUs for it.

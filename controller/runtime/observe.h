@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <set>
 #include <string>
@@ -12,6 +13,7 @@
 
 #include "absl/time/time.h"
 #include "controller/api/resources.h"
+#include "controller/cluster/cluster_index.h"
 #include "controller/kube/informer.h"
 #include "controller/policy/snapshot.h"
 #include "nlohmann/json.hpp"
@@ -34,21 +36,41 @@ class ColdStartLearner {
   std::vector<absl::Duration> samples_;
 };
 
+struct LeavingPod {
+  kube::ObjectCache::ObjectPtr pod;
+  cluster::NodeNotice notice;
+};
+
+// The pods on nodes that announced their end are *leaving*: the policy
+// sees the variant without them (its replicas, ready and starting pods), so
+// it asks for replacements at once, and the notice counts as a
+// preemption for the spot-health rule. They serve until the replacements
+// are Ready (leaving_pods.h).
 struct VariantObservation {
   policy::VariantState state;
-  std::vector<std::string> ready_pods;  // keys, for the demand join
+  std::vector<std::string> ready_pods;  // keys, not leaving
   std::optional<policy::SpotHealth> spot;
   std::vector<absl::Duration> new_cold_starts;  // learned just now
+  int32_t replicas = 0;  // the Deployment's spec.replicas, leaving included
+  // Leaving pods (not terminating), each with its node's notice.
+  std::vector<LeavingPod> leaving;
+  std::vector<std::string> leaving_ready;  // keys, for the demand join
+  std::optional<cluster::NodeNotice> first_notice;
 };
+
+// Where a pod's node announced its end (ClusterIndex::NoticeFor).
+using NoticeFn =
+    std::function<std::optional<cluster::NodeNotice>(const nlohmann::json&)>;
 
 // `pods`: the Deployment's pods (null entries skipped); `free_gpus`: free
 // GPUs in the variant's pool (unset: unknown, assumed free);
-// `last_disruption`: when one of its pods was last taken away.
+// `last_disruption`: when one of its pods was last taken away; `notice`:
+// null for no node notices.
 VariantObservation ObserveVariant(
     const api::GpuClassResource& gpu_class, const policy::VariantSpec& variant,
     const nlohmann::json& deployment,
     const std::vector<kube::ObjectCache::ObjectPtr>& pods,
     std::optional<int64_t> free_gpus, std::optional<absl::Time> last_disruption,
-    absl::Time now, ColdStartLearner& learner);
+    const NoticeFn& notice, absl::Time now, ColdStartLearner& learner);
 
 }  // namespace pilotlight::runtime

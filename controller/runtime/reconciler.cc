@@ -19,61 +19,13 @@
 #include "controller/process/log.h"
 #include "controller/runtime/disruption_guard.h"
 #include "controller/runtime/endpoint_status.h"
+#include "controller/runtime/leaving_pods.h"
 #include "controller/runtime/observe.h"
+#include "controller/runtime/reconciler_state.h"
 
 namespace pilotlight::runtime {
 
 using json = nlohmann::json;
-
-// What the reconciler keeps per endpoint between reconciles.
-struct Reconciler::Endpoint {
-  explicit Endpoint(const policy::DeciderConfig& c) : decider(c) {}
-  policy::Decider decider;
-  std::vector<policy::DemandSample> pending;  // since the last decision
-  int64_t demand_epoch = -1;
-  std::map<std::string, ColdStartLearner> cold_start;  // per deployment
-  std::vector<std::string> deployments;                // "ns/name"
-  EventSubject subject;
-  std::string parsed_version;  // resourceVersion + GPUClasses generation
-  absl::StatusOr<api::AutoscalerResource> parsed =
-      absl::UnknownError("not parsed");
-  std::vector<api::GpuClassResource> classes;  // per variant
-  std::unique_ptr<model::Catalog> catalog;     // of the parsed spec's classes
-  std::optional<policy::Decision> decision;    // the last one
-  int64_t decided_generation = -1;
-  // ReplicaPolicy::kKnative: its loop, the newest demand, when its next
-  // tick is due, and the decision with its replicas.
-  std::optional<policy::KnativeAutoscaler> knative;
-  policy::DemandSample last_sample;
-  absl::Time knative_due = absl::InfinitePast();
-  std::optional<policy::Decision> knative_decision;
-  std::string missing;  // what the last demand read lacked
-  EndpointStatus status;
-  std::optional<EndpointStatus> written;  // the status last written
-  // Its series, per variant (desired, ready) and per endpoint; made on the
-  // first publish, replaced when ParseSpec sees their labels change.
-  struct Gauges {
-    std::vector<std::pair<prometheus::Gauge*, prometheus::Gauge*>> variants;
-    prometheus::Gauge* cost = nullptr;
-    prometheus::Gauge* always_on = nullptr;
-    prometheus::Gauge* demand = nullptr;
-    prometheus::Gauge* capacity = nullptr;
-    prometheus::Gauge* calibration = nullptr;
-    prometheus::Gauge* warm_pool = nullptr;
-    prometheus::Gauge* keep_alive = nullptr;
-    prometheus::Gauge* slo = nullptr;
-    prometheus::Gauge* spot_fallback = nullptr;
-  };
-  std::optional<Gauges> gauges;
-};
-
-// One reconcile's view of the variants.
-struct Reconciler::Observed {
-  policy::Snapshot snap;
-  std::vector<std::string> ready_pods;                 // of every variant
-  std::vector<std::vector<std::string>> variant_pods;  // ready, per variant
-  std::vector<kube::ObjectCache::ObjectPtr> pods;      // every variant's
-};
 
 Reconciler::Reconciler(policy::DeciderConfig config, ReconcilerInputs in,
                        const kube::Clock& clock, Metrics& metrics,
@@ -155,6 +107,7 @@ absl::Status Reconciler::Reconcile(const std::string& key, Writers& w,
   }
   if (leading) {
     GuardFromDisruption(e.subject.ns, o.pods, now, w.patcher);
+    MarkLeaving(e.subject.ns, o.leaving_pods, w.patcher);
   }
   return Publish(e, d, o, scaled, w, leading, now);
 }
@@ -280,17 +233,26 @@ Reconciler::Observed Reconciler::Observe(
         o.pods.push_back(pods.back());
       }
     }
-    VariantObservation v =
-        ObserveVariant(e.classes[i], a.spec.variants[i], *deps[i], pods,
-                       in_.index.FreeGpus(cluster::PoolSelector(
-                           *deps[i], e.classes[i].node_selector)),
-                       in_.index.LastDisruption(dk), now, e.cold_start[dk]);
+    VariantObservation v = ObserveVariant(
+        e.classes[i], a.spec.variants[i], *deps[i], pods,
+        in_.index.FreeGpus(
+            cluster::PoolSelector(*deps[i], e.classes[i].node_selector)),
+        in_.index.LastDisruption(dk),
+        [this](const json& p) { return in_.index.NoticeFor(p); }, now,
+        e.cold_start[dk]);
     for (absl::Duration cold : v.new_cold_starts) {
       metrics_.ColdStartOf(a.spec.variants[i].gpu_class)
           .Observe(absl::ToDoubleSeconds(cold));
     }
     o.ready_pods.insert(o.ready_pods.end(), v.ready_pods.begin(),
                         v.ready_pods.end());
+    // Leaving pods still serve: their requests are demand.
+    o.ready_pods.insert(o.ready_pods.end(), v.leaving_ready.begin(),
+                        v.leaving_ready.end());
+    o.replicas.push_back(v.replicas);
+    o.leaving.push_back(static_cast<int32_t>(v.leaving.size()));
+    o.leaving_pods.insert(o.leaving_pods.end(), v.leaving.begin(),
+                          v.leaving.end());
     o.variant_pods.push_back(v.ready_pods);
     if (v.spot) {
       o.snap.spot.push_back(*std::move(v.spot));
@@ -343,116 +305,6 @@ const policy::Decision& Reconciler::DecideOnce(Endpoint& e, Observed& o,
   e.pending.clear();
   o.snap.demand = {};
   return d;
-}
-
-// Knative's loop on the same demand: one tick every 2 s (Knative's
-// default tick), and at once when a request waits at zero (the
-// activator's poke, as the simulator's knative baseline is asked). It sets
-// the first variant's replicas; the rest of the decision is the decider's.
-// The ticks keep a 2 s grid and fall due a little early: the controller's
-// own ticks arrive 1.98-2.01 s apart, and "2 s since the last tick" skipped
-// one in ten of them, so the KPA live ticked every 4 s at times (61 scale
-// events in a 20-minute replay against 80 simulated).
-const policy::Decision& Reconciler::Knative(Endpoint& e, const Observed& o,
-                                            absl::Time now) {
-  const policy::Decision& d = *e.decision;
-  if (!d.valid || d.variants.empty() || o.snap.variants.empty()) {
-    return d;
-  }
-  const int slots = e.parsed->spec.concurrency_per_replica > 0
-                        ? e.parsed->spec.concurrency_per_replica
-                        : std::max(1, d.capacity_per_replica);
-  if (!e.knative) {
-    // The endpoint's bounds as the revision's min-scale and max-scale.
-    e.knative.emplace(slots,
-                      policy::KnativeAutoscaler::kDefaultTargetUtilization,
-                      e.parsed->spec.min_replicas, e.parsed->spec.max_replicas);
-  }
-  const policy::VariantState& v = o.snap.variants[0];
-  const double queued = e.last_sample.queued.value_or(0);
-  const bool poke = v.desired == 0 && queued > 0;
-  constexpr absl::Duration kKpaTick = absl::Seconds(2);
-  constexpr absl::Duration kEarly = absl::Milliseconds(250);
-  const bool due = !e.knative_decision || now + kEarly >= e.knative_due;
-  if (due || poke) {
-    if (due) {
-      e.knative_due = std::max(e.knative_due, now - kEarly) + kKpaTick;
-    }
-    const int replicas = e.knative->Tick(
-        now, e.last_sample.in_flight.value_or(0), queued, v.ready, v.desired);
-    e.knative_decision = d;
-    for (size_t i = 0; i < e.knative_decision->variants.size(); ++i) {
-      policy::VariantDecision& out = e.knative_decision->variants[i];
-      out.replicas = i == 0 ? replicas : 0;
-      out.message = "knative baseline (KPA, target 70 %)";
-    }
-  }
-  return *e.knative_decision;
-}
-
-// Before a scale-down: each ready pod's deletion cost is the requests on it
-// (running + waiting, as Prometheus last read them), so the ReplicaSet
-// removes the idle pods first and a busy pod's streams are not cut short
-// by its grace period. Only costs that changed are written. Best effort: a
-// pod that could not be annotated (gone meanwhile, no RBAC) is logged, and
-// the scale-down goes on.
-void Reconciler::SpareBusyPods(const Endpoint& e,
-                               const std::vector<std::string>& pods,
-                               Writers& w) {
-  for (const auto& [key, requests] : in_.demand.BusyPods(*e.parsed, pods)) {
-    const kube::ObjectCache::ObjectPtr pod = in_.pods.Get(key);
-    if (!pod || !std::isfinite(requests)) {
-      continue;
-    }
-    const auto cost =
-        static_cast<int32_t>(std::clamp(std::round(requests), 0.0, 1e9));
-    if (StringField(*pod, {"metadata", "annotations", kPodDeletionCost}) ==
-        absl::StrCat(cost)) {
-      continue;
-    }
-    const std::string name = StringField(*pod, {"metadata", "name"});
-    if (absl::Status st = w.patcher.SetDeletionCost(e.subject.ns, name, cost);
-        !st.ok()) {
-      process::LogJson(
-          "warn", "pod deletion cost not set",
-          {{"pod", key}, {"cost", cost}, {"error", st.ToString()}});
-    }
-  }
-}
-
-// Stage 4 (the leader only): patch the variants whose replicas differ.
-absl::Status Reconciler::Act(const Endpoint& e, const policy::Decision& d,
-                             const Observed& o, Writers& w,
-                             std::string& scaled) {
-  for (size_t i = 0; i < d.variants.size(); ++i) {
-    const policy::VariantDecision& v = d.variants[i];
-    const int32_t from = o.snap.variants[i].desired;
-    if (v.replicas == from) {
-      continue;
-    }
-    if (v.replicas > 0 && v.replicas < from) {
-      SpareBusyPods(e, o.variant_pods[i], w);
-    }
-    // A failed patch is retried with back-off; nothing after it was done.
-    PL_RETURN_IF_ERROR(w.patcher.Scale(e.subject.ns, v.deployment, v.replicas));
-    const std::string msg = absl::StrCat(v.deployment, ": ", from, " -> ",
-                                         v.replicas, " (", v.message, ")");
-    absl::StrAppend(&scaled, scaled.empty() ? "" : "; ", msg);
-    process::LogJson(
-        "info", "scaled",
-        {{"endpoint", absl::StrCat(e.subject.ns, "/", e.subject.name)},
-         {"deployment", v.deployment},
-         {"from", from},
-         {"to", v.replicas},
-         {"reason", policy::ScaleReasonName(v.reason)},
-         {"message", v.message}});
-    w.events.Record(e.subject, "Normal",
-                    v.replicas == 0     ? "ScaledToZero"
-                    : v.replicas > from ? "ScaledUp"
-                                        : "ScaledDown",
-                    msg);
-  }
-  return absl::OkStatus();
 }
 
 void Reconciler::RemoveGauges(Endpoint& e) {

@@ -7,9 +7,11 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 
 #include "absl/status/status.h"
+#include "controller/cluster/pod_facts.h"
 #include "nlohmann/json.hpp"
 
 namespace pilotlight::runtime {
@@ -17,6 +19,12 @@ namespace pilotlight::runtime {
 // The annotation a ReplicaSet ranks its pods by when it scales down.
 inline constexpr char kPodDeletionCost[] =
     "controller.kubernetes.io/pod-deletion-cost";
+
+// A pod on a node that announced its end (leaving_pods.h).
+inline constexpr const char* kLeaving = cluster::kLeavingAnnotation;
+// Its deletion cost: below any the controller sets otherwise (requests).
+inline constexpr int32_t kLeavingDeletionCost =
+    std::numeric_limits<int32_t>::min();
 
 class ReplicaPatcher {
  public:
@@ -35,6 +43,10 @@ class ReplicaPatcher {
   virtual absl::Status GuardFromDisruption(const std::string& ns,
                                            const std::string& pod,
                                            bool guard) = 0;
+  // Marks a leaving pod: kLeaving = `note` and kLeavingDeletionCost.
+  virtual absl::Status MarkLeaving(const std::string& ns,
+                                   const std::string& pod,
+                                   const std::string& note) = 0;
 };
 
 class StatusWriter {

@@ -130,6 +130,32 @@ TEST_F(TargetsTest, ReadyAndAnsweringPodsOnlyWithTheControllersCap) {
             absl::StatusCode::kDeadlineExceeded);
 }
 
+// A pod the controller marked leaving (its node announced its end) gets
+// new requests only while its endpoint has no other pod.
+TEST_F(TargetsTest, ALeavingPodIsATargetOnlyWhenThereIsNoOther) {
+  json leaving = Pod("ml", "a", "10.0.0.1", true);
+  leaving["metadata"]["annotations"][cluster::kLeavingAnnotation] =
+      "node n1: karpenter.sh/disrupted since 2026-12-01T00:00:00Z";
+  answers_["10.0.0.1:8080"] = true;
+  answers_["10.0.0.2:8080"] = true;
+  AddPod(leaving);
+  AddPod(Pod("ml", "b", "10.0.0.2", true));
+  targets_.Refresh();
+  EXPECT_EQ(targets_.CountOf("ml/chat"), 1U);
+  for (int i = 0; i < 6; ++i) {  // b's whole cap, never a
+    absl::StatusOr<Lease> l = router_.Acquire("ml/chat", 0, absl::Now());
+    ASSERT_TRUE(l.ok()) << l.status();
+    EXPECT_EQ(l->address(), "10.0.0.2:8080");
+  }
+  // b is gone: a serves rather than requests being held.
+  index_.OnPod(EventType::kDeleted, *pods_.Erase("ml/b"), absl::Now());
+  targets_.Changed("ml/chat");
+  targets_.Refresh();
+  absl::StatusOr<Lease> l = router_.Acquire("ml/chat", 0, absl::Now());
+  ASSERT_TRUE(l.ok()) << l.status();
+  EXPECT_EQ(l->address(), "10.0.0.1:8080");
+}
+
 TEST_F(TargetsTest, ARefusedPodIsProbedAgainBeforeItIsTrusted) {
   answers_["10.0.0.1:8080"] = true;
   AddPod(Pod("ml", "a", "10.0.0.1", true));

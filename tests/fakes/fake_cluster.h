@@ -93,7 +93,7 @@ class FakeCluster {
                  {{{"type", "Ready"},
                    {"status", "True"},
                    {"lastTransitionTime", "2026-01-01T00:00:00Z"}}}}}}};
-    index.OnNode(nodes.Put(n), n);
+    index.OnNode(nodes.Put(n), n, absl::UnixEpoch());
   }
   // A Deployment whose pods need `selector` and one GPU, and start in
   // `cold_start`.
@@ -123,6 +123,37 @@ class FakeCluster {
     json pod = *p;
     pod["metadata"]["annotations"][name] = value;
     index.OnPod(pods.Put(pod), pod, now);
+  }
+
+  // Adds a taint to node `name` (the cloud's or the node autoscaler's
+  // notice that it goes).
+  void TaintNode(const std::string& name, const std::string& key,
+                 const std::string& effect, absl::Time now) {
+    json n = *nodes.Get(name);
+    n["spec"]["taints"].push_back({{"key", key}, {"effect", effect}});
+    notified_ = index.OnNode(nodes.Put(n), n, now);
+  }
+  // The endpoints the last TaintNode concerned (the work queue's keys).
+  const std::vector<std::string>& notified() const { return notified_; }
+  // Node `name` is gone at `now`: its pods fail (NodeShutdown) and are
+  // deleted.
+  void RemoveNode(const std::string& name, absl::Time now) {
+    std::vector<std::string> on;
+    pods.ForEach([&](const json& p) {
+      if (StringField(p, {"spec", "nodeName"}) == name) {
+        on.push_back(kube::ObjectKey(p));
+      }
+    });
+    for (const std::string& p : on) {
+      json pod = *pods.Get(p);
+      pod["status"]["phase"] = "Failed";
+      pod["status"]["reason"] = "NodeShutdown";
+      index.OnPod(pods.Put(pod), pod, now);
+      DeletePod(p, now);
+    }
+    if (kube::ObjectCache::ObjectPtr n = nodes.Erase(name)) {
+      index.OnNode(kube::EventType::kDeleted, *n, now);
+    }
   }
 
   int Replicas(const std::string& key) const {
@@ -201,6 +232,9 @@ class FakeCluster {
       bool match = found.empty();
       for (const auto& [k, v] : want) {
         match = match && StringField(n, {"metadata", "labels", k.c_str()}) == v;
+      }
+      for (const cluster::Taint& t : cluster::NodeTaints(n)) {
+        match = match && t.effect != "NoSchedule" && t.effect != "NoExecute";
       }
       if (match && FreeOn(n) >= 1) {
         found = kube::ObjectKey(n);
@@ -312,6 +346,7 @@ class FakeCluster {
 
   int64_t version_ = 0;
   int64_t serial_ = 0;
+  std::vector<std::string> notified_;
   std::map<std::string, absl::Duration> cold_start_;
   std::map<std::string, absl::Time> ready_at_;
 };
@@ -417,6 +452,16 @@ class RecordingWriters final : public runtime::ReplicaPatcher,
                          absl::InfinitePast());
     return absl::OkStatus();
   }
+  absl::Status MarkLeaving(const std::string& ns, const std::string& pod,
+                           const std::string& note) override {
+    leaving.push_back(pod);
+    const std::string key = absl::StrCat(ns, "/", pod);
+    cluster_.AnnotatePod(key, runtime::kLeaving, note, absl::InfinitePast());
+    cluster_.AnnotatePod(key, runtime::kPodDeletionCost,
+                         absl::StrCat(runtime::kLeavingDeletionCost),
+                         absl::InfinitePast());
+    return absl::OkStatus();
+  }
   absl::Status PatchStatus(const std::string&, const std::string&,
                            const json& status) override {
     ++status_writes;
@@ -447,7 +492,8 @@ class RecordingWriters final : public runtime::ReplicaPatcher,
     std::string pod;
     bool guard;
   };
-  std::vector<Guard> guards;  // GuardFromDisruption calls, in order
+  std::vector<Guard> guards;         // GuardFromDisruption calls, in order
+  std::vector<std::string> leaving;  // MarkLeaving calls' pods, in order
   std::vector<Event> events;
   int status_writes = 0;
 

@@ -186,6 +186,7 @@ void Watch(absl::string_view data) {
             : "";
     if (kind == "Pod") {
       (void)index.OnPod(type, o, now);
+      (void)index.NoticeFor(o);
     } else if (kind == "ReplicaSet") {
       (void)index.OnReplicaSet(type, o);
     } else if (kind == "Deployment") {
@@ -193,7 +194,7 @@ void Watch(absl::string_view data) {
         (void)index.PodsOf(k);
       }
     } else if (kind == "Node") {
-      index.OnNode(type, o);
+      (void)index.OnNode(type, o, now);
       (void)index.FreeGpus({{"pool", "gpu"}});
     } else {
       (void)index.OnAutoscaler(type, o);

@@ -97,7 +97,7 @@ TEST(ClusterIndexTest, FreeGpusOfAPool) {
          {{{"type", "Ready"},
            {"status", "True"},
            {"lastTransitionTime", "2026-01-01T00:00:00Z"}}}}}}};
-  index.OnNode(EventType::kAdded, node);
+  index.OnNode(EventType::kAdded, node, kNow);
   EXPECT_EQ(index.FreeGpus({{"pool", "a"}}), 8);
   EXPECT_EQ(index.FreeGpus({{"pool", "b"}}), 0);
   EXPECT_FALSE(index.FreeGpus({}).has_value()) << "no selector: unknown";
@@ -109,7 +109,7 @@ TEST(ClusterIndexTest, FreeGpusOfAPool) {
   EXPECT_EQ(index.FreeGpus({{"pool", "a"}}), 8) << "a finished pod holds none";
   json cordoned = node;
   cordoned["spec"]["unschedulable"] = true;
-  index.OnNode(EventType::kModified, cordoned);
+  index.OnNode(EventType::kModified, cordoned, kNow);
   EXPECT_EQ(index.FreeGpus({{"pool", "a"}}), 0);
 }
 

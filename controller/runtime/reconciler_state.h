@@ -1,0 +1,80 @@
+// The reconciler's state between reconciles (per endpoint) and one
+// reconcile's view of the variants: shared by its stages, which live in
+// reconciler.cc (spec, observe, decide, publish) and reconciler_act.cc
+// (act: the /scale patches, deletion costs, the knative loop). Internal to
+// controller/runtime.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "controller/api/resources.h"
+#include "controller/model/catalog.h"
+#include "controller/policy/decider.h"
+#include "controller/policy/knative_autoscaler.h"
+#include "controller/runtime/endpoint_status.h"
+#include "controller/runtime/observe.h"
+#include "controller/runtime/reconciler.h"
+#include "prometheus/gauge.h"
+
+namespace pilotlight::runtime {
+
+// What the reconciler keeps per endpoint between reconciles.
+struct Reconciler::Endpoint {
+  explicit Endpoint(const policy::DeciderConfig& c) : decider(c) {}
+  policy::Decider decider;
+  std::vector<policy::DemandSample> pending;  // since the last decision
+  int64_t demand_epoch = -1;
+  std::map<std::string, ColdStartLearner> cold_start;  // per deployment
+  std::vector<std::string> deployments;                // "ns/name"
+  EventSubject subject;
+  std::string parsed_version;  // resourceVersion + GPUClasses generation
+  absl::StatusOr<api::AutoscalerResource> parsed =
+      absl::UnknownError("not parsed");
+  std::vector<api::GpuClassResource> classes;  // per variant
+  std::unique_ptr<model::Catalog> catalog;     // of the parsed spec's classes
+  std::optional<policy::Decision> decision;    // the last one
+  int64_t decided_generation = -1;
+  // ReplicaPolicy::kKnative: its loop, the newest demand, when its next
+  // tick is due, and the decision with its replicas.
+  std::optional<policy::KnativeAutoscaler> knative;
+  policy::DemandSample last_sample;
+  absl::Time knative_due = absl::InfinitePast();
+  std::optional<policy::Decision> knative_decision;
+  std::string missing;  // what the last demand read lacked
+  EndpointStatus status;
+  std::optional<EndpointStatus> written;  // the status last written
+  // Its series, per variant (desired, ready) and per endpoint; made on the
+  // first publish, replaced when ParseSpec sees their labels change.
+  struct Gauges {
+    std::vector<std::pair<prometheus::Gauge*, prometheus::Gauge*>> variants;
+    prometheus::Gauge* cost = nullptr;
+    prometheus::Gauge* always_on = nullptr;
+    prometheus::Gauge* demand = nullptr;
+    prometheus::Gauge* capacity = nullptr;
+    prometheus::Gauge* calibration = nullptr;
+    prometheus::Gauge* warm_pool = nullptr;
+    prometheus::Gauge* keep_alive = nullptr;
+    prometheus::Gauge* slo = nullptr;
+    prometheus::Gauge* spot_fallback = nullptr;
+  };
+  std::optional<Gauges> gauges;
+};
+
+// One reconcile's view of the variants.
+struct Reconciler::Observed {
+  policy::Snapshot snap;
+  std::vector<std::string> ready_pods;                 // of every variant
+  std::vector<std::vector<std::string>> variant_pods;  // ready, per variant
+  std::vector<kube::ObjectCache::ObjectPtr> pods;      // every variant's
+  std::vector<int32_t> replicas;  // per variant, its Deployment's
+  std::vector<int32_t> leaving;   // per variant
+  std::vector<LeavingPod> leaving_pods;
+};
+
+}  // namespace pilotlight::runtime
