@@ -12,6 +12,22 @@ using json = nlohmann::json;
 
 constexpr size_t kColdStartSamples = 64;
 
+// The notice of `pod`'s node, if it came after the pod: a pod placed on
+// a node after its notice (a toleration, a PreferNoSchedule taint) is a
+// replacement already -- replacing it again would never end.
+// creationTimestamp has whole seconds: a pod created in the notice's second
+// counts as after it.
+std::optional<cluster::NodeNotice> LeavingNotice(const json& pod,
+                                                 const NoticeFn& notice) {
+  std::optional<cluster::NodeNotice> n = notice ? notice(pod) : std::nullopt;
+  const std::optional<absl::Time> created =
+      ParseTime(Field(pod, {"metadata", "creationTimestamp"}));
+  if (n && created && *created + absl::Seconds(1) > n->at) {
+    return std::nullopt;
+  }
+  return n;
+}
+
 }  // namespace
 
 std::optional<absl::Duration> ColdStartLearner::Observe(const json& pod) {
@@ -84,8 +100,7 @@ VariantObservation ObserveVariant(
     if (std::optional<absl::Duration> cold = learner.Observe(*p)) {
       o.new_cold_starts.push_back(*cold);
     }
-    if (std::optional<cluster::NodeNotice> n =
-            notice ? notice(*p) : std::nullopt) {
+    if (std::optional<cluster::NodeNotice> n = LeavingNotice(*p, notice)) {
       if (cluster::PodReady(*p)) {
         o.leaving_ready.push_back(kube::ObjectKey(*p));
       }

@@ -41,7 +41,8 @@ struct LeavingPod {
   cluster::NodeNotice notice;
 };
 
-// The pods on nodes that announced their end are *leaving*: the policy
+// The pods on nodes that announced their end (created before the notice)
+// are *leaving*: the policy
 // sees the variant without them (its replicas, ready and starting pods), so
 // it asks for replacements at once, and the notice counts as a
 // preemption for the spot-health rule. They serve until the replacements

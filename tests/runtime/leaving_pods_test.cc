@@ -184,6 +184,32 @@ TEST_F(ReconcilerTest, ASpotNoticeCoversOnDemandBeforeTheNodeGoes) {
   EXPECT_EQ(Replicas("batch-spot"), 2) << "the two replacements, no more";
 }
 
+// The replacements land on the noticed node itself (its taint only
+// PreferNoSchedule, as a pod tolerating every taint would too): they were
+// placed after the notice, so they are the replacements, not pods to
+// replace again -- the Deployment never grows past the leaving pods.
+TEST_F(ReconcilerTest, ReplacementsOnTheNoticedNodeAreNotReplacedAgain) {
+  Pool("chat-a100", "a100-80gb", kOnDemand, 2);
+  Endpoint({Variant("chat-a100", ClassName("a100-80gb", kOnDemand))});
+  demand_.Set([](absl::Time, int) { return InFlight(1); });
+  Tick();
+  const double conc = 1.5 * last_->capacity_per_replica;  // two replicas
+  demand_.Set([&](absl::Time, int) { return InFlight(conc, 2); });
+  RunFor(absl::Minutes(10));
+  ASSERT_EQ(Ready("chat-a100"), 2) << last_->message;
+  cluster_.TaintNode("node-chat-a100", "karpenter.sh/disrupted",
+                     "PreferNoSchedule", clock_.Now());
+  int most = 0;
+  for (int i = 0; i < 60; ++i) {
+    Tick();
+    most = std::max(most, Replicas("chat-a100"));
+  }
+  EXPECT_EQ(most, 4) << "two leaving, two replacements";
+  EXPECT_EQ(Replicas("chat-a100"), 2);
+  EXPECT_EQ(Ready("chat-a100"), 2);
+  EXPECT_EQ(out_.leaving.size(), 2u) << "the old pods only";
+}
+
 // A NoExecute taint the pods tolerate for ever (a dedicated node) is no
 // notice: nothing is replaced.
 TEST_F(ReconcilerTest, ADedicatedNodeTaintIsNoNotice) {
