@@ -109,12 +109,12 @@ absl::Status Reconciler::Act(const Endpoint& e, const policy::Decision& d,
     }
     // A failed patch is retried with back-off; nothing after it was done.
     PL_RETURN_IF_ERROR(w.patcher.Scale(e.subject.ns, v.deployment, to[i]));
-    const std::string msg = absl::StrCat(
-        v.deployment, ": ", from, " -> ", to[i], " (", v.message,
-        to[i] > v.replicas
-            ? absl::StrCat("; ", o.leaving[i], " leaving until replaced")
-            : "",
-        ")");
+    const std::string why = absl::StrCat(
+        v.message, to[i] > v.replicas ? absl::StrCat("; ", o.leaving[i],
+                                                     " leaving until replaced")
+                                      : "");
+    const std::string msg =
+        absl::StrCat(v.deployment, ": ", from, " -> ", to[i], " (", why, ")");
     absl::StrAppend(&scaled, scaled.empty() ? "" : "; ", msg);
     process::LogJson(
         "info", "scaled",
@@ -123,7 +123,7 @@ absl::Status Reconciler::Act(const Endpoint& e, const policy::Decision& d,
          {"from", from},
          {"to", to[i]},
          {"reason", policy::ScaleReasonName(v.reason)},
-         {"message", v.message}});
+         {"message", why}});
     w.events.Record(e.subject, "Normal",
                     to[i] == 0     ? "ScaledToZero"
                     : to[i] > from ? "ScaledUp"

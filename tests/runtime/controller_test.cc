@@ -442,6 +442,99 @@ TEST_F(ControllerTest, DeletingTheAutoscalerLeavesTheDeployments) {
               HasSubstr("its Deployments keep their replicas"));
 }
 
+// The node under a serving pod announces its end (a taint the controller
+// is told is a notice): within a tick the Deployment is asked for a
+// replacement and the pod is marked leaving, through the real API server;
+// once the replacement is Ready the ReplicaSet removes the leaving pod.
+// Under load all along: no request fails, and one pod at least is Ready
+// throughout. The taint is PreferNoSchedule and this test's own key, so
+// the replacement lands on the same loopback node and no other test's
+// controller reads it as a notice.
+TEST_F(ControllerTest, ANodeNoticeReplacesItsPodBeforeItGoes) {
+  ASSERT_TRUE(CreateDeployment("chat-l4", 1, "l4", "on-demand").ok());
+  ASSERT_TRUE(CreateAutoscaler("chat", OneVariantSpec("chat-l4", 1)).ok());
+  ASSERT_TRUE(WaitFor(absl::Seconds(30),
+                      [&] { return ReadyReplicas("chat-l4") == 1; }));
+  const std::string key = absl::StrCat("pilotlight.dev/test-notice-", ns_);
+  std::vector<std::string> flags = FastFlags();
+  flags.insert(flags.end(), {"--no-leader-election", "--notice-taints", key});
+  const ControllerProcess controller(flags, LogPath("controller"));
+  ASSERT_GT(controller.Port(), 0) << controller.Log();
+  ASSERT_TRUE(WaitFor(absl::Seconds(20), [&] {
+    return Condition(Autoscaler("chat"), "Ready") == "True";
+  })) << controller.Log();
+  const std::vector<json> before = Pods();
+  ASSERT_EQ(before.size(), 1U);
+  const std::string pod = before[0]["metadata"]["name"];
+  const std::string node = before[0]["spec"]["nodeName"];
+  const std::unique_ptr<tools::LoadGenerator> load = Load(2);
+  load->Start();
+  ASSERT_TRUE(WaitFor(absl::Seconds(20), [&] { return load->done() > 0; }));
+
+  // The taint, appended (a JSON patch: the node's other taints stay), and
+  // taken off again however the test ends.
+  const std::string node_path = absl::StrCat("/api/v1/nodes/", node);
+  ASSERT_TRUE(Request("PATCH", node_path,
+                      json::array({{{"op", "add"},
+                                    {"path", "/spec/taints/-"},
+                                    {"value",
+                                     {{"key", key},
+                                      {"value", "true"},
+                                      {"effect", "PreferNoSchedule"}}}}}),
+                      "application/json-patch+json")
+                  .ok());
+  const absl::Time notice = absl::Now();
+  const auto untaint = [&] {
+    const absl::StatusOr<json> n = Request("GET", node_path);
+    const json taints =
+        n.ok() ? (*n)["spec"].value("taints", json::array()) : json::array();
+    for (size_t i = 0; i < taints.size(); ++i) {
+      if (taints[i].value("key", "") == key) {
+        const std::string at = absl::StrCat("/spec/taints/", i);
+        (void)Request(
+            "PATCH", node_path,
+            json::array(
+                {{{"op", "test"}, {"path", at + "/key"}, {"value", key}},
+                 {{"op", "remove"}, {"path", at}}}),
+            "application/json-patch+json");
+      }
+    }
+  };
+  const std::unique_ptr<void, std::function<void(void*)>> untainted(
+      reinterpret_cast<void*>(1), [&](void*) { untaint(); });
+
+  ASSERT_TRUE(WaitFor(absl::Seconds(10), [&] {
+    return Replicas("chat-l4") == 2;
+  })) << controller.Log();
+  const absl::Duration asked = absl::Now() - notice;
+  std::cout << "notice -> replacement asked for: "
+            << absl::FormatDuration(asked) << "\n";
+  EXPECT_LE(asked, absl::Seconds(3)) << "within a tick (1 s) and its write";
+  EXPECT_TRUE(WaitFor(absl::Seconds(10), [&] {
+    const absl::StatusOr<json> p =
+        Request("GET", absl::StrCat("/api/v1/namespaces/", ns_, "/pods/", pod));
+    return p.ok() &&
+           absl::StrContains((*p)["metadata"]
+                                 .value("annotations", json::object())
+                                 .value("pilotlight.dev/leaving", ""),
+                             absl::StrCat("node ", node, ": ", key, " since"));
+  })) << controller.Log();
+  int least_ready = 1;
+  EXPECT_TRUE(WaitFor(absl::Seconds(60), [&] {
+    least_ready = std::min(least_ready, ReadyReplicas("chat-l4"));
+    const std::vector<json> now = Pods();
+    return Replicas("chat-l4") == 1 && now.size() == 1 &&
+           now[0]["metadata"]["name"] != pod;
+  })) << controller.Log();
+  std::cout << "notice -> leaving pod gone: "
+            << absl::FormatDuration(absl::Now() - notice) << "\n";
+  EXPECT_EQ(least_ready, 1) << "a pod Ready throughout";
+  load->Stop();
+  EXPECT_GT(load->done(), 0);
+  EXPECT_EQ(load->errors(), 0);
+  EXPECT_THAT(controller.Log(), HasSubstr("leaving until replaced"));
+}
+
 // The API server restarts under the controller: its watches drop, the
 // informers relist, and it carries on -- an endpoint created after the
 // restart is acted on, the one from before is left as it was.
