@@ -1,28 +1,10 @@
 #include "controller/runtime/leaving_pods.h"
 
-#include <numeric>
-
 #include "absl/strings/str_cat.h"
 #include "controller/base/json_fields.h"
 #include "controller/process/log.h"
 
 namespace pilotlight::runtime {
-
-std::vector<int32_t> ReplicasWithLeaving(const std::vector<int32_t>& decided,
-                                         const std::vector<int32_t>& ready,
-                                         const std::vector<int32_t>& leaving,
-                                         int32_t need) {
-  const int64_t ready_total =
-      std::accumulate(ready.begin(), ready.end(), int64_t{0});
-  std::vector<int32_t> out = decided;
-  for (size_t i = 0; i < out.size() && i < leaving.size() && i < ready.size();
-       ++i) {
-    if (ready[i] < decided[i] || ready_total < need) {
-      out[i] += leaving[i];
-    }
-  }
-  return out;
-}
 
 std::string LeavingNote(const cluster::NodeNotice& notice) {
   return absl::StrCat(

@@ -96,7 +96,7 @@ absl::Status Reconciler::Act(const Endpoint& e, const policy::Decision& d,
     decided.push_back(d.variants[i].replicas);
     ready.push_back(o.snap.variants[i].ready);
   }
-  const std::vector<int32_t> to = ReplicasWithLeaving(
+  const std::vector<int32_t> to = policy::ReplicasWithLeaving(
       decided, ready, o.leaving, d.load_replicas + d.warm_pool);
   for (size_t i = 0; i < d.variants.size(); ++i) {
     const policy::VariantDecision& v = d.variants[i];

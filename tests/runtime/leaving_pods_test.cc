@@ -82,8 +82,9 @@ TEST(LeavingPodsTest, ReplicasWithLeavingTable) {
       {{0, 2}, {0, 2}, {0, 2}, 2, {0, 2}},
   };
   for (const Case& c : cases) {
-    EXPECT_EQ(ReplicasWithLeaving(c.decided, c.ready, c.leaving, c.need),
-              c.want)
+    EXPECT_EQ(
+        policy::ReplicasWithLeaving(c.decided, c.ready, c.leaving, c.need),
+        c.want)
         << ::testing::PrintToString(c.decided) << " "
         << ::testing::PrintToString(c.ready) << " "
         << ::testing::PrintToString(c.leaving) << " need " << c.need;
