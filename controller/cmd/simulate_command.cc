@@ -131,6 +131,11 @@ void DeclareReplicas(FlagSet& f, SimulateArgs& a) {
            "billing granularity: 1s, 1m, 1h")
       .Add("spot-preemptions-per-hour", &c.spot_preemptions_per_hour, "F",
            "zone-wide spot preemption events per hour per spot variant")
+      .Add("spot-notice", &c.spot_notice, "DURATION",
+           "each preemption announced this long ahead (AWS: 2m; GCP, "
+           "Azure: 30s): replacements start then and the noticed replicas "
+           "serve until they are Ready, as the controller does on a node's "
+           "notice taint (0: unannounced)")
       .Add("zones", &c.zones, "N", "zones spot replicas spread over");
 }
 
@@ -276,8 +281,10 @@ absl::Status CheckRanges(const sim::SimConfig& c) {
                  (!c.activator.poke_delay ||
                   *c.activator.poke_delay >= absl::ZeroDuration()),
              "--max-held and --poke-delay must be >= 0"),
-        want(c.zones >= 1 && c.spot_preemptions_per_hour >= 0,
-             "--zones must be >= 1 and --spot-preemptions-per-hour >= 0"),
+        want(c.zones >= 1 && c.spot_preemptions_per_hour >= 0 &&
+                 c.spot_notice >= absl::ZeroDuration(),
+             "--zones must be >= 1, --spot-preemptions-per-hour and "
+             "--spot-notice >= 0"),
         want(c.billing_granularity > absl::ZeroDuration(),
              "--billing must be > 0")}) {
     PL_RETURN_IF_ERROR(st);

@@ -139,8 +139,10 @@ void PrintHeader(const sim::Trace& t, const sim::SimConfig& c,
   for (const sim::PolicyResult& p : r.policies) {
     if (p.result.preemptions > 0) {
       out << absl::StrFormat(
-          "  %s: %d spot replicas preempted, %d requests retried\n", p.name,
-          p.result.preemptions, p.result.retried_requests);
+          "  %s: %d spot replicas preempted (%d announced ahead), %d "
+          "requests retried\n",
+          p.name, p.result.preemptions, p.result.noticed,
+          p.result.retried_requests);
     }
   }
   if (t.bad.count > 0) {
@@ -281,6 +283,12 @@ nlohmann::json Json(const sim::Trace& t, const sim::RunReport& r) {
          {"client_retries", s.client_retries},
          {"pokes", s.pokes},
          {"scale_events", s.scale_events}});
+    if (s.preemptions > 0 || s.noticed > 0) {  // spot preemption runs
+      j["policies"].back()["spot_preemptions"] = {
+          {"replicas_taken", s.preemptions},
+          {"announced_ahead", s.noticed},
+          {"requests_retried", s.retried_requests}};
+    }
   }
   return j;
 }

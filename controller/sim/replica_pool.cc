@@ -5,6 +5,8 @@
 #include <limits>
 #include <random>
 
+#include "controller/policy/leaving_replicas.h"
+
 namespace pilotlight::sim {
 
 ReplicaPool::ReplicaPool(const SimConfig& config,
@@ -29,8 +31,18 @@ void ReplicaPool::Start(int variant, double t, double cold_s) {
   r.variant = variant;
   r.requested_s = t;
   const auto v = static_cast<size_t>(variant);
-  r.zone = next_zone_[v]++ % static_cast<int>(zone_free_at_[v].size());
-  // A spot replica in a zone without capacity waits until it returns.
+  const int zones = static_cast<int>(zone_free_at_[v].size());
+  r.zone = next_zone_[v]++ % zones;
+  // Spread round-robin, past the zones without spot capacity now (a node
+  // autoscaler launches where there is some); with none anywhere, a spot
+  // replica waits in its turn's zone until it returns.
+  for (int k = 0; IsSpot(variant) && k < zones; ++k) {
+    const int z = (r.zone + k) % zones;
+    if (zone_free_at_[v][static_cast<size_t>(z)] <= t) {
+      r.zone = z;
+      break;
+    }
+  }
   const double placed =
       IsSpot(variant)
           ? std::max(t, zone_free_at_[v][static_cast<size_t>(r.zone)])
@@ -53,6 +65,7 @@ int ReplicaPool::PopReady(double t) {
   --starting_count_;
   r.ready_s = t;
   ++ready_count_;
+  leaving_ready_ += r.leaving ? 1 : 0;
   return id;
 }
 
@@ -60,6 +73,7 @@ void ReplicaPool::Stop(int id, double t) {
   Replica& r = replica(id);
   if (r.state == Replica::State::kReady) {
     --ready_count_;
+    leaving_ready_ -= r.leaving ? 1 : 0;
   } else if (r.state == Replica::State::kStarting) {
     --starting_count_;
   }
@@ -80,7 +94,7 @@ int ReplicaPool::Scale(int v, int want, double now, bool by_paid_time) {
   std::vector<int> live;
   for (int id : live_ids_) {
     const Replica& r = replicas_[static_cast<size_t>(id)];
-    if (r.variant == v && r.state != Replica::State::kDraining) {
+    if (r.variant == v && r.state != Replica::State::kDraining && !r.leaving) {
       live.push_back(id);
     }
   }
@@ -173,6 +187,69 @@ int ReplicaPool::Preempt(const Preemption& p) {
   return taken;
 }
 
+int ReplicaPool::Notice(const Preemption& p) {
+  // The zone's capacity is being taken: no new spot replica goes there.
+  double& free_at = zone_free_at_[static_cast<size_t>(p.variant)]
+                                 [static_cast<size_t>(p.zone)];
+  free_at =
+      std::max(free_at, p.t + absl::ToDoubleSeconds(config_.spot_zone_outage));
+  int noticed = 0;
+  for (int id : live_ids_) {
+    Replica& r = replica(id);
+    if (r.variant != p.variant || r.zone != p.zone || r.leaving ||
+        r.state == Replica::State::kDraining) {
+      continue;
+    }
+    r.leaving = true;
+    leaving_ready_ += r.state == Replica::State::kReady ? 1 : 0;
+    ++noticed;
+  }
+  return noticed;
+}
+
+void ReplicaPool::ReleaseLeaving(const std::vector<int>& want, double now) {
+  if (leaving_ready_ == 0 &&
+      std::none_of(live_ids_.begin(), live_ids_.end(),
+                   [&](int id) { return replica(id).leaving; })) {
+    return;
+  }
+  const size_t n = models_.size();
+  std::vector<int32_t> decided(n, 0);
+  std::vector<int32_t> ready(n, 0);
+  std::vector<int32_t> leaving(n, 0);
+  int32_t need = 0;
+  for (size_t v = 0; v < n && v < want.size(); ++v) {
+    decided[v] = want[v];
+    need += want[v];
+  }
+  for (int id : live_ids_) {
+    const Replica& r = replica(id);
+    const auto v = static_cast<size_t>(r.variant);
+    if (r.leaving && r.state != Replica::State::kDraining) {
+      ++leaving[v];
+    } else if (!r.leaving && r.state == Replica::State::kReady) {
+      ++ready[v];
+    }
+  }
+  const std::vector<int32_t> keep =
+      policy::ReplicasWithLeaving(decided, ready, leaving, need);
+  for (int id : std::vector<int>(live_ids_)) {
+    Replica& r = replica(id);
+    const auto v = static_cast<size_t>(r.variant);
+    if (!r.leaving || r.state == Replica::State::kDraining ||
+        keep[v] > decided[v]) {
+      continue;
+    }
+    if (r.state != Replica::State::kReady || r.busy == 0) {
+      Stop(id, now);
+    } else {
+      r.state = Replica::State::kDraining;  // its requests finish
+      --ready_count_;
+      --leaving_ready_;
+    }
+  }
+}
+
 bool ReplicaPool::AllReady() const {
   return std::all_of(live_ids_.begin(), live_ids_.end(), [&](int id) {
     return replicas_[static_cast<size_t>(id)].state == Replica::State::kReady;
@@ -185,6 +262,9 @@ double ReplicaPool::Observe(std::vector<policy::VariantState>& variants,
   for (int id : live_ids_) {
     const Replica& r = replicas_[static_cast<size_t>(id)];
     gpus_held += models_[static_cast<size_t>(r.variant)].gpus;
+    if (r.leaving) {
+      continue;  // gone, to the policy
+    }
     policy::VariantState& vs = variants[static_cast<size_t>(r.variant)];
     if (r.state == Replica::State::kReady) {
       ++vs.ready;

@@ -31,6 +31,9 @@ struct Replica {
   int busy = 0;
   int zone = 0;
   bool preempted = false;  // taken while busy: its requests start over
+  // Its zone's preemption was announced (SimConfig::spot_notice): the
+  // policy sees it gone, and it serves until its replacements are Ready.
+  bool leaving = false;
 };
 
 // A spot preemption: every replica of `variant` in `zone`, at `t`.
@@ -47,7 +50,8 @@ class ReplicaPool {
               double measure_from_s);
 
   // A replica of `variant` asked for at `t`, ready `cold_s` after it is
-  // placed (a spot replica waits for its zone to have capacity again).
+  // placed: spot replicas spread round-robin over the zones with capacity
+  // at `t` (with none, it waits in its turn's zone until capacity returns).
   void Start(int variant, double t, double cold_s);
   // When the next starting replica becomes ready (infinity: none).
   double NextReady() const {
@@ -71,15 +75,28 @@ class ReplicaPool {
   // Takes the replicas `p` names; their zone places no spot replica for
   // SimConfig::spot_zone_outage. Returns how many it took.
   int Preempt(const Preemption& p);
+  // The notice of `p`: the replicas it will take are leaving -- left out
+  // of Scale's count and of Observe, sent requests only while no other
+  // replica is ready -- and their zone places no new spot replica until
+  // the preemption's outage ends. Returns how many.
+  int Notice(const Preemption& p);
+  // Stops (idle) or drains (busy) each variant's leaving replicas once
+  // policy::ReplicasWithLeaving says they are replaced: `want` per
+  // variant, the endpoint's need their sum.
+  void ReleaseLeaving(const std::vector<int>& want, double now);
 
   Replica& replica(int id) { return replicas_[static_cast<size_t>(id)]; }
   // The ready replica with a free slot and the fewest busy, -1: none.
+  // Leaving replicas only while no other is ready (as the activator's
+  // targets).
   int LeastBusyFree() const {
     int best = -1;
+    const bool others = ready_count_ > leaving_ready_;
     for (int id : live_ids_) {
       const Replica& r = replicas_[static_cast<size_t>(id)];
       if (r.state != Replica::State::kReady ||
-          r.busy >= models_[static_cast<size_t>(r.variant)].slots) {
+          r.busy >= models_[static_cast<size_t>(r.variant)].slots ||
+          (r.leaving && others)) {
         continue;
       }
       if (best < 0 || r.busy < replicas_[static_cast<size_t>(best)].busy) {
@@ -114,6 +131,7 @@ class ReplicaPool {
   std::vector<Replica> replicas_;
   std::vector<int> live_ids_;  // every replica not gone (any state)
   int ready_count_ = 0;
+  int leaving_ready_ = 0;   // of them, leaving
   int starting_count_ = 0;  // asked for and not yet ready (or gone)
   std::priority_queue<std::pair<double, int>,
                       std::vector<std::pair<double, int>>, std::greater<>>

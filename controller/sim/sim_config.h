@@ -115,6 +115,12 @@ struct SimConfig {
   // of 2,635 AWS and Azure events). Requests on a preempted replica are
   // retried from the front of the queue. Seeded.
   double spot_preemptions_per_hour = 0;
+  // Each preemption announced this long ahead (AWS gives 2 minutes, GCP and
+  // Azure 30 s): its replicas are leaving from then -- the policy sees them
+  // gone and starts replacements, and they serve until those are Ready
+  // (policy::ReplicasWithLeaving), as the controller does with a node's
+  // notice taint. 0: unannounced.
+  absl::Duration spot_notice = absl::ZeroDuration();
   int zones = 3;
   absl::Duration spot_zone_outage = absl::Minutes(3);
   uint64_t seed = 1;

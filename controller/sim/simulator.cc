@@ -32,6 +32,7 @@ void SimResult::Merge(const SimResult& o) {
   scale_events += o.scale_events;
   peak_replicas = std::max(peak_replicas, o.peak_replicas);
   preemptions += o.preemptions;
+  noticed += o.noticed;
   retried_requests += o.retried_requests;
   for (size_t i = 0; i < slo_misses.size(); ++i) {
     slo_misses[i] += o.slo_misses[i];
@@ -101,6 +102,14 @@ class Engine {
   void Account(const Request& req, size_t index, double ttft, double tpot,
                bool cold);
   void Tick(double t, bool poke);
+  void Notice();
+  // When the next preemption's notice is due (infinity: none, or notices
+  // are off).
+  double NextNotice() const {
+    return notice_s_ > 0 && next_notice_ < preemptions_.size()
+               ? preemptions_[next_notice_].t - notice_s_
+               : std::numeric_limits<double>::infinity();
+  }
   Observation Observe(double t, bool poke);
   void Point(double t);
 
@@ -159,6 +168,8 @@ class Engine {
   std::vector<std::optional<absl::Time>> last_preemption_;
   std::vector<Preemption> preemptions_;
   size_t next_preemption_ = 0;
+  size_t next_notice_ = 0;
+  const double notice_s_ = absl::ToDoubleSeconds(config_.spot_notice);
   SimResult result_;
 };
 
@@ -230,8 +241,9 @@ void Engine::ProcessUntil(double until) {
                                  : kNever;
     const double t_deadline = hold_.NextDeadline();
     const double t_retry = hold_.NextRetry();
-    const double t = std::min(
-        {t_arrival, t_done, t_ready, t_preempt, poke_at_, t_deadline, t_retry});
+    const double t_notice = NextNotice();
+    const double t = std::min({t_arrival, t_done, t_ready, t_preempt, t_notice,
+                               poke_at_, t_deadline, t_retry});
     if (t >= until) {
       return;
     }
@@ -241,6 +253,8 @@ void Engine::ProcessUntil(double until) {
       poke_at_ = kNever;
       ++result_.pokes;
       Tick(t, /*poke=*/true);
+    } else if (t == t_notice) {
+      Notice();
     } else if (t == t_preempt) {
       const Preemption& p = preemptions_[next_preemption_++];
       last_preemption_[static_cast<size_t>(p.variant)] =
@@ -374,8 +388,8 @@ void Engine::SkipIdle(double& next_tick, double next_point) {
   const double t_preempt = next_preemption_ < preemptions_.size()
                                ? preemptions_[next_preemption_].t
                                : std::numeric_limits<double>::infinity();
-  const double horizon =
-      std::min({until_s, t_arrival, t_preempt, next_point, hold_.NextRetry()});
+  const double horizon = std::min({until_s, t_arrival, t_preempt, NextNotice(),
+                                   next_point, hold_.NextRetry()});
   const double tick = absl::ToDoubleSeconds(config_.tick);
   const double first = next_tick;
   int64_t n = 0;
@@ -561,8 +575,27 @@ void Engine::Tick(double t, bool poke) {
     }
     total += w;
   }
+  pool_.ReleaseLeaving(desired_, now_);
   result_.peak_replicas = std::max(result_.peak_replicas, total);
   Dispatch();
+}
+
+// A preemption's notice (SimConfig::spot_notice): its replicas are leaving
+// and count as a preemption for spot health; the replicas last asked for
+// are started in their place at once, as the controller's reconcile on the
+// node event does with its last decision.
+void Engine::Notice() {
+  const Preemption& p = preemptions_[next_notice_++];
+  last_preemption_[static_cast<size_t>(p.variant)] =
+      config_.epoch + absl::Seconds(now_);
+  result_.noticed += pool_.Notice(p);
+  for (size_t v = 0; v < models_.size(); ++v) {
+    const int variant = static_cast<int>(v);
+    for (int n = pool_.Scale(variant, desired_[v], now_, false); n > 0; --n) {
+      pool_.Start(variant, now_, cold_starts_.Draw(variant));
+    }
+  }
+  pool_.ReleaseLeaving(desired_, now_);
 }
 
 void Engine::Point(double t) {

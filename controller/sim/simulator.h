@@ -72,6 +72,7 @@ struct SimResult {
   double gpu_seconds = 0;
   int64_t scale_events = 0;       // changes of a variant's desired replicas
   int64_t preemptions = 0;        // spot replicas taken
+  int64_t noticed = 0;            // spot replicas told of it ahead
   int64_t retried_requests = 0;   // in flight on a preempted replica
   int64_t rejected_requests = 0;  // the activator's hold was full (429)
   // The client gave up before its request started (client_timeout): a

@@ -213,6 +213,9 @@ TEST_F(IdleSkipTest, SpotPreemptionsHourlyBillingAndMeasuredColdStarts) {
   config_.billing_granularity = absl::Hours(1);
   config_.cold_start_samples = {12, 25, 31, 48, 90};
   CompareAll(SparseTrace(7, 4, 30), "spot, 1h billing, sampled cold starts");
+  config_.spot_notice = absl::Minutes(2);
+  config_.spot_preemptions_per_hour = 2;
+  CompareAll(SparseTrace(8, 4, 30), "spot with 2-minute notices");
 }
 
 TEST_F(IdleSkipTest, SlowPokeAndNoPoke) {
