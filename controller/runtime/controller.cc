@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "controller/api/demand_service.h"
+#include "controller/api/keda_scaler.h"
 #include "controller/base/host_port.h"
 #include "controller/cluster/cluster_index.h"
 #include "controller/kube/informer.h"
@@ -149,6 +150,9 @@ class Controller::Impl : public api::DemandReceiver {
   void Wire();
   absl::Status ServeHttp(httplib::Server& http, std::thread& thread);
   absl::Status ServeGrpc();
+  // The KEDA scaler's view: each variant's last decided replicas.
+  absl::StatusOr<api::KedaScaler::Variants> DecidedReplicas(
+      const std::string& endpoint) const;
   void WaitForSync(const std::atomic<bool>& stop);
   void Elect(const std::atomic<bool>& stop, KubeClient& client);
   void TickLoop(const std::atomic<bool>& stop);
@@ -164,6 +168,7 @@ class Controller::Impl : public api::DemandReceiver {
   std::atomic<int> port_{0};
   std::atomic<int> grpc_port_{0};
   std::atomic<bool> leading_{false};
+  std::atomic<bool> wired_{false};
 
   std::vector<kube::Informer*> informers_;
   std::unique_ptr<kube::Informer> autoscalers_;
@@ -177,6 +182,7 @@ class Controller::Impl : public api::DemandReceiver {
   std::unique_ptr<ActivatorDemand> activator_demand_;
   std::unique_ptr<MergedDemand> merged_demand_;
   std::unique_ptr<api::DemandService> demand_service_;
+  std::unique_ptr<api::KedaScaler> keda_scaler_;
   std::unique_ptr<grpc::Server> grpc_;
   std::unique_ptr<GpuClassCache> gpu_classes_;
   cluster::ClusterIndex index_{options_.notice_taints};
@@ -274,11 +280,16 @@ absl::Status Controller::Impl::ServeGrpc() {
     return absl::OkStatus();
   }
   demand_service_ = std::make_unique<api::DemandService>(*this);
+  keda_scaler_ =
+      std::make_unique<api::KedaScaler>([this](const std::string& endpoint) {
+        return DecidedReplicas(endpoint);
+      });
   int port = 0;
   grpc::ServerBuilder b;
   b.AddListeningPort(options_.grpc_address, grpc::InsecureServerCredentials(),
                      &port);
   b.RegisterService(demand_service_.get());
+  b.RegisterService(keda_scaler_.get());
   grpc_ = b.BuildAndStart();
   if (grpc_ == nullptr || port == 0) {
     return absl::UnavailableError(
@@ -286,6 +297,27 @@ absl::Status Controller::Impl::ServeGrpc() {
   }
   grpc_port_ = port;
   return absl::OkStatus();
+}
+
+absl::StatusOr<api::KedaScaler::Variants> Controller::Impl::DecidedReplicas(
+    const std::string& endpoint) const {
+  if (!wired_ || !Synced()) {
+    return absl::UnavailableError("the controller is starting");
+  }
+  if (autoscalers_->Get(endpoint) == nullptr) {
+    return absl::NotFoundError(
+        absl::StrCat("no InferenceAutoscaler ", endpoint));
+  }
+  const std::optional<policy::Decision> d = reconciler_->LastDecision(endpoint);
+  if (!d || d->variants.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("InferenceAutoscaler ", endpoint, " is not decided yet"));
+  }
+  api::KedaScaler::Variants out;
+  for (const policy::VariantDecision& v : d->variants) {
+    out.emplace_back(v.deployment, v.replicas);
+  }
+  return out;
 }
 
 // Nothing is decided from a half-filled cache (a Deployment not listed yet
@@ -355,6 +387,7 @@ absl::Status Controller::Impl::Run(const std::atomic<bool>& stop) {
       std::make_unique<PromDemand>(*prom_, options_.rate_window, options_.tick);
   merged_demand_ = std::make_unique<MergedDemand>(*demand_, *activator_demand_);
   Wire();
+  wired_ = true;  // the KEDA scaler may read the caches
   for (kube::Informer* i : informers_) {
     i->Start();
   }
@@ -397,6 +430,7 @@ absl::Status Controller::Impl::Run(const std::atomic<bool>& stop) {
     i->Stop();
   }
   if (grpc_ != nullptr) {
+    keda_scaler_->Shutdown();  // its streams end
     grpc_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
   }
   http.stop();
@@ -463,6 +497,9 @@ void Controller::Impl::Worker() {
     const absl::Time t0 = absl::Now();
     const absl::Status st = reconciler_->Reconcile(*key, writers, Leading());
     metrics_.reconcile.Observe(absl::ToDoubleSeconds(absl::Now() - t0));
+    if (keda_scaler_ != nullptr) {
+      keda_scaler_->Changed();  // its streams look at the decision again
+    }
     const std::optional<absl::Time> patched = patcher.TakePatched();
     if (const std::optional<absl::Time> poked =
             activator_demand_->TakePoke(*key);

@@ -102,7 +102,11 @@ absl::Status Reconciler::Reconcile(const std::string& key, Writers& w,
   const policy::Decision& d =
       DecideOnce(e, o, IntField(*ia, {"metadata", "generation"}), now);
   std::string scaled;
-  if (d.valid && leading) {
+  // Under KEDA its HPA writes the replicas, from the KEDA scaler's metric
+  // (api::KedaScaler): two writers would fight.
+  const bool keda = StringField(*ia, {"metadata", "annotations",
+                                      kScaledByAnnotation}) == "keda";
+  if (d.valid && leading && !keda) {
     PL_RETURN_IF_ERROR(Act(e, d, o, w, scaled));
   }
   if (leading) {

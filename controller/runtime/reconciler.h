@@ -55,6 +55,11 @@ struct ReconcilerInputs {
 // the decider still runs beside it for the status. Not for production.
 enum class ReplicaPolicy { kPilotlight, kKnative };
 
+// On an InferenceAutoscaler, "keda": a KEDA ScaledObject scales its
+// Deployments on Pilotlight's decisions (api::KedaScaler), so the
+// controller decides and reports but writes no replicas (docs/keda.md).
+inline constexpr char kScaledByAnnotation[] = "pilotlight.dev/scaled-by";
+
 class Reconciler {
  public:
   Reconciler(policy::DeciderConfig config, ReconcilerInputs in,

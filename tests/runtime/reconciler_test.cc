@@ -215,6 +215,22 @@ TEST_F(ReconcilerTest, MissingDeploymentIsNotReadyAndNeverPatched) {
   EXPECT_EQ(out_.status()["variants"][0]["deployment"], "chat-a100");
 }
 
+// Scaled by KEDA (pilotlight.dev/scaled-by: keda): the endpoint is decided
+// and its status written as ever, but its replicas are KEDA's to write.
+TEST_F(ReconcilerTest, UnderKedaNothingIsPatched) {
+  Pool("chat-a100", "a100-80gb", kOnDemand, 0);
+  Endpoint({Variant("chat-a100", ClassName("a100-80gb", kOnDemand))});
+  json ia = *cluster_.autoscalers.Get("ml/chat");
+  ia["metadata"]["annotations"][kScaledByAnnotation] = "keda";
+  cluster_.PutAutoscaler(ia);
+  demand_.Set([](absl::Time, int) { return InFlight(5); });
+  RunFor(absl::Minutes(1));
+  EXPECT_EQ(last_->variants[0].replicas, 1) << last_->message;
+  EXPECT_TRUE(out_.patches.empty());
+  EXPECT_EQ(Replicas("chat-a100"), 0);
+  EXPECT_EQ(out_.status()["variants"][0]["desired"], 1);
+}
+
 // Prometheus unreachable: replicas hold, Degraded says why.
 TEST_F(ReconcilerTest, MissingMetricsHoldReplicas) {
   Pool("chat-a100", "a100-80gb", kOnDemand, 2);
