@@ -25,15 +25,11 @@ std::string MetricName(const std::string& deployment) {
 
 }  // namespace
 
-absl::StatusOr<std::pair<KedaScaler::Target, int32_t>> KedaScaler::Resolve(
-    const externalscaler::ScaledObjectRef& ref) const {
-  const auto& meta = ref.scalermetadata();
-  const auto get = [&](const char* key) {
-    const auto it = meta.find(key);
-    return it == meta.end() ? std::string() : it->second;
-  };
-  Target t;
-  std::string autoscaler = get("autoscaler");
+absl::StatusOr<std::string> KedaScaler::EndpointOf(
+    const externalscaler::ScaledObjectRef& ref) {
+  const auto it = ref.scalermetadata().find("autoscaler");
+  std::string autoscaler =
+      it != ref.scalermetadata().end() ? it->second : std::string();
   if (autoscaler.empty()) {
     autoscaler = ref.name();
   }
@@ -49,7 +45,22 @@ absl::StatusOr<std::pair<KedaScaler::Target, int32_t>> KedaScaler::Resolve(
     }
     autoscaler = absl::StrCat(ref.namespace_(), "/", autoscaler);
   }
-  t.endpoint = autoscaler;
+  return autoscaler;
+}
+
+absl::StatusOr<std::pair<KedaScaler::Target, int32_t>> KedaScaler::Resolve(
+    const externalscaler::ScaledObjectRef& ref) const {
+  const auto& meta = ref.scalermetadata();
+  const auto get = [&](const char* key) {
+    const auto it = meta.find(key);
+    return it == meta.end() ? std::string() : it->second;
+  };
+  Target t;
+  absl::StatusOr<std::string> endpoint = EndpointOf(ref);
+  if (!endpoint.ok()) {
+    return endpoint.status();
+  }
+  t.endpoint = *std::move(endpoint);
   t.deployment = get("deployment");
   absl::StatusOr<Variants> variants = lookup_(t.endpoint);
   if (!variants.ok()) {
@@ -71,16 +82,21 @@ absl::StatusOr<std::pair<KedaScaler::Target, int32_t>> KedaScaler::Resolve(
                    " (its variants: ", known, ")"));
 }
 
-void KedaScaler::Changed() {
+void KedaScaler::Changed(const std::string& endpoint) {
   const std::lock_guard<std::mutex> lock(mu_);
-  ++version_;
-  changed_.notify_all();
+  const auto it = watches_.find(endpoint);
+  if (it != watches_.end()) {
+    ++it->second.version;
+    it->second.changed.notify_all();
+  }
 }
 
 void KedaScaler::Shutdown() {
   const std::lock_guard<std::mutex> lock(mu_);
   shutdown_ = true;
-  changed_.notify_all();
+  for (auto& [endpoint, w] : watches_) {
+    w.changed.notify_all();
+  }
 }
 
 grpc::Status KedaScaler::IsActive(grpc::ServerContext* /*context*/,
@@ -97,33 +113,46 @@ grpc::Status KedaScaler::IsActive(grpc::ServerContext* /*context*/,
 grpc::Status KedaScaler::StreamIsActive(
     grpc::ServerContext* context, const externalscaler::ScaledObjectRef* ref,
     grpc::ServerWriter<externalscaler::IsActiveResponse>* writer) {
+  // The endpoint it names (an error ends the stream: KEDA opens it again).
+  const absl::StatusOr<std::string> endpoint = EndpointOf(*ref);
+  if (!endpoint.ok()) {
+    return ToGrpc(endpoint.status());
+  }
+  std::unique_lock<std::mutex> lock(mu_);
+  Watch& w = watches_[*endpoint];
+  ++w.streams;
   std::optional<bool> sent;
-  uint64_t seen = 0;
-  while (!context->IsCancelled()) {
-    {
-      const std::lock_guard<std::mutex> lock(mu_);
-      if (shutdown_) {
-        return {grpc::StatusCode::UNAVAILABLE, "the controller is stopping"};
-      }
-      seen = version_;
-    }
-    const auto r = Resolve(*ref);
+  grpc::Status end = grpc::Status::OK;
+  while (!context->IsCancelled() && !shutdown_) {
+    const uint64_t seen = w.version;
+    lock.unlock();
+    const absl::StatusOr<std::pair<Target, int32_t>> r = Resolve(*ref);
+    bool write = false;
+    externalscaler::IsActiveResponse m;
     if (!r.ok() && r.status().code() != absl::StatusCode::kFailedPrecondition) {
-      return ToGrpc(r.status());  // KEDA opens the stream again
-    }
-    if (r.ok() && sent != (r->second > 0)) {
-      externalscaler::IsActiveResponse m;
+      end = ToGrpc(r.status());
+    } else if (r.ok() && sent != (r->second > 0)) {
       m.set_result(r->second > 0);
-      if (!writer->Write(m)) {
-        return grpc::Status::OK;  // the client went away
-      }
+      write = true;
+    }
+    const bool written = write && writer->Write(m);
+    lock.lock();
+    if (!end.ok() || (write && !written)) {
+      break;  // an error, or the client went away
+    }
+    if (written) {
       sent = m.result();
     }
-    std::unique_lock<std::mutex> lock(mu_);
-    changed_.wait_for(lock, absl::ToChronoNanoseconds(recheck_),
-                      [&] { return shutdown_ || version_ != seen; });
+    w.changed.wait_for(lock, absl::ToChronoNanoseconds(recheck_),
+                       [&] { return shutdown_ || w.version != seen; });
   }
-  return grpc::Status::OK;
+  if (shutdown_ && end.ok()) {
+    end = {grpc::StatusCode::UNAVAILABLE, "the controller is stopping"};
+  }
+  if (--w.streams == 0) {
+    watches_.erase(*endpoint);
+  }
+  return end;
 }
 
 grpc::Status KedaScaler::GetMetricSpec(

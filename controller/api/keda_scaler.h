@@ -25,6 +25,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -50,8 +51,9 @@ class KedaScaler final : public externalscaler::ExternalScaler::Service {
                       absl::Duration recheck = absl::Milliseconds(500))
       : lookup_(std::move(lookup)), recheck_(recheck) {}
 
-  // A decision may have changed: the streams look again now.
-  void Changed();
+  // Endpoint "ns/name"'s decision may have changed: its streams look
+  // again now (only its own: a reconcile wakes no other endpoint's).
+  void Changed(const std::string& endpoint);
   // Ends every stream (the server is stopping).
   void Shutdown();
 
@@ -73,15 +75,24 @@ class KedaScaler final : public externalscaler::ExternalScaler::Service {
     std::string endpoint;    // "ns/name"
     std::string deployment;  // "" until resolved: the first variant
   };
+  // The endpoint "ns/name" `ref` names.
+  static absl::StatusOr<std::string> EndpointOf(
+      const externalscaler::ScaledObjectRef& ref);
   // The endpoint and variant `ref` names, and its decided replicas.
   absl::StatusOr<std::pair<Target, int32_t>> Resolve(
       const externalscaler::ScaledObjectRef& ref) const;
 
+  // Per endpoint with a stream open: its version, and its streams' wait.
+  struct Watch {
+    std::condition_variable changed;
+    uint64_t version = 0;
+    int streams = 0;
+  };
+
   const Lookup lookup_;
   const absl::Duration recheck_;
   std::mutex mu_;
-  std::condition_variable changed_;
-  uint64_t version_ = 0;
+  std::map<std::string, Watch> watches_;  // node-stable: waits hold refs
   bool shutdown_ = false;
 };
 

@@ -498,7 +498,7 @@ void Controller::Impl::Worker() {
     const absl::Status st = reconciler_->Reconcile(*key, writers, Leading());
     metrics_.reconcile.Observe(absl::ToDoubleSeconds(absl::Now() - t0));
     if (keda_scaler_ != nullptr) {
-      keda_scaler_->Changed();  // its streams look at the decision again
+      keda_scaler_->Changed(*key);  // its streams look at the decision
     }
     const std::optional<absl::Time> patched = patcher.TakePatched();
     if (const std::optional<absl::Time> poked =

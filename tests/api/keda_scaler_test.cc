@@ -58,7 +58,7 @@ class KedaScalerTest : public ::testing::Test {
         }
       }
     }
-    scaler_.Changed();
+    scaler_.Changed("ml/chat");
   }
   static ScaledObjectRef Ref(std::map<std::string, std::string> meta,
                              const std::string& name = "chat-so") {
