@@ -149,18 +149,10 @@ TEST_F(ReconcilerTest, ADisruptionTaintIsMakeBeforeBreak) {
 // the leaving pods, which serve until the node goes. When it goes, no
 // capacity is lost and no pod is started twice.
 TEST_F(ReconcilerTest, ASpotNoticeCoversOnDemandBeforeTheNodeGoes) {
-  Pool("batch-od", "a100-80gb", kOnDemand, 0);
-  Pool("batch-spot", "a100-80gb", kSpot, 1);
-  Endpoint({Variant("batch-od", ClassName("a100-80gb", kOnDemand)),
-            Variant("batch-spot", ClassName("a100-80gb", kSpot))},
-           "Batch");
-  demand_.Set([](absl::Time, int) { return InFlight(1); });
-  Tick();
-  const double conc = 1.5 * last_->capacity_per_replica;  // two replicas
-  demand_.Set([&](absl::Time, int) { return InFlight(conc, 2); });
-  RunFor(absl::Hours(2));
-  ASSERT_EQ(Ready("batch-spot"), 2) << last_->message;
-  ASSERT_EQ(Replicas("batch-od"), 0);
+  BatchOnSpotAtTwoReplicas();
+  if (HasFatalFailure()) {
+    return;
+  }
 
   const absl::Time notice = clock_.Now();
   cluster_.TaintNode("node-batch-spot", "aws-node-termination-handler/spot-itn",

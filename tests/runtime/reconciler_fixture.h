@@ -129,6 +129,25 @@ class ReconcilerTest : public ::testing::Test {
     EXPECT_GT(Replicas("chat-a100"), was) << last_->variants[0].message;
   }
   int Ready(const std::string& d) { return cluster_.Ready("ml/" + d); }
+  // Batch over batch-od (on-demand) and batch-spot, two replicas' demand,
+  // run 2 h: wholly on spot, its pods far older than the spot-health
+  // window.
+  void BatchOnSpotAtTwoReplicas() {
+    Pool("batch-od", "a100-80gb", policy::CapacityType::kOnDemand, 0);
+    Pool("batch-spot", "a100-80gb", policy::CapacityType::kSpot, 1);
+    Endpoint({Variant("batch-od",
+                      ClassName("a100-80gb", policy::CapacityType::kOnDemand)),
+              Variant("batch-spot",
+                      ClassName("a100-80gb", policy::CapacityType::kSpot))},
+             "Batch");
+    demand_.Set([](absl::Time, int) { return InFlight(1); });
+    Tick();
+    const double conc = 1.5 * last_->capacity_per_replica;  // two replicas
+    demand_.Set([conc](absl::Time, int) { return InFlight(conc, 2); });
+    RunFor(absl::Hours(2));
+    ASSERT_EQ(Ready("batch-spot"), 2) << last_->message;
+    ASSERT_EQ(Replicas("batch-od"), 0) << "batch runs wholly on spot";
+  }
   bool SawEvent(const std::string& reason) const {
     for (const auto& e : out_.events) {
       if (e.reason == reason) {

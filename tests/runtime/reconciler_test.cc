@@ -282,18 +282,10 @@ TEST_F(ReconcilerTest, TierSwitchIsMakeBeforeBreakAcrossDeployments) {
 // Batch on spot; the spot pods are evicted: on-demand covers at once (the
 // eviction, not the pods' age, dates the disruption), then spot returns.
 TEST_F(ReconcilerTest, SpotPreemptionFallsBackToOnDemand) {
-  Pool("batch-od", "a100-80gb", kOnDemand, 0);
-  Pool("batch-spot", "a100-80gb", kSpot, 1);
-  Endpoint({Variant("batch-od", ClassName("a100-80gb", kOnDemand)),
-            Variant("batch-spot", ClassName("a100-80gb", kSpot))},
-           "Batch");
-  demand_.Set([](absl::Time, int) { return InFlight(1); });
-  Tick();
-  const double conc = 1.5 * last_->capacity_per_replica;  // two replicas
-  demand_.Set([&](absl::Time, int) { return InFlight(conc, 2); });
-  RunFor(absl::Hours(2));  // pods far older than the spot-health window
-  ASSERT_EQ(Ready("batch-spot"), 2) << last_->message;
-  ASSERT_EQ(Replicas("batch-od"), 0) << "batch runs wholly on spot";
+  BatchOnSpotAtTwoReplicas();
+  if (HasFatalFailure()) {
+    return;
+  }
 
   cluster_.Preempt("ml/batch-spot", 2, clock_.Now());
   bool fell_back = false;

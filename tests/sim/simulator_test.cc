@@ -818,26 +818,37 @@ TEST_F(SimulatorTest, MeasuredColdStartSamples) {
   EXPECT_EQ(RunBaseline("oracle", OneRequest(101), 300).cold_start_requests, 0);
 }
 
-// Zone-wide spot preemptions: every request is still served (those in
-// flight on a taken replica are retried), and pilotlight falls back to
-// on-demand while spot cannot place.
-TEST_F(SimulatorTest, SpotPreemptionsLoseNoRequest) {
-  policy::VariantSpec spot = config_.spec.variants[0];
+// A spot variant beside the on-demand one, Batch (wholly on spot).
+void AddSpotVariant(SimConfig& config) {
+  policy::VariantSpec spot = config.spec.variants[0];
   spot.deployment = "d-spot";
   spot.capacity = policy::CapacityType::kSpot;
-  config_.spec.variants.push_back(spot);
-  config_.spec.mode = policy::Mode::kBatch;
-  config_.spot_preemptions_per_hour = 30;
-  config_.zones = 1;  // every event takes every spot replica
-  models_ = *BuildServiceModels(config_, false);
+  config.spec.variants.push_back(spot);
+  config.spec.mode = policy::Mode::kBatch;
+}
+
+// `n` requests `every_s` apart, 500 tokens in, 400 out.
+EndpointTrace Steady(int n, double every_s) {
   EndpointTrace e;
-  for (int i = 0; i < 3000; ++i) {
+  for (int i = 0; i < n; ++i) {
     Request r;
-    r.arrival_s = i * 1.2;
+    r.arrival_s = i * every_s;
     r.input_tokens = 500;
     r.output_tokens = 400;
     e.requests.push_back(r);
   }
+  return e;
+}
+
+// Zone-wide spot preemptions: every request is still served (those in
+// flight on a taken replica are retried), and pilotlight falls back to
+// on-demand while spot cannot place.
+TEST_F(SimulatorTest, SpotPreemptionsLoseNoRequest) {
+  config_.spot_preemptions_per_hour = 30;
+  config_.zones = 1;  // every event takes every spot replica
+  AddSpotVariant(config_);
+  models_ = *BuildServiceModels(config_, false);
+  const EndpointTrace e = Steady(3000, 1.2);
   const double duration = 3600;
   PolicyContext ctx{&config_, &models_, &e, false, std::nullopt};
   ScalingPolicyPtr p = *MakePolicy("pilotlight", ctx);
@@ -857,21 +868,10 @@ TEST_F(SimulatorTest, SpotPreemptionsLoseNoRequest) {
 // the noticed replicas leave idle -- no request is retried -- where the
 // unannounced run retries those in flight and waits a cold start.
 TEST_F(SimulatorTest, AnnouncedPreemptionsAreReplacedBeforeTheyHit) {
-  policy::VariantSpec spot = config_.spec.variants[0];
-  spot.deployment = "d-spot";
-  spot.capacity = policy::CapacityType::kSpot;
-  config_.spec.variants.push_back(spot);
-  config_.spec.mode = policy::Mode::kBatch;
   config_.spot_preemptions_per_hour = 6;
+  AddSpotVariant(config_);
   models_ = *BuildServiceModels(config_, false);
-  EndpointTrace e;
-  for (int i = 0; i < 6000; ++i) {
-    Request r;
-    r.arrival_s = i * 0.6;
-    r.input_tokens = 500;
-    r.output_tokens = 400;
-    e.requests.push_back(r);
-  }
+  const EndpointTrace e = Steady(6000, 0.6);
   const auto run = [&](absl::Duration notice) {
     config_.spot_notice = notice;
     PolicyContext ctx{&config_, &models_, &e, false, std::nullopt};
