@@ -3,7 +3,6 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 
 namespace pilotlight::api {
 namespace {
