@@ -21,17 +21,20 @@ absl::Status KubeWriters::Scale(const std::string& ns,
       .status();
 }
 
+absl::Status KubeWriters::PatchPodAnnotations(const std::string& ns,
+                                              const std::string& pod,
+                                              const json& annotations) {
+  return client_
+      .Request("PATCH", absl::StrCat("/api/v1/namespaces/", ns, "/pods/", pod),
+               json{{"metadata", {{"annotations", annotations}}}}.dump(),
+               "application/merge-patch+json")
+      .status();
+}
+
 absl::Status KubeWriters::SetDeletionCost(const std::string& ns,
                                           const std::string& pod,
                                           int32_t cost) {
-  return client_
-      .Request(
-          "PATCH", absl::StrCat("/api/v1/namespaces/", ns, "/pods/", pod),
-          json{{"metadata",
-                {{"annotations", {{kPodDeletionCost, absl::StrCat(cost)}}}}}}
-              .dump(),
-          "application/merge-patch+json")
-      .status();
+  return PatchPodAnnotations(ns, pod, {{kPodDeletionCost, absl::StrCat(cost)}});
 }
 
 absl::Status KubeWriters::GuardFromDisruption(const std::string& ns,
@@ -40,31 +43,18 @@ absl::Status KubeWriters::GuardFromDisruption(const std::string& ns,
   // A merge patch: null removes an annotation.
   const json on = guard ? json("true") : json(nullptr);
   const json off = guard ? json("false") : json(nullptr);
-  return client_
-      .Request("PATCH", absl::StrCat("/api/v1/namespaces/", ns, "/pods/", pod),
-               json{{"metadata",
-                     {{"annotations",
-                       {{kDoNotDisrupt, on},
-                        {kSafeToEvict, off},
-                        {kDisruptionGuard, on}}}}}}
-                   .dump(),
-               "application/merge-patch+json")
-      .status();
+  return PatchPodAnnotations(
+      ns, pod,
+      {{kDoNotDisrupt, on}, {kSafeToEvict, off}, {kDisruptionGuard, on}});
 }
 
 absl::Status KubeWriters::MarkLeaving(const std::string& ns,
                                       const std::string& pod,
                                       const std::string& note) {
-  return client_
-      .Request(
-          "PATCH", absl::StrCat("/api/v1/namespaces/", ns, "/pods/", pod),
-          json{{"metadata",
-                {{"annotations",
-                  {{kLeaving, note},
-                   {kPodDeletionCost, absl::StrCat(kLeavingDeletionCost)}}}}}}
-              .dump(),
-          "application/merge-patch+json")
-      .status();
+  return PatchPodAnnotations(
+      ns, pod,
+      {{kLeaving, note},
+       {kPodDeletionCost, absl::StrCat(kLeavingDeletionCost)}});
 }
 
 absl::Status KubeWriters::PatchStatus(const std::string& ns,

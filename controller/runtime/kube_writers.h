@@ -42,6 +42,11 @@ class KubeWriters final : public ReplicaPatcher,
   Writers writers() { return Writers{*this, *this, *this}; }
 
  private:
+  // A merge patch of the pod's metadata.annotations (null removes one).
+  absl::Status PatchPodAnnotations(const std::string& ns,
+                                   const std::string& pod,
+                                   const nlohmann::json& annotations);
+
   kube::KubeClient& client_;
   const std::string identity_;
   const kube::Clock& clock_;

@@ -88,6 +88,7 @@ VariantObservation ObserveVariant(
   o.replicas = static_cast<int32_t>(IntField(deployment, {"spec", "replicas"}));
   std::set<std::string> live;
   bool unschedulable = false;
+  std::optional<absl::Time> first_notice;  // of its leaving pods, earliest
   for (const kube::ObjectCache::ObjectPtr& p : pods) {
     if (p == nullptr || cluster::PodTerminal(*p)) {
       continue;
@@ -104,8 +105,8 @@ VariantObservation ObserveVariant(
       if (cluster::PodReady(*p)) {
         o.leaving_ready.push_back(kube::ObjectKey(*p));
       }
-      if (!o.first_notice || n->at < o.first_notice->at) {
-        o.first_notice = n;
+      if (!first_notice || n->at < *first_notice) {
+        first_notice = n->at;
       }
       o.leaving.push_back({p, *std::move(n)});
       continue;
@@ -122,9 +123,8 @@ VariantObservation ObserveVariant(
   learner.Forget(live);
   vs.desired =
       std::max<int32_t>(0, o.replicas - static_cast<int32_t>(o.leaving.size()));
-  if (o.first_notice &&
-      (!last_disruption || o.first_notice->at > *last_disruption)) {
-    last_disruption = o.first_notice->at;  // a notice is a preemption
+  if (first_notice && (!last_disruption || *first_notice > *last_disruption)) {
+    last_disruption = first_notice;  // a notice is a preemption
   }
   vs.cold_start = learner.Stats();
   // One more replica needs a node started when the scheduler already cannot

@@ -56,7 +56,6 @@ struct VariantObservation {
   // Leaving pods (not terminating), each with its node's notice.
   std::vector<LeavingPod> leaving;
   std::vector<std::string> leaving_ready;  // keys, for the demand join
-  std::optional<cluster::NodeNotice> first_notice;
 };
 
 // Where a pod's node announced its end (ClusterIndex::NoticeFor).

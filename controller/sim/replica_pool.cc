@@ -208,8 +208,7 @@ int ReplicaPool::Notice(const Preemption& p) {
 }
 
 void ReplicaPool::ReleaseLeaving(const std::vector<int>& want, double now) {
-  if (leaving_ready_ == 0 &&
-      std::none_of(live_ids_.begin(), live_ids_.end(),
+  if (std::none_of(live_ids_.begin(), live_ids_.end(),
                    [&](int id) { return replica(id).leaving; })) {
     return;
   }

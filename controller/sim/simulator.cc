@@ -102,6 +102,7 @@ class Engine {
   void Account(const Request& req, size_t index, double ttft, double tpot,
                bool cold);
   void Tick(double t, bool poke);
+  void ScaleVariant(int variant, int want, bool by_paid);
   void Notice();
   // When the next preemption's notice is due (infinity: none, or notices
   // are off).
@@ -569,15 +570,20 @@ void Engine::Tick(double t, bool poke) {
       result_.scale_events += t >= measure_from_s_ ? 1 : 0;
       desired_[v] = w;
     }
-    const int variant = static_cast<int>(v);
-    for (int n = pool_.Scale(variant, w, now_, by_paid); n > 0; --n) {
-      pool_.Start(variant, now_, cold_starts_.Draw(variant));
-    }
+    ScaleVariant(static_cast<int>(v), w, by_paid);
     total += w;
   }
   pool_.ReleaseLeaving(desired_, now_);
   result_.peak_replicas = std::max(result_.peak_replicas, total);
   Dispatch();
+}
+
+// Variant `variant` to `want` replicas now (ReplicaPool::Scale), starting
+// the ones it lacks.
+void Engine::ScaleVariant(int variant, int want, bool by_paid) {
+  for (int n = pool_.Scale(variant, want, now_, by_paid); n > 0; --n) {
+    pool_.Start(variant, now_, cold_starts_.Draw(variant));
+  }
 }
 
 // A preemption's notice (SimConfig::spot_notice): its replicas are leaving
@@ -590,10 +596,7 @@ void Engine::Notice() {
       config_.epoch + absl::Seconds(now_);
   result_.noticed += pool_.Notice(p);
   for (size_t v = 0; v < models_.size(); ++v) {
-    const int variant = static_cast<int>(v);
-    for (int n = pool_.Scale(variant, desired_[v], now_, false); n > 0; --n) {
-      pool_.Start(variant, now_, cold_starts_.Draw(variant));
-    }
+    ScaleVariant(static_cast<int>(v), desired_[v], /*by_paid=*/false);
   }
   pool_.ReleaseLeaving(desired_, now_);
 }
