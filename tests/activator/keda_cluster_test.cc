@@ -10,6 +10,7 @@
 #include <string>
 #include <thread>
 
+#include "absl/cleanup/cleanup.h"
 #include "tests/activator/activator_fixture.h"
 
 namespace pilotlight::activator {
@@ -112,19 +113,17 @@ TEST_F(KedaClusterTest, KedaScalesFromZeroOnPilotlightsPushAndBack) {
   ASSERT_TRUE(CreateScaledObject(grpc_port).ok());
   // The ScaledObject goes before KEDA does: its finalizer is KEDA's to
   // remove, and the namespace could not go without it.
-  const std::unique_ptr<void, std::function<void(void*)>> cleanup(
-      reinterpret_cast<void*>(1), [&](void*) {
-        (void)Request("DELETE",
-                      absl::StrCat("/apis/keda.sh/v1alpha1/namespaces/", ns_,
-                                   "/scaledobjects/chat"));
-        WaitFor(absl::Seconds(20), [&] {
-          return Request("GET", absl::StrCat("/apis/keda.sh/v1alpha1/"
-                                             "namespaces/",
-                                             ns_, "/scaledobjects/chat"))
-                     .status()
-                     .code() == absl::StatusCode::kNotFound;
-        });
-      });
+  const absl::Cleanup scaled_object_gone = [&] {
+    (void)Request("DELETE", absl::StrCat("/apis/keda.sh/v1alpha1/namespaces/",
+                                         ns_, "/scaledobjects/chat"));
+    WaitFor(absl::Seconds(20), [&] {
+      return Request("GET", absl::StrCat("/apis/keda.sh/v1alpha1/"
+                                         "namespaces/",
+                                         ns_, "/scaledobjects/chat"))
+                 .status()
+                 .code() == absl::StatusCode::kNotFound;
+    });
+  };
   ASSERT_TRUE(WaitFor(absl::Seconds(60), [&] {
     return ScaledObjectReady() == "True" &&
            Condition(Autoscaler("chat"), "Ready") == "True";

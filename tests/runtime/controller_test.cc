@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -500,8 +501,7 @@ TEST_F(ControllerTest, ANodeNoticeReplacesItsPodBeforeItGoes) {
       }
     }
   };
-  const std::unique_ptr<void, std::function<void(void*)>> untainted(
-      reinterpret_cast<void*>(1), [&](void*) { untaint(); });
+  const absl::Cleanup untainted = untaint;
 
   ASSERT_TRUE(WaitFor(absl::Seconds(10), [&] {
     return Replicas("chat-l4") == 2;
