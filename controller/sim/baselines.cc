@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "controller/base/ceil_div.h"
 #include "controller/policy/decision_record.h"
+#include "controller/policy/demand_history.h"
 #include "controller/policy/idle_histogram.h"
 #include "controller/policy/knative_autoscaler.h"
 #include "controller/policy/time_window.h"
@@ -100,6 +101,12 @@ class PilotlightPolicy final : public ScalingPolicy {
   void SkipQuiet(absl::Time first, absl::Duration step, int64_t n) override {
     decider_.SkipQuiet(first, step, n);
   }
+  // The rises it sizes the warm pool from span this much (the idle gaps
+  // its keep-alive learns span days; a sparse endpoint's replay, a day
+  // long, holds them).
+  absl::Duration Memory() const override {
+    return policy::RiseTracker::kHorizon;
+  }
 
  private:
   const SimConfig& config_;
@@ -134,6 +141,8 @@ class KnativePolicy final : public ScalingPolicy {
   void SkipQuiet(absl::Time first, absl::Duration step, int64_t n) override {
     scaler_.RecordQuiet(first, step, n);
   }
+  // The stable window (the panic window lies within it).
+  absl::Duration Memory() const override { return absl::Seconds(60); }
 
  private:
   size_t variants_;
@@ -211,6 +220,8 @@ class KedaPolicy final : public ScalingPolicy {
     return OnFirst(variants_, current);
   }
   absl::Time QuietUntil() const override { return quiet_until_; }
+  // The HPA's scale-down window, and the cooldown to zero.
+  absl::Duration Memory() const override { return absl::Seconds(300); }
 
  private:
   size_t variants_;
@@ -290,6 +301,10 @@ class KeepAlivePolicy final : public ScalingPolicy {
     return OnFirst(variants_, out);
   }
   absl::Time QuietUntil() const override { return quiet_until_; }
+  // Each replica's keep-alive; with the histogram, every idle gap seen.
+  absl::Duration Memory() const override {
+    return histogram_ ? absl::InfiniteDuration() : keep_;
+  }
 
  private:
   size_t variants_;

@@ -54,6 +54,15 @@ void ReplicaPool::Start(int variant, double t, double cold_s) {
   starting_.push({placed + cold_s, id});
 }
 
+void ReplicaPool::StartReady(int variant, double t) {
+  Start(variant, t, 0);
+  // Placed at once (no zone is out at the replay's start) and ready at `t`,
+  // with any other replica due by then.
+  while (NextReady() <= t) {
+    PopReady(t);
+  }
+}
+
 int ReplicaPool::PopReady(double t) {
   const int id = starting_.top().second;
   starting_.pop();

@@ -53,6 +53,9 @@ class ReplicaPool {
   // placed: spot replicas spread round-robin over the zones with capacity
   // at `t` (with none, it waits in its turn's zone until capacity returns).
   void Start(int variant, double t, double cold_s);
+  // A replica of `variant` up and Ready at `t` (the replay begins with
+  // it): billed from `t`, no cold start of its own.
+  void StartReady(int variant, double t);
   // When the next starting replica becomes ready (infinity: none).
   double NextReady() const {
     return starting_.empty() ? std::numeric_limits<double>::infinity()

@@ -1,6 +1,7 @@
 #include "controller/sim/retuned_policy.h"
 
 #include <algorithm>
+#include <deque>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -13,12 +14,19 @@ namespace {
 
 // A busy endpoint's replay is cut to max_replayed_requests, down to this.
 constexpr absl::Duration kShortestWindow = absl::Minutes(5);
+// How often the replicas a replay starts from are recorded, at most.
+constexpr absl::Duration kReplicasEvery = absl::Minutes(1);
+// A replay starts with the replicas the endpoint had and none of the
+// requests it had in flight; it keeps those replicas this long while they
+// come back (LLM requests run for seconds to a minute or two).
+constexpr absl::Duration kRefill = absl::Minutes(2);
 
 // What one candidate's replay of the past gave.
 struct Replayed {
   double cost = 0;
   double attainment = 0;
   double cold = 0;
+  bool eligible = true;
 };
 
 class RetunedPolicy final : public ScalingPolicy {
@@ -49,6 +57,7 @@ class RetunedPolicy final : public ScalingPolicy {
     }
     arrivals_ += o.arrivals;
     last_now_ = o.now;
+    RecordReplicas(o);
     std::vector<int> chosen;
     for (size_t i = 0; i < live_.size(); ++i) {
       std::vector<int> out = live_[i]->Tick(o);
@@ -98,6 +107,39 @@ class RetunedPolicy final : public ScalingPolicy {
     return o;
   }
 
+  // The Ready replicas per variant, once a minute at most: a replay of the
+  // past starts from those the endpoint had when that past began. While
+  // the endpoint is quiet (ticks skipped) they do not change.
+  void RecordReplicas(const Observation& o) {
+    std::vector<int> ready(o.variants.size());
+    for (size_t v = 0; v < ready.size(); ++v) {
+      ready[v] = o.variants[v].ready;
+    }
+    if (!replicas_.empty() &&
+        (replicas_.back().second == ready ||
+         o.now - replicas_.back().first < kReplicasEvery)) {
+      return;
+    }
+    replicas_.emplace_back(o.now, std::move(ready));
+    // Keep the last entry at or before the longest window's start.
+    const absl::Time oldest = o.now - TrafficRecordOptions{}.window;
+    while (replicas_.size() >= 2 && replicas_[1].first <= oldest) {
+      replicas_.pop_front();
+    }
+  }
+
+  // The Ready replicas at `t` as recorded (none before the first entry).
+  std::vector<int> ReplicasAt(absl::Time t) const {
+    std::vector<int> at;
+    for (const auto& [when, ready] : replicas_) {
+      if (when > t) {
+        break;
+      }
+      at = ready;
+    }
+    return at;
+  }
+
   // The record of the past `window`, its requests sized as the engines'
   // token histograms counted them (before any completed: the spec's
   // typical size), and with service times the mean by Little's law.
@@ -132,13 +174,32 @@ class RetunedPolicy final : public ScalingPolicy {
     if (covered < options_.min_history) {
       return;  // too little history: the one followed stays
     }
-    absl::Duration window = std::min(covered, options_.max_history);
+    // The replay covers as much of the record as the request budget allows
+    // (a sparse endpoint's whole day, a busy one's last minutes).
+    absl::Duration window = covered;
     while (window > kShortestWindow &&
            record_.ArrivalsBetween(now - window, now) >
                options_.max_replayed_requests) {
       window = std::max(kShortestWindow, window / 2);
     }
-    replay_config_.warmup = std::min(options_.warmup, window / 3);
+    // The warm-up rebuilds what the candidates remember (the longest
+    // keep-alive, a stabilisation window) after the replicas refill, and
+    // takes at most half the replay.
+    absl::Duration memory = absl::ZeroDuration();
+    for (const ScalingPolicyPtr& p : live_) {
+      memory = std::max(memory, std::min(p->Memory(), window));
+    }
+    replay_config_.warmup =
+        std::min(std::max(options_.warmup, memory + kRefill), window / 2);
+    replay_config_.initial_hold = std::min(kRefill, replay_config_.warmup / 2);
+    if (record_.ArrivalsBetween(now - window + replay_config_.warmup, now) <
+        options_.min_replayed_requests) {
+      // Too few requests to tell candidates apart on the cold-start
+      // budget: the defaults.
+      followed_ = 0;
+      return;
+    }
+    replay_config_.initial_replicas = ReplicasAt(now - window);
     const EndpointTrace past = Past(now, window);
     const double duration = absl::ToDoubleSeconds(window);
     std::vector<Replayed> results;
@@ -154,34 +215,61 @@ class RetunedPolicy final : public ScalingPolicy {
           SimulateEndpoint(past, duration, replay_config_, models_, **fresh);
       results.push_back({r.cost_usd, SloAttainment(r), ColdStartFraction(r)});
     }
-    followed_ = Choose(results);
+    // A candidate that remembers more than the warm-up rebuilt was not
+    // replayed as it runs: it cannot be chosen (the defaults always can).
+    const absl::Duration rebuilt =
+        replay_config_.warmup - replay_config_.initial_hold;
+    for (size_t i = 1; i < results.size(); ++i) {
+      results[i].eligible = live_[i]->Memory() <= rebuilt;
+    }
+    // A switch needs the same choice at `confirm` retunes in a row: one
+    // replay's luck does not move the endpoint.
+    const size_t choice = Choose(results);
+    if (choice == followed_ || choice != pending_) {
+      pending_ = choice;
+      pending_count_ = 1;
+    } else {
+      ++pending_count_;
+    }
+    if (choice != followed_ && pending_count_ >= options_.confirm) {
+      followed_ = choice;
+    }
   }
 
+  // As good as the defaults (candidate 0) on the same replay: within the
+  // target (with its margin) or at least the defaults' attainment, and
+  // within the cold-start budget (its share) or at most the defaults' cold
+  // share. A paired comparison: both replays met the same arrivals.
+  bool AsGood(const Replayed& c, const Replayed& ref) const {
+    const double att = std::min(ref.attainment, options_.target_attainment +
+                                                    options_.attainment_margin);
+    const double cold =
+        std::max(ref.cold, options_.cold_budget_share *
+                               config_.spec.slo.max_cold_start_fraction);
+    return c.attainment >= att && c.cold <= cold;
+  }
+
+  // The cheapest that meets the target with its margin; with none, the
+  // cheapest as good as the defaults. The one followed stays while it
+  // qualifies so and the choice saves less than switch_saving.
   size_t Choose(const std::vector<Replayed>& r) const {
+    bool any_meets = false;
+    for (const Replayed& x : r) {
+      any_meets = any_meets || (x.eligible && Meets(x));
+    }
+    const auto qualifies = [&](size_t i) {
+      if (!r[i].eligible) {
+        return false;
+      }
+      return any_meets ? Meets(r[i]) : i == 0 || AsGood(r[i], r[0]);
+    };
     std::optional<size_t> best;
     for (size_t i = 0; i < r.size(); ++i) {
-      if (Meets(r[i]) && (!best || r[i].cost < r[*best].cost)) {
+      if (qualifies(i) && (!best || r[i].cost < r[*best].cost)) {
         best = i;
       }
     }
-    if (!best) {
-      // None meets it: the cheapest within `near_best` of the best
-      // attainment (the last tenths of a point are the dearest).
-      double top = 0;
-      for (const Replayed& x : r) {
-        top = std::max(top, x.attainment);
-      }
-      for (size_t i = 0; i < r.size(); ++i) {
-        if (r[i].attainment >= top - options_.near_best &&
-            (!best || r[i].cost < r[*best].cost)) {
-          best = i;
-        }
-      }
-      return *best;
-    }
-    // Hysteresis: the one followed stays while it meets the target and
-    // the best saves less than switch_saving.
-    if (*best != followed_ && Meets(r[followed_]) &&
+    if (*best != followed_ && qualifies(followed_) &&
         r[*best].cost > (1 - options_.switch_saving) * r[followed_].cost) {
       return followed_;
     }
@@ -196,7 +284,11 @@ class RetunedPolicy final : public ScalingPolicy {
   SimConfig replay_config_;
   TrafficRecord record_;
   size_t followed_ = 0;
+  size_t pending_ = 0;  // the choice awaiting confirmation
+  int pending_count_ = 0;
   std::optional<absl::Time> next_retune_;
+  // (since when, Ready replicas per variant), oldest first.
+  std::deque<std::pair<absl::Time, std::vector<int>>> replicas_;
   std::optional<absl::Time> last_now_;
   double busy_seconds_ = 0;
   double arrivals_ = 0;

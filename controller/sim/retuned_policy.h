@@ -4,22 +4,28 @@
 // A set of candidates -- pilotlight's policy core at a few target
 // utilisations, fixed keep-alives, Knative's and KEDA's target tracking --
 // run side by side on the live observations, and the endpoint follows one.
-// Every `every` of the replay it records what a controller would have seen
-// (arrivals per tick, in a TrafficRecord) and, with enough history, replays
-// that past -- nothing later -- through a fresh instance of each candidate
-// in the simulator's own engine, then follows the cheapest whose replayed
-// SLO attainment and cold-start share meet the target with a margin; with
-// none, the cheapest within half a point of the best attainment. It
-// switches only for a saving of
-// `switch_saving` or when the one it follows misses the target.
+// It records what a controller would have seen (arrivals per tick, in a
+// TrafficRecord, and the Ready replicas) and every `every`, with enough
+// history, replays that past -- nothing later -- through a fresh instance
+// of each candidate in the simulator's own engine: as much of the record
+// as max_replayed_requests allows (a sparse endpoint's day, a busy one's
+// last minutes), starting from the replicas the endpoint had then
+// (SimConfig::initial_replicas, kept while the requests in flight refill),
+// its warm-up long enough to rebuild what the candidates remember
+// (ScalingPolicy::Memory; one that remembers more is not chosen). It then
+// picks the cheapest whose replayed SLO attainment and cold-start share
+// meet the target with a margin; with none, the cheapest at least as good
+// as the defaults on the same replay. It switches only to the same choice
+// made `confirm` times in a row, and not for a saving under
+// `switch_saving` while the one it follows still qualifies. Fewer than
+// min_replayed_requests measured: the defaults.
 //
 // What it cannot know it estimates: request sizes follow the token
 // histograms of the requests completed so far (as the engines export
 // them), spread over the recorded arrivals; with a trace's own service
 // times, the mean service time by Little's law (time in flight over
-// arrivals). A replay starts with
-// no replica and leaves its first `warmup` unmeasured. The live candidates
-// observe the replicas the followed one asked for, not their own.
+// arrivals). The live candidates observe the replicas the followed one
+// asked for, not their own.
 #pragma once
 
 #include <optional>
@@ -42,19 +48,21 @@ struct RetuneOptions {
   std::vector<RetuneCandidate> candidates;  // the first is followed at first
   absl::Duration every = absl::Minutes(5);
   absl::Duration min_history = absl::Minutes(30);
-  absl::Duration max_history = absl::Hours(6);
-  // A busy endpoint replays less history: at most this many requests
+  // A busy endpoint replays less of the record: at most this many requests
   // (down to 5 min of it).
-  int64_t max_replayed_requests = 20000;
-  // Unmeasured at the start of a replay (at most a third of it).
+  int64_t max_replayed_requests = 200000;
+  // With fewer measured in the replay, the defaults are followed: a 1 %
+  // cold-start budget is two requests in 200.
+  int64_t min_replayed_requests = 200;
+  // Unmeasured at the start of a replay, at least (longer where a
+  // candidate remembers more; at most half the replay).
   absl::Duration warmup = absl::Minutes(10);
   double target_attainment = 0.99;
   double attainment_margin = 0.002;  // above the target
   double cold_budget_share = 0.8;    // of the spec's cold-start budget
-  // With none meeting the target: the cheapest this close to the best
-  // replayed attainment.
-  double near_best = 0.005;
   double switch_saving = 0.05;
+  // A switch needs the same choice at this many retunes in a row.
+  int confirm = 2;
 };
 
 // Pilotlight at 1.0 (its default, followed first), 0.7 and 0.5; keep-alive

@@ -71,6 +71,12 @@ class ScalingPolicy {
   // a plan that stops replicas at their periods' ends needs it).
   virtual bool RemoveByPaidTime() const { return false; }
 
+  // How far back what it observed still shapes its answers (a keep-alive's
+  // length, a stabilisation window): a replay must run at least this long
+  // before its answers are the ones a long-running instance would give.
+  // Zero (the default): it keeps nothing.
+  virtual absl::Duration Memory() const { return absl::ZeroDuration(); }
+
   // Whether its observations carry the sizes of the requests completed
   // (Observation::completed_sizes). false (the default): they do not.
   virtual bool WantsRequestSizes() const { return false; }

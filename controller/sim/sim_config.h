@@ -140,6 +140,16 @@ struct SimConfig {
   // warm-up leaves that start-up transient out of the comparison
   // (docs/benchmarks.md). 0: everything is measured.
   absl::Duration warmup;
+  // Replicas of each variant (by index) up and Ready when the replay's
+  // clock starts, billed from then, as an endpoint already serving has
+  // them; the policy sees them desired and Ready at its first tick. Empty
+  // or 0: none (every policy starts at zero).
+  std::vector<int> initial_replicas;
+  // With initial_replicas: for this long from the start the policy
+  // observes but its answers are not acted on, so the replicas stay as the
+  // endpoint had them while the requests in flight at the start (which a
+  // replay of arrivals from then does not hold) build up again.
+  absl::Duration initial_hold;
   // A prompt-length-aware TTFT SLO: a request with P prompt tokens is within
   // it when its TTFT <= spec.slo.ttft + P x this (seconds per prompt token;
   // 0: the flat SLO), as serving SLOs are written for long prompts.

@@ -139,6 +139,10 @@ class Engine {
   const bool wants_sizes_;          // ScalingPolicy::WantsRequestSizes()
   const ReplayProgress& progress_;  // may be empty
   const bool service_times_;        // the trace's own service times
+  // Replicas up at the start (SimConfig::initial_replicas).
+  const bool up_ =
+      std::any_of(config_.initial_replicas.begin(),
+                  config_.initial_replicas.end(), [](int n) { return n > 0; });
   // Measured from here: the warm-up's end, else everything (the clock
   // starts before 0, and a replica the oracle starts ahead of the first
   // arrival is paid for).
@@ -147,6 +151,9 @@ class Engine {
                                      : -std::numeric_limits<double>::infinity();
   const double ttft_slo_s_ = absl::ToDoubleSeconds(config_.spec.slo.ttft);
   const double tpot_slo_s_ = absl::ToDoubleSeconds(config_.spec.slo.tpot);
+  // Before this the policy's answers are not acted on (initial_hold).
+  const double hold_s_ = up_ ? absl::ToDoubleSeconds(config_.initial_hold)
+                             : -std::numeric_limits<double>::infinity();
 
   ReplicaPool pool_;
   ActivatorHold hold_;
@@ -179,9 +186,20 @@ SimResult Engine::Run() {
   // The clock starts one cold start (+ a tick) before the first possible
   // arrival, so a policy that knows the future (the oracle) can have a
   // replica ready for it; the others see no demand until then.
-  double next_tick = -std::ceil((cold_starts_.Longest() + tick) / tick) * tick +
-                     absl::ToDoubleSeconds(config_.tick_phase);
+  // An endpoint already up starts at 0: a quiet spell before the first
+  // arrival would be one the endpoint never had, and would scale its
+  // replicas down.
+  double next_tick =
+      (up_ ? 0 : -std::ceil((cold_starts_.Longest() + tick) / tick) * tick) +
+      absl::ToDoubleSeconds(config_.tick_phase);
   last_tick_ = next_tick;
+  for (size_t v = 0;
+       v < std::min(desired_.size(), config_.initial_replicas.size()); ++v) {
+    desired_[v] = std::max(0, config_.initial_replicas[v]);
+    for (int i = 0; i < desired_[v]; ++i) {
+      pool_.StartReady(static_cast<int>(v), next_tick);
+    }
+  }
   preemptions_ = pool_.SchedulePreemptions(next_tick, duration_s_ + 3600);
   const double point_every =
       config_.timeline_points > 0
@@ -559,7 +577,10 @@ void Engine::Tick(double t, bool poke) {
   const Observation o = Observe(t, poke);
   last_tick_quiet_ = IsQuiet(o);
   ++result_.ticks;
-  const std::vector<int> want = policy_.Tick(o);
+  std::vector<int> want = policy_.Tick(o);
+  if (t < hold_s_) {
+    want = desired_;  // SimConfig::initial_hold: not acted on yet
+  }
   const double g = absl::ToDoubleSeconds(config_.billing_granularity);
   const bool by_paid =
       policy_.RemoveByPaidTime() && g > absl::ToDoubleSeconds(config_.tick);

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -649,6 +650,59 @@ TEST_F(SimulatorTest, WarmupIsReplayedNotMeasured) {
   // Hourly billing: the one paid hour (10 s to 3,610 s) from 60 s on.
   config_.billing_granularity = absl::Hours(1);
   EXPECT_NEAR(Run(e, 200, policy).cost_usd, 3550 * Price() / 3600, 1e-9);
+}
+
+// An endpoint already up: its replicas are Ready at 0 (no pre-roll before
+// it, no cold start for the first request), desired at the first tick, and
+// billed from 0.
+TEST_F(SimulatorTest, InitialReplicasAreReadyAtTheStart) {
+  config_.initial_replicas = {2};
+  std::optional<Observation> first;
+  const SimResult r =
+      Run(OneRequest(1), 100, [&](const Observation& o, double t) {
+        if (!first) {
+          first = o;
+          EXPECT_EQ(t, 0);
+        }
+        return t < 50 ? 2 : 0;
+      });
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->variants[0].desired, 2);
+  EXPECT_EQ(first->variants[0].ready, 2);
+  EXPECT_EQ(r.cold_start_requests, 0);
+  EXPECT_EQ(r.within_slo, 1);
+  EXPECT_EQ(r.scale_events, 1);  // 2 -> 0 at 50 s
+  EXPECT_NEAR(r.cost_usd, 2 * 50 * Price() / 3600, 1e-9);
+  // Zeros are no replicas: the usual pre-roll, and a cold start.
+  config_.initial_replicas = {0};
+  EXPECT_EQ(Run(OneRequest(1), 100,
+                [](const Observation& o, double) {
+                  return o.in_flight + o.queued > 0 ? 1 : 0;
+                })
+                .cold_start_requests,
+            1);
+}
+
+// initial_hold: the policy observes from the start, but the replicas stay
+// as they were until the hold ends.
+TEST_F(SimulatorTest, InitialHoldKeepsTheReplicasUpWhileTheyRefill) {
+  config_.initial_replicas = {1};
+  const auto none = [](const Observation&, double) { return 0; };
+  // Without a hold the policy's 0 stops the replica at once: the request
+  // at 60 s waits for nobody (no replica is ever started again).
+  EXPECT_EQ(Run(OneRequest(60), 200, none).within_slo, 0);
+  config_.initial_hold = absl::Seconds(90);
+  int ticks = 0;
+  const SimResult held =
+      Run(OneRequest(60), 200, [&](const Observation& o, double t) {
+        ticks += t < 90 ? 1 : 0;
+        EXPECT_EQ(o.variants[0].desired, t <= 90 ? 1 : 0) << "t " << t;
+        return 0;
+      });
+  EXPECT_EQ(held.within_slo, 1);
+  EXPECT_EQ(held.cold_start_requests, 0);
+  EXPECT_GE(ticks, 45);  // asked every 2 s while held
+  EXPECT_NEAR(held.cost_usd, 90 * Price() / 3600, 1e-9);
 }
 
 // Knative (KPA): activated by the activator's queued request at the next
