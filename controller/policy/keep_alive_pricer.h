@@ -52,6 +52,17 @@ struct KeepAlivePlan {
 
 class KeepAlivePricer {
  public:
+  KeepAlivePricer() = default;
+  KeepAlivePricer(const KeepAlivePricer& o)
+      : price_(o.price_ ? std::make_unique<Price>(*o.price_) : nullptr) {}
+  KeepAlivePricer& operator=(const KeepAlivePricer& o) {
+    price_ = o.price_ ? std::make_unique<Price>(*o.price_) : nullptr;
+    return *this;
+  }
+  KeepAlivePricer(KeepAlivePricer&&) = default;
+  KeepAlivePricer& operator=(KeepAlivePricer&&) = default;
+  ~KeepAlivePricer() = default;
+
   // The keep-alive for the current or next idle gap: the cost-optimal
   // min(histogram window, T*), the pre-warm when a gap is predicted, the
   // SLO's cause to keep longer, and what that costs a day.

@@ -101,6 +101,9 @@ class PilotlightPolicy final : public ScalingPolicy {
   void SkipQuiet(absl::Time first, absl::Duration step, int64_t n) override {
     decider_.SkipQuiet(first, step, n);
   }
+  ScalingPolicyPtr Clone() const override {
+    return std::make_unique<PilotlightPolicy>(*this);
+  }
   // The rises it sizes the warm pool from span this much (the idle gaps
   // its keep-alive learns span days; a sparse endpoint's replay, a day
   // long, holds them).
@@ -140,6 +143,9 @@ class KnativePolicy final : public ScalingPolicy {
   }
   void SkipQuiet(absl::Time first, absl::Duration step, int64_t n) override {
     scaler_.RecordQuiet(first, step, n);
+  }
+  ScalingPolicyPtr Clone() const override {
+    return std::make_unique<KnativePolicy>(*this);
   }
   // The stable window (the panic window lies within it).
   absl::Duration Memory() const override { return absl::Seconds(60); }
@@ -220,6 +226,9 @@ class KedaPolicy final : public ScalingPolicy {
     return OnFirst(variants_, current);
   }
   absl::Time QuietUntil() const override { return quiet_until_; }
+  ScalingPolicyPtr Clone() const override {
+    return std::make_unique<KedaPolicy>(*this);
+  }
   // The HPA's scale-down window, and the cooldown to zero.
   absl::Duration Memory() const override { return absl::Seconds(300); }
 
@@ -301,6 +310,9 @@ class KeepAlivePolicy final : public ScalingPolicy {
     return OnFirst(variants_, out);
   }
   absl::Time QuietUntil() const override { return quiet_until_; }
+  ScalingPolicyPtr Clone() const override {
+    return std::make_unique<KeepAlivePolicy>(*this);
+  }
   // Each replica's keep-alive; with the histogram, every idle gap seen.
   absl::Duration Memory() const override {
     return histogram_ ? absl::InfiniteDuration() : keep_;

@@ -67,9 +67,11 @@ class RetunedPolicy final : public ScalingPolicy {
     }
     if (!next_retune_) {
       next_retune_ = o.now + options_.every;
+      TakeSnapshot(o);
     } else if (o.now >= *next_retune_) {
       Retune(o.now);
       next_retune_ = o.now + options_.every;
+      TakeSnapshot(o);
     }
     return chosen;
   }
@@ -169,11 +171,100 @@ class RetunedPolicy final : public ScalingPolicy {
                          config_.spec.slo.max_cold_start_fraction;
   }
 
+  // Every candidate as it is now, and the Ready replicas: a later replay
+  // resumes them from here.
+  void TakeSnapshot(const Observation& o) {
+    Snapshot snap;
+    snap.at = o.now;
+    for (const policy::VariantState& v : o.variants) {
+      snap.replicas.push_back(v.ready);
+    }
+    for (const ScalingPolicyPtr& p : live_) {
+      snap.candidates.push_back(p->Clone());
+    }
+    snapshots_.push_back(std::move(snap));
+    while (static_cast<int>(snapshots_.size()) > options_.snapshots) {
+      snapshots_.pop_front();
+    }
+  }
+
   void Retune(absl::Time now) {
     const absl::Duration covered = record_.Covered();
     if (covered < options_.min_history) {
       return;  // too little history: the one followed stays
     }
+    std::vector<Replayed> results;
+    if (!ReplayFromSnapshot(now, results) && !ReplayFresh(now, results)) {
+      // Too few requests, or too short a past, to tell candidates apart
+      // on the cold-start budget: the defaults.
+      followed_ = 0;
+      return;
+    }
+    // A switch needs the same choice at `confirm` retunes in a row: one
+    // replay's luck does not move the endpoint.
+    const size_t choice = Choose(results);
+    if (choice == followed_ || choice != pending_) {
+      pending_ = choice;
+      pending_count_ = 1;
+    } else {
+      ++pending_count_;
+    }
+    if (choice != followed_ && pending_count_ >= options_.confirm) {
+      followed_ = choice;
+    }
+  }
+
+  // Replays the past since the oldest snapshot whose replay fits the
+  // request budget, each candidate resumed from its copy there -- what it
+  // had learned, as it runs -- and the replicas the endpoint had; the
+  // requests of the refill before it are replayed unmeasured, the copies
+  // not yet asked. False: no snapshot's past holds enough requests.
+  bool ReplayFromSnapshot(absl::Time now, std::vector<Replayed>& results) {
+    const Snapshot* from = nullptr;
+    for (const Snapshot& snap : snapshots_) {
+      if (snap.at < now && snap.at >= record_.covered_since() &&
+          record_.ArrivalsBetween(snap.at, now) <=
+              options_.max_replayed_requests) {
+        from = &snap;
+        break;
+      }
+    }
+    if (from == nullptr || now - from->at < options_.min_replayed_span ||
+        record_.ArrivalsBetween(from->at, now) <
+            options_.min_replayed_requests) {
+      return false;
+    }
+    const bool up = std::any_of(from->replicas.begin(), from->replicas.end(),
+                                [](int n) { return n > 0; });
+    const absl::Duration lead =
+        up ? std::min(kRefill, from->at - record_.covered_since())
+           : absl::ZeroDuration();
+    SimConfig c = replay_config_;
+    c.epoch = from->at - lead;
+    c.initial_replicas = from->replicas;
+    // The copies answered the snapshot's own tick: first asked at the next.
+    c.initial_hold = lead + c.tick;
+    c.warmup = lead;
+    const EndpointTrace past = Past(now, now - c.epoch);
+    const double duration = absl::ToDoubleSeconds(now - c.epoch);
+    for (size_t i = 0; i < from->candidates.size(); ++i) {
+      ScalingPolicyPtr p =
+          from->candidates[i] ? from->candidates[i]->Clone() : nullptr;
+      if (!p) {
+        results.push_back({.eligible = i == 0});
+        continue;
+      }
+      const SimResult r = SimulateEndpoint(past, duration, c, models_, *p);
+      results.push_back({r.cost_usd, SloAttainment(r), ColdStartFraction(r)});
+    }
+    return true;
+  }
+
+  // Without a snapshot to resume from: fresh candidates over as much of the
+  // record as the request budget allows, from the replicas the endpoint had
+  // then. False: too few requests measured.
+  bool ReplayFresh(absl::Time now, std::vector<Replayed>& results) {
+    const absl::Duration covered = record_.Covered();
     // The replay covers as much of the record as the request budget allows
     // (a sparse endpoint's whole day, a busy one's last minutes).
     absl::Duration window = covered;
@@ -192,24 +283,21 @@ class RetunedPolicy final : public ScalingPolicy {
     replay_config_.warmup =
         std::min(std::max(options_.warmup, memory + kRefill), window / 2);
     replay_config_.initial_hold = std::min(kRefill, replay_config_.warmup / 2);
-    if (record_.ArrivalsBetween(now - window + replay_config_.warmup, now) <
-        options_.min_replayed_requests) {
-      // Too few requests to tell candidates apart on the cold-start
-      // budget: the defaults.
-      followed_ = 0;
-      return;
+    if (window - replay_config_.warmup < options_.min_replayed_span ||
+        record_.ArrivalsBetween(now - window + replay_config_.warmup, now) <
+            options_.min_replayed_requests) {
+      return false;
     }
     replay_config_.initial_replicas = ReplicasAt(now - window);
     const EndpointTrace past = Past(now, window);
     const double duration = absl::ToDoubleSeconds(window);
-    std::vector<Replayed> results;
     PolicyContext ctx{&replay_config_, &models_, &past, service_times_,
                       std::nullopt};
     for (const RetuneCandidate& c : options_.candidates) {
       ctx.knob = c.knob;
       absl::StatusOr<ScalingPolicyPtr> fresh = MakePolicy(c.policy, ctx);
       if (!fresh.ok()) {
-        return;  // the candidates were made once already: cannot happen
+        return false;  // the candidates were made once already: cannot happen
       }
       const SimResult r =
           SimulateEndpoint(past, duration, replay_config_, models_, **fresh);
@@ -222,18 +310,7 @@ class RetunedPolicy final : public ScalingPolicy {
     for (size_t i = 1; i < results.size(); ++i) {
       results[i].eligible = live_[i]->Memory() <= rebuilt;
     }
-    // A switch needs the same choice at `confirm` retunes in a row: one
-    // replay's luck does not move the endpoint.
-    const size_t choice = Choose(results);
-    if (choice == followed_ || choice != pending_) {
-      pending_ = choice;
-      pending_count_ = 1;
-    } else {
-      ++pending_count_;
-    }
-    if (choice != followed_ && pending_count_ >= options_.confirm) {
-      followed_ = choice;
-    }
+    return true;
   }
 
   // As good as the defaults (candidate 0) on the same replay: within the
@@ -289,6 +366,13 @@ class RetunedPolicy final : public ScalingPolicy {
   std::optional<absl::Time> next_retune_;
   // (since when, Ready replicas per variant), oldest first.
   std::deque<std::pair<absl::Time, std::vector<int>>> replicas_;
+  // At the last `snapshots` retunes, oldest first.
+  struct Snapshot {
+    absl::Time at;
+    std::vector<int> replicas;  // Ready, per variant
+    std::vector<ScalingPolicyPtr> candidates;
+  };
+  std::deque<Snapshot> snapshots_;
   std::optional<absl::Time> last_now_;
   double busy_seconds_ = 0;
   double arrivals_ = 0;

@@ -54,6 +54,12 @@ struct RetuneOptions {
   // With fewer measured in the replay, the defaults are followed: a 1 %
   // cold-start budget is two requests in 200.
   int64_t min_replayed_requests = 200;
+  // Nor with less of the past measured than this: a replay of minutes
+  // cannot tell a 1-minute keep-alive from a 20-minute one (what one
+  // saves, the other pays for in a later cold start), so a busy
+  // endpoint's replay cut short by max_replayed_requests keeps the
+  // defaults.
+  absl::Duration min_replayed_span = absl::Minutes(30);
   // Unmeasured at the start of a replay, at least (longer where a
   // candidate remembers more; at most half the replay).
   absl::Duration warmup = absl::Minutes(10);
@@ -63,6 +69,9 @@ struct RetuneOptions {
   double switch_saving = 0.05;
   // A switch needs the same choice at this many retunes in a row.
   int confirm = 2;
+  // Candidates copied at the last this many retunes, to resume replays
+  // from (ScalingPolicy::Clone).
+  int snapshots = 12;
 };
 
 // Pilotlight at 1.0 (its default, followed first), 0.7 and 0.5; keep-alive

@@ -71,6 +71,10 @@ class ScalingPolicy {
   // a plan that stops replicas at their periods' ends needs it).
   virtual bool RemoveByPaidTime() const { return false; }
 
+  // A copy in its present state, to replay from this moment on (nullptr:
+  // it cannot be copied).
+  virtual std::unique_ptr<ScalingPolicy> Clone() const { return nullptr; }
+
   // How far back what it observed still shapes its answers (a keep-alive's
   // length, a stabilisation window): a replay must run at least this long
   // before its answers are the ones a long-running instance would give.

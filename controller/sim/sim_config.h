@@ -140,15 +140,17 @@ struct SimConfig {
   // warm-up leaves that start-up transient out of the comparison
   // (docs/benchmarks.md). 0: everything is measured.
   absl::Duration warmup;
-  // Replicas of each variant (by index) up and Ready when the replay's
-  // clock starts, billed from then, as an endpoint already serving has
-  // them; the policy sees them desired and Ready at its first tick. Empty
-  // or 0: none (every policy starts at zero).
+  // A replay of an endpoint's past: replicas of each variant (by index) up
+  // and Ready when the replay's clock starts, billed from then, as the
+  // endpoint had them; the policy sees them desired and Ready. Given (even
+  // all 0), the clock starts at 0 with no pre-roll: the policy may be one
+  // resumed from that moment. Empty: every policy starts at zero.
   std::vector<int> initial_replicas;
-  // With initial_replicas: for this long from the start the policy
-  // observes but its answers are not acted on, so the replicas stay as the
-  // endpoint had them while the requests in flight at the start (which a
-  // replay of arrivals from then does not hold) build up again.
+  // With initial_replicas: the policy is first asked at the first tick at
+  // or after this; until then the replicas stay as they were while the
+  // requests in flight at the start (which a replay of arrivals from then
+  // does not hold) build up again, and a policy resumed from a later
+  // moment is not asked before it.
   absl::Duration initial_hold;
   // A prompt-length-aware TTFT SLO: a request with P prompt tokens is within
   // it when its TTFT <= spec.slo.ttft + P x this (seconds per prompt token;

@@ -139,7 +139,9 @@ class Engine {
   const bool wants_sizes_;          // ScalingPolicy::WantsRequestSizes()
   const ReplayProgress& progress_;  // may be empty
   const bool service_times_;        // the trace's own service times
-  // Replicas up at the start (SimConfig::initial_replicas).
+  // A replay of an endpoint's past (SimConfig::initial_replicas given),
+  // and whether any replica is up at its start.
+  const bool resumed_ = !config_.initial_replicas.empty();
   const bool up_ =
       std::any_of(config_.initial_replicas.begin(),
                   config_.initial_replicas.end(), [](int n) { return n > 0; });
@@ -151,9 +153,9 @@ class Engine {
                                      : -std::numeric_limits<double>::infinity();
   const double ttft_slo_s_ = absl::ToDoubleSeconds(config_.spec.slo.ttft);
   const double tpot_slo_s_ = absl::ToDoubleSeconds(config_.spec.slo.tpot);
-  // Before this the policy's answers are not acted on (initial_hold).
-  const double hold_s_ = up_ ? absl::ToDoubleSeconds(config_.initial_hold)
-                             : -std::numeric_limits<double>::infinity();
+  // Before this the policy is not asked (initial_hold).
+  const double hold_s_ = resumed_ ? absl::ToDoubleSeconds(config_.initial_hold)
+                                  : -std::numeric_limits<double>::infinity();
 
   ReplicaPool pool_;
   ActivatorHold hold_;
@@ -186,11 +188,13 @@ SimResult Engine::Run() {
   // The clock starts one cold start (+ a tick) before the first possible
   // arrival, so a policy that knows the future (the oracle) can have a
   // replica ready for it; the others see no demand until then.
-  // An endpoint already up starts at 0: a quiet spell before the first
-  // arrival would be one the endpoint never had, and would scale its
-  // replicas down.
+  // A replay of an endpoint's past starts at 0: a quiet spell before the
+  // first arrival would be one the endpoint never had (and would scale its
+  // replicas down), and a policy resumed from that time must not see an
+  // earlier one.
   double next_tick =
-      (up_ ? 0 : -std::ceil((cold_starts_.Longest() + tick) / tick) * tick) +
+      (resumed_ ? 0
+                : -std::ceil((cold_starts_.Longest() + tick) / tick) * tick) +
       absl::ToDoubleSeconds(config_.tick_phase);
   last_tick_ = next_tick;
   for (size_t v = 0;
@@ -575,12 +579,16 @@ Observation Engine::Observe(double t, bool poke) {
 void Engine::Tick(double t, bool poke) {
   now_ = t;
   const Observation o = Observe(t, poke);
+  if (t < hold_s_) {
+    // SimConfig::initial_hold: not asked yet (what it would have observed
+    // is counted as seen).
+    last_tick_quiet_ = false;
+    Dispatch();
+    return;
+  }
   last_tick_quiet_ = IsQuiet(o);
   ++result_.ticks;
-  std::vector<int> want = policy_.Tick(o);
-  if (t < hold_s_) {
-    want = desired_;  // SimConfig::initial_hold: not acted on yet
-  }
+  const std::vector<int> want = policy_.Tick(o);
   const double g = absl::ToDoubleSeconds(config_.billing_granularity);
   const bool by_paid =
       policy_.RemoveByPaidTime() && g > absl::ToDoubleSeconds(config_.tick);

@@ -16,8 +16,12 @@ int SizeBucket(uint32_t tokens) {
                                static_cast<int>(std::bit_width(tokens)) - 1);
 }
 
-// The size at quantile q of a histogram: the middle of its bucket.
-uint32_t SizeAt(const TrafficRecord::SizeHistogram& h, double q) {
+// The middle of a bucket.
+double Middle(int b) { return b == 0 ? 1 : std::ldexp(1.5, b); }
+
+// The size at quantile q of a histogram: the middle of its bucket, times
+// `scale`.
+uint32_t SizeAt(const TrafficRecord::SizeHistogram& h, double q, double scale) {
   uint64_t total = 0;
   for (uint32_t n : h) {
     total += n;
@@ -30,11 +34,23 @@ uint32_t SizeAt(const TrafficRecord::SizeHistogram& h, double q) {
   for (int b = 0; b < TrafficRecord::kSizeBuckets; ++b) {
     seen += h[static_cast<size_t>(b)];
     if (seen > want) {
-      return b == 0 ? 1
-                    : static_cast<uint32_t>(std::lround(std::ldexp(1.5, b)));
+      return static_cast<uint32_t>(
+          std::max(1L, std::lround(Middle(b) * scale)));
     }
   }
-  return static_cast<uint32_t>(std::ldexp(1.5, TrafficRecord::kSizeBuckets));
+  return static_cast<uint32_t>(
+      std::lround(Middle(TrafficRecord::kSizeBuckets - 1) * scale));
+}
+
+// What makes the buckets' middles average to the sizes' recorded mean (the
+// middle overstates sizes at a bucket's low end by up to half: a trace of
+// 1,024-token prompts would replay as 1,536).
+double MeanScale(const TrafficRecord::SizeHistogram& h, uint64_t sum) {
+  double middles = 0;
+  for (int b = 0; b < TrafficRecord::kSizeBuckets; ++b) {
+    middles += h[static_cast<size_t>(b)] * Middle(b);
+  }
+  return middles > 0 && sum > 0 ? static_cast<double>(sum) / middles : 1.0;
 }
 
 }  // namespace
@@ -114,10 +130,24 @@ bool TrafficRecord::Look(absl::Time now) {
 }
 
 void TrafficRecord::Add(absl::Time now, int64_t arrivals) {
+  const absl::Time previous = last_look_;
   // What a look after a gap reports came while nobody looked: it has no
   // time of its own, and is left out rather than put in one second.
-  if (!Look(now) && arrivals > 0) {
-    Put(SecondOf(now), arrivals);
+  if (Look(now) || arrivals <= 0) {
+    return;
+  }
+  // Spread evenly over the seconds since the previous look (a tick's count
+  // put in one second would make the replay burstier than the traffic).
+  const int64_t last = SecondOf(now);
+  const int64_t first = previous == absl::InfinitePast()
+                            ? last
+                            : std::min(last, SecondOf(previous) + 1);
+  const int64_t seconds = last - first + 1;
+  for (int64_t k = 0; k < seconds; ++k) {
+    const int64_t n = arrivals * (k + 1) / seconds - arrivals * k / seconds;
+    if (n > 0) {
+      Put(first + k, n);
+    }
   }
 }
 
@@ -133,6 +163,8 @@ void TrafficRecord::AddRequest(absl::Time at, uint32_t input_tokens,
 void TrafficRecord::AddSize(uint32_t input_tokens, uint32_t output_tokens) {
   ++input_[static_cast<size_t>(SizeBucket(input_tokens))];
   ++output_[static_cast<size_t>(SizeBucket(output_tokens))];
+  input_sum_ += input_tokens;
+  output_sum_ += output_tokens;
 }
 
 bool TrafficRecord::has_sizes() const {
@@ -223,6 +255,8 @@ void TrafficRecord::Clear() {
   last_len_ = 0;
   input_ = {};
   output_ = {};
+  input_sum_ = 0;
+  output_sum_ = 0;
 }
 
 template <typename Fn>
@@ -254,9 +288,16 @@ EndpointTrace TrafficRecord::Replay(absl::Time from, absl::Time to,
   const int64_t lo = SecondOf(from);
   const int64_t hi = SecondOf(to);
   const double start = absl::ToDoubleSeconds(from - absl::UnixEpoch());
-  // The golden ratio's fractional part walks the quantiles evenly.
+  // The golden ratio's fractional part walks the prompt sizes' quantiles
+  // evenly, and sqrt(2)'s the outputs' apart from it: the histograms hold
+  // no pairing, and one walk would give the longest prompts the longest
+  // outputs (a heavier load than the traffic's).
   constexpr double kStep = 0.6180339887498949;
+  constexpr double kOutputStep = 0.4142135623730951;
   double q = 0.5;
+  double q_out = 0.25;
+  const double in_scale = MeanScale(input_, input_sum_);
+  const double out_scale = MeanScale(output_, output_sum_);
   ForEachSecond([&](int64_t s, int64_t count) {
     if (s < lo || s >= hi) {
       return;
@@ -266,9 +307,10 @@ EndpointTrace TrafficRecord::Replay(absl::Time from, absl::Time to,
       r.arrival_s = std::max(
           0.0, static_cast<double>(s) - start +
                    (static_cast<double>(k) + 0.5) / static_cast<double>(count));
-      r.input_tokens = SizeAt(input_, q);
-      r.output_tokens = SizeAt(output_, q);
+      r.input_tokens = SizeAt(input_, q, in_scale);
+      r.output_tokens = SizeAt(output_, q_out, out_scale);
       q = std::fmod(q + kStep, 1.0);
+      q_out = std::fmod(q_out + kOutputStep, 1.0);
       t.requests.push_back(r);
     }
   });

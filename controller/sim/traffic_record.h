@@ -44,7 +44,8 @@ class TrafficRecord {
 
   // `arrivals` requests came since the last look, the last of them at or
   // before `now` (the caller's look; a count from the activator or
-  // Prometheus is put in the second of `now`). Also a look: Observe(now).
+  // Prometheus is spread evenly over the seconds since the last look, up
+  // to the second of `now`). Also a look: Observe(now).
   void Add(absl::Time now, int64_t arrivals);
   // One request, at its own time (the simulator; an activator's log).
   void AddRequest(absl::Time at, uint32_t input_tokens, uint32_t output_tokens);
@@ -77,7 +78,8 @@ class TrafficRecord {
 
   // The recorded arrivals in [from, to) as a trace, arrival_s from `from`:
   // a second's n arrivals at its (k + 0.5) / n, sizes drawn in turn from
-  // the histograms' quantiles (the same trace every call).
+  // the histograms' quantiles, scaled so their mean is the recorded sizes'
+  // mean (the same trace every call).
   EndpointTrace Replay(absl::Time from, absl::Time to,
                        const std::string& name) const;
 
@@ -133,6 +135,9 @@ class TrafficRecord {
   int64_t arrivals_ = 0;
   SizeHistogram input_{};
   SizeHistogram output_{};
+  // The sizes' sums, as the engines' histograms export them (_sum).
+  uint64_t input_sum_ = 0;
+  uint64_t output_sum_ = 0;
   absl::Time covered_since_ = absl::InfinitePast();
   absl::Time last_look_ = absl::InfinitePast();
   int clock_jumps_ = 0;

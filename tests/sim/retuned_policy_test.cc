@@ -109,6 +109,76 @@ TEST_F(RetunedPolicyTest, TooLittleHistoryFollowsPilotlightsDefaults) {
   }
 }
 
+// Runs `policy` and, from its first tick at or after `at`, a copy of it
+// in its place (the original destroyed): what the retuner resumes replays
+// from.
+class SwappedForItsCopy final : public ScalingPolicy {
+ public:
+  SwappedForItsCopy(ScalingPolicyPtr policy, absl::Time at)
+      : policy_(std::move(policy)), at_(at) {}
+  std::string name() const override { return policy_->name(); }
+  std::vector<int> Tick(const Observation& o) override {
+    if (!swapped_ && o.now >= at_) {
+      ScalingPolicyPtr copy = policy_->Clone();
+      EXPECT_NE(copy, nullptr) << policy_->name();
+      if (copy) {
+        policy_ = std::move(copy);
+      }
+      swapped_ = true;
+    }
+    return policy_->Tick(o);
+  }
+  absl::Time QuietUntil() const override {
+    return swapped_ ? policy_->QuietUntil()
+                    : std::min(at_, policy_->QuietUntil());
+  }
+  void SkipQuiet(absl::Time first, absl::Duration step, int64_t n) override {
+    policy_->SkipQuiet(first, step, n);
+  }
+  bool RemoveByPaidTime() const override { return policy_->RemoveByPaidTime(); }
+  bool WantsRequestSizes() const override {
+    return policy_->WantsRequestSizes();
+  }
+  bool swapped() const { return swapped_; }
+
+ private:
+  ScalingPolicyPtr policy_;
+  const absl::Time at_;
+  bool swapped_ = false;
+};
+
+// A copy carries on as the original would have: every request served the
+// same, though the original is gone.
+TEST_F(RetunedPolicyTest, ACopyCarriesOnAsTheOriginal) {
+  const EndpointTrace e = Bursty(3, 700, 15, 1e18, 11);
+  const double duration = 3 * 3600;
+  for (const std::string policy :
+       {"pilotlight", "knative", "keda", "keepalive-10m"}) {
+    const std::vector<RequestRecord> plain = Serve(policy, e, duration);
+    std::vector<RequestRecord> copied;
+    SimConfig c = config_;
+    c.request_log = [&](const RequestRecord& r) { copied.push_back(r); };
+    PolicyContext ctx{&c, &models_, &e, false, std::nullopt};
+    SwappedForItsCopy p(*MakePolicy(policy, ctx),
+                        c.epoch + absl::Seconds(1.5 * 3600 + 1));
+    SimulateEndpoint(e, duration, c, models_, p);
+    EXPECT_TRUE(p.swapped()) << policy;
+    std::sort(copied.begin(), copied.end(),
+              [](const RequestRecord& a, const RequestRecord& b) {
+                return a.arrival_s < b.arrival_s;
+              });
+    ASSERT_EQ(copied.size(), plain.size()) << policy;
+    int cold = 0;
+    for (size_t i = 0; i < plain.size(); ++i) {
+      EXPECT_EQ(copied[i].start_s, plain[i].start_s)
+          << policy << " request " << i;
+      EXPECT_EQ(copied[i].cold, plain[i].cold) << policy << " request " << i;
+      cold += plain[i].cold ? 1 : 0;
+    }
+    EXPECT_GT(cold, 0) << policy;  // it scaled to zero and back
+  }
+}
+
 TEST_F(RetunedPolicyTest, BadCandidatesAreRefused) {
   const EndpointTrace e = Bursty(0.1, 300, 1, 1e18, 1);
   PolicyContext ctx{&config_, &models_, &e, false, std::nullopt};

@@ -42,23 +42,30 @@ TEST(TrafficRecordTest, SparseRequestsReplayAtTheirSeconds) {
   EXPECT_DOUBLE_EQ(t.requests[1].arrival_s, 5.75);
   EXPECT_DOUBLE_EQ(t.requests[2].arrival_s, 90.5);
   EXPECT_DOUBLE_EQ(t.requests[3].arrival_s, 3600.5);
-  // 1000 tokens: bucket [512, 1024), replayed at its middle.
-  EXPECT_EQ(t.requests[0].input_tokens, 768U);
-  EXPECT_EQ(t.requests[0].output_tokens, 192U);
+  // 1000 tokens: bucket [512, 1024), its middle scaled to the mean.
+  EXPECT_EQ(t.requests[0].input_tokens, 1000U);
+  EXPECT_EQ(t.requests[0].output_tokens, 200U);
   EXPECT_EQ(t.name, "ep");
   EXPECT_LT(r.bytes(), 1024);
 }
 
-TEST(TrafficRecordTest, CountsFromALookGoInItsSecond) {
+// A tick's count is spread over the seconds since the previous look: put
+// in one second it would replay burstier than the traffic came.
+TEST(TrafficRecordTest, CountsFromALookSpreadOverTheSecondsSinceTheLast) {
   TrafficRecord r;
   r.Add(At(0), 7);  // the first look: since when is unknown, left out
   r.Add(At(2), 3);
   r.Add(At(4), 0);
   r.Add(At(6), 5);
-  EXPECT_EQ(r.arrivals(), 8);
-  EXPECT_EQ(r.ArrivalsBetween(At(2), At(3)), 3);
-  EXPECT_EQ(r.ArrivalsBetween(At(6), At(7)), 5);
-  EXPECT_EQ(r.Covered(), absl::Seconds(6));
+  r.Add(At(7), 4);
+  EXPECT_EQ(r.arrivals(), 12);
+  EXPECT_EQ(r.ArrivalsBetween(At(1), At(2)), 1);
+  EXPECT_EQ(r.ArrivalsBetween(At(2), At(3)), 2);
+  EXPECT_EQ(r.ArrivalsBetween(At(3), At(5)), 0);
+  EXPECT_EQ(r.ArrivalsBetween(At(5), At(6)), 2);
+  EXPECT_EQ(r.ArrivalsBetween(At(6), At(7)), 3);
+  EXPECT_EQ(r.ArrivalsBetween(At(7), At(8)), 4);  // one second: all in it
+  EXPECT_EQ(r.Covered(), absl::Seconds(7));
 }
 
 TEST(TrafficRecordTest, AGapRestartsCoverageAndItsCountIsLeftOut) {
@@ -161,9 +168,43 @@ TEST(TrafficRecordTest, SizesRecordedApartSizeTheReplay) {
   const EndpointTrace t = r.Replay(At(0), At(4), "ep");
   ASSERT_EQ(t.requests.size(), 4U);
   for (const Request& q : t.requests) {
-    EXPECT_EQ(q.input_tokens, 3072U);  // [2048, 4096): its middle
-    EXPECT_EQ(q.output_tokens, 48U);   // [32, 64)
+    // [2048, 4096) and [32, 64): the middles scaled to the recorded mean.
+    EXPECT_EQ(q.input_tokens, 3000U);
+    EXPECT_EQ(q.output_tokens, 50U);
   }
+}
+
+// A histogram's buckets are a factor 2 wide: their middles would overstate
+// sizes at a bucket's low end by half (1,024-token prompts replayed as
+// 1,536). The replay keeps the recorded mean, and the spread between
+// buckets; prompt and output sizes are drawn apart.
+TEST(TrafficRecordTest, ReplayedSizesKeepTheRecordedMean) {
+  TrafficRecord r;
+  r.Observe(At(0));
+  for (int i = 0; i < 400; ++i) {
+    r.AddRequest(At(i), i % 2 == 0 ? 1024 : 4096, i % 2 == 0 ? 256 : 20);
+  }
+  r.Observe(At(400));
+  const EndpointTrace t = r.Replay(At(0), At(400), "ep");
+  ASSERT_EQ(t.requests.size(), 400U);
+  double in = 0;
+  double out = 0;
+  int long_prompts = 0;
+  int long_with_long_output = 0;
+  for (const Request& q : t.requests) {
+    in += q.input_tokens;
+    out += q.output_tokens;
+    long_prompts += q.input_tokens > 2048 ? 1 : 0;
+    long_with_long_output +=
+        q.input_tokens > 2048 && q.output_tokens > 128 ? 1 : 0;
+  }
+  EXPECT_NEAR(in / 400, (1024 + 4096) / 2.0, 30);
+  EXPECT_NEAR(out / 400, (256 + 20) / 2.0, 3);
+  EXPECT_NEAR(long_prompts, 200, 4);
+  // Drawn apart: about half the long prompts get long outputs (one walk
+  // would pair every long prompt with the long outputs).
+  EXPECT_GT(long_with_long_output, 60);
+  EXPECT_LT(long_with_long_output, 140);
 }
 
 }  // namespace
