@@ -5,20 +5,23 @@
 // utilisations, fixed keep-alives, Knative's and KEDA's target tracking --
 // run side by side on the live observations, and the endpoint follows one.
 // It records what a controller would have seen (arrivals per tick, in a
-// TrafficRecord, and the Ready replicas) and every `every`, with enough
-// history, replays that past -- nothing later -- through a fresh instance
-// of each candidate in the simulator's own engine: as much of the record
-// as max_replayed_requests allows (a sparse endpoint's day, a busy one's
-// last minutes), starting from the replicas the endpoint had then
-// (SimConfig::initial_replicas, kept while the requests in flight refill),
-// its warm-up long enough to rebuild what the candidates remember
-// (ScalingPolicy::Memory; one that remembers more is not chosen). It then
-// picks the cheapest whose replayed SLO attainment and cold-start share
-// meet the target with a margin; with none, the cheapest at least as good
-// as the defaults on the same replay. It switches only to the same choice
-// made `confirm` times in a row, and not for a saving under
-// `switch_saving` while the one it follows still qualifies. Fewer than
-// min_replayed_requests measured: the defaults.
+// TrafficRecord, and the Ready replicas), and every `every` copies each
+// candidate as it stands (ScalingPolicy::Clone) with the Ready replicas.
+// With enough history it replays the past -- nothing later -- through the
+// simulator's own engine, once per candidate: from the oldest copy whose
+// past holds at most max_replayed_requests, each candidate resumed from
+// its copy and the endpoint's replicas then (SimConfig::initial_replicas,
+// kept while the requests in flight refill). Without such a copy, a fresh
+// instance of each replays as much of the record as the budget allows,
+// from the replicas the endpoint had then, its warm-up long enough to
+// rebuild what the candidates remember (ScalingPolicy::Memory; one that
+// remembers more is not chosen). It then picks the cheapest whose
+// replayed SLO attainment and cold-start share meet the target with a
+// margin; with none, the cheapest at least as good as the defaults on the
+// same replay. It switches only to the same choice made `confirm` times
+// in a row, and not for a saving under `switch_saving` while the one it
+// follows still qualifies. Fewer than min_replayed_requests measured, or
+// less than min_replayed_span: the defaults.
 //
 // What it cannot know it estimates: request sizes follow the token
 // histograms of the requests completed so far (as the engines export
@@ -46,7 +49,7 @@ struct RetuneCandidate {
 
 struct RetuneOptions {
   std::vector<RetuneCandidate> candidates;  // the first is followed at first
-  absl::Duration every = absl::Minutes(5);
+  absl::Duration every = absl::Minutes(10);
   absl::Duration min_history = absl::Minutes(30);
   // A busy endpoint replays less of the record: at most this many requests
   // (down to 5 min of it).
@@ -70,8 +73,10 @@ struct RetuneOptions {
   // A switch needs the same choice at this many retunes in a row.
   int confirm = 2;
   // Candidates copied at the last this many retunes, to resume replays
-  // from (ScalingPolicy::Clone).
-  int snapshots = 12;
+  // from (ScalingPolicy::Clone): with `every`, how far back a replay
+  // reaches (an hour). A replay's CPU grows with its length over `every`
+  // (tests/bench/retune_bench.cc).
+  int snapshots = 6;
 };
 
 // Pilotlight at 1.0 (its default, followed first), 0.7 and 0.5; keep-alive

@@ -1,0 +1,143 @@
+// What re-tuning costs in CPU: an endpoint of synthetic traffic replayed by
+// the simulator under `pilotlight` and under `pilotlight-retuned` (its
+// twelve candidates ticking beside it, and every 5 min their replays of
+// the recorded past), the difference being the mechanism's. The traffic
+// mix is the record bench's (traffic_record_bench): a tenth of the
+// endpoints busy (Poisson, 20 requests/s), three tenths moderate (0.2/s),
+// six tenths sparse (4 an hour). Prints the CPU seconds per endpoint-hour
+// of each class, and the cores the mechanism would take for 10,000
+// endpoints of that mix (target <= 0.5).
+//
+//   retune_bench [--hours H] [--endpoints-per-class N]   (default 6, 2)
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "controller/model/catalog.h"
+#include "controller/sim/baselines.h"
+#include "controller/sim/simulator.h"
+#include "tests/sim/one_variant_config.h"
+
+namespace pilotlight::sim {
+namespace {
+
+struct Class {
+  const char* name;
+  double share;  // of the endpoints
+  double rate;   // requests a second
+};
+constexpr Class kClasses[] = {{"busy (20/s)", 0.1, 20},
+                              {"moderate (0.2/s)", 0.3, 0.2},
+                              {"sparse (4/h)", 0.6, 4.0 / 3600}};
+constexpr double kFleet = 10000;
+
+EndpointTrace Poisson(double rate, double seconds, uint64_t seed) {
+  EndpointTrace e;
+  e.name = "e";
+  std::mt19937_64 rng(seed);
+  std::exponential_distribution<double> gap(rate);
+  std::lognormal_distribution<double> prompt(6.5, 0.8);
+  std::lognormal_distribution<double> output(5.0, 0.7);
+  for (double t = gap(rng); t < seconds; t += gap(rng)) {
+    e.requests.push_back(
+        {t, static_cast<uint32_t>(std::clamp(prompt(rng), 16.0, 16000.0)),
+         static_cast<uint32_t>(std::clamp(output(rng), 4.0, 4000.0)), -1});
+  }
+  return e;
+}
+
+// This process's CPU seconds.
+double CpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) +
+         static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// CPU seconds of one replay of `e` under `policy`, and its result.
+double Replay(const SimConfig& config, const std::vector<ServiceModel>& models,
+              const EndpointTrace& e, double seconds, const std::string& policy,
+              SimResult& result) {
+  PolicyContext ctx{&config, &models, &e, false, std::nullopt};
+  absl::StatusOr<ScalingPolicyPtr> p = MakePolicy(policy, ctx);
+  if (!p.ok()) {
+    std::fprintf(stderr, "%s: %s\n", policy.c_str(),
+                 std::string(p.status().message()).c_str());
+    std::exit(1);
+  }
+  const double start = CpuSeconds();
+  result = SimulateEndpoint(e, seconds, config, models, **p);
+  return CpuSeconds() - start;
+}
+
+int Run(double hours, int per_class) {
+  const model::Catalog catalog = *model::Catalog::Default();
+  const SimConfig config = OneVariantConfig(catalog);
+  const std::vector<ServiceModel> models = *BuildServiceModels(config, false);
+  const double seconds = hours * 3600;
+  std::printf("re-tuning's CPU: %d endpoints per class, %.0f h each\n",
+              per_class, hours);
+  std::printf("%-18s %9s %14s %14s %14s %12s\n", "CLASS", "REQUESTS",
+              "PLAIN-CPU-S/H", "RETUNED-CPU-S/H", "MECHANISM-S/H",
+              "CORE-SHARE");
+  double cores = 0;
+  uint64_t seed = 1;
+  for (const Class& c : kClasses) {
+    double plain = 0;
+    double retuned = 0;
+    size_t requests = 0;
+    for (int i = 0; i < per_class; ++i) {
+      const EndpointTrace e = Poisson(c.rate, seconds, seed++);
+      requests += e.requests.size();
+      SimResult a;
+      SimResult b;
+      plain += Replay(config, models, e, seconds, "pilotlight", a);
+      retuned += Replay(config, models, e, seconds, "pilotlight-retuned", b);
+    }
+    const double endpoint_hours = per_class * hours;
+    const double mechanism = std::max(0.0, retuned - plain) / endpoint_hours;
+    // CPU seconds an endpoint-hour over the hour's seconds: its share of
+    // a core.
+    const double share = mechanism / 3600;
+    cores += c.share * kFleet * share;
+    std::printf("%-18s %9zu %14.4f %14.4f %14.4f %11.5f%%\n", c.name,
+                requests / static_cast<size_t>(per_class),
+                plain / endpoint_hours, retuned / endpoint_hours, mechanism,
+                share * 100);
+  }
+  std::printf(
+      "10,000 endpoints of this mix: %.3f cores for re-tuning (target <= "
+      "0.5)\n",
+      cores);
+  return cores <= 0.5 ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace pilotlight::sim
+
+int main(int argc, char** argv) {
+  double hours = 6;
+  int per_class = 2;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (std::strcmp(argv[i], "--hours") == 0) {
+      hours = std::atof(argv[i + 1]);
+    } else if (std::strcmp(argv[i], "--endpoints-per-class") == 0) {
+      per_class = std::atoi(argv[i + 1]);
+    } else {
+      std::fprintf(stderr, "usage: %s [--hours H] [--endpoints-per-class N]\n",
+                   argv[0]);
+      return 2;
+    }
+  }
+  if (per_class <= 0 || !(hours > 0)) {
+    std::fprintf(stderr,
+                 "--hours and --endpoints-per-class must be positive\n");
+    return 2;
+  }
+  return pilotlight::sim::Run(hours, per_class);
+}
