@@ -50,8 +50,9 @@ std::string Endpoint(const json& ia) {
 json ExplainJson(const json& ia) {
   json out = {{"endpoint", Endpoint(ia)},
               {"conditions", ArrayField(ia, {"status", "conditions"})}};
-  for (const char* k : {"lastDecision", "replicas", "tier", "keepAliveSeconds",
-                        "keepAliveUntil", "coldStart", "economics"}) {
+  for (const char* k :
+       {"lastDecision", "replicas", "tier", "keepAliveSeconds",
+        "keepAliveUntil", "coldStart", "economics", "trafficHistory"}) {
     out[k] = Field(ia, {"status", k});
   }
   return out;
@@ -132,6 +133,35 @@ std::string TiersText(const json& status, const json& e) {
   return out;
 }
 
+// How much of the endpoint's own traffic the controller has recorded.
+std::string HistoryText(const json& status) {
+  const json& h = Field(status, {"trafficHistory"});
+  if (!h.is_object()) {
+    return "";
+  }
+  const int64_t seconds = IntField(h, {"seconds"});
+  std::string out = absl::StrFormat(
+      "\nTraffic recorded: %s of unbroken history, %d request(s)",
+      seconds < 7200
+          ? absl::StrFormat("%d min", seconds / 60)
+          : absl::StrFormat("%.1f h", static_cast<double>(seconds) / 3600),
+      IntField(h, {"requests"}));
+  const std::string since = StringField(h, {"since"});
+  if (!since.empty()) {
+    absl::StrAppend(&out, " since ", since);
+  }
+  const int64_t gaps = IntField(h, {"gaps"});
+  const int64_t jumps = IntField(h, {"clockJumps"});
+  if (gaps > 0 || jumps > 0) {
+    absl::StrAppend(&out,
+                    absl::StrFormat(" (restarted by %d gap(s) without arrival "
+                                    "figures, %d clock jump(s))",
+                                    gaps, jumps));
+  }
+  absl::StrAppend(&out, "\n");
+  return out;
+}
+
 // The spot split and its risk.
 std::string SpotText(const json& e, const std::string& spot_replicas) {
   return absl::StrFormat(
@@ -178,7 +208,8 @@ std::string ExplainText(const json& ia) {
           std::abs(always_on - cost)));
   absl::StrAppend(&out, KeepAliveText(status, e), WarmPoolText(e),
                   TiersText(status, e), SpotText(e, spot_replicas),
-                  "\nConditions: ", Conditions(status), "\n");
+                  HistoryText(status), "\nConditions: ", Conditions(status),
+                  "\n");
   return out;
 }
 

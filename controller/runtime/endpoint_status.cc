@@ -43,7 +43,7 @@ json ToMergePatch(const EndpointStatus& s, const DecisionNote& note) {
     for (const char* k :
          {"variants", "replicas", "tier", "warmPool", "concurrencyPerReplica",
           "keepAliveSeconds", "keepAliveUntil", "costPerHour", "coldStart",
-          "lastDecision", "economics"}) {
+          "lastDecision", "economics", "trafficHistory"}) {
       out[k] = nullptr;
     }
     return out;
@@ -83,7 +83,22 @@ json ToMergePatch(const EndpointStatus& s, const DecisionNote& note) {
                          {"reason", s.reason},
                          {"message", note.message.substr(0, 1024)}};
   out["economics"] = note.economics;
+  out["trafficHistory"] = note.history;
   return out;
+}
+
+json TrafficHistoryJson(const sim::TrafficRecord& r) {
+  const bool any = r.covered_since() != absl::InfinitePast();
+  return {{"seconds", absl::ToInt64Seconds(r.Covered())},
+          {"since", any ? json(FormatRfc3339(r.covered_since())) : json()},
+          // Those in the unbroken history (the record keeps older ones).
+          {"requests", any ? r.ArrivalsBetween(r.covered_since(),
+                                               r.covered_since() + r.Covered() +
+                                                   absl::Seconds(1))
+                           : 0},
+          {"gaps", r.gaps()},
+          {"clockJumps", r.clock_jumps()},
+          {"bytes", r.bytes()}};
 }
 
 namespace {

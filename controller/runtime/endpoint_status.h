@@ -16,6 +16,7 @@
 
 #include "absl/time/time.h"
 #include "controller/policy/decision.h"
+#include "controller/sim/traffic_record.h"
 #include "nlohmann/json.hpp"
 
 namespace pilotlight::runtime {
@@ -83,11 +84,20 @@ struct DecisionNote {
   // status.economics: the numbers the decision was made with, in dollars
   // (EconomicsJson; null for a hold), read by `pilotlight explain`.
   nlohmann::json economics;
+  // status.trafficHistory: how much of the endpoint's own traffic is
+  // recorded (TrafficHistoryJson; null when not decided).
+  nlohmann::json history;
 };
 
 // The decision's economics as status.economics (CRD schema: the
 // InferenceAutoscaler's status.economics).
 nlohmann::json EconomicsJson(const policy::Decision& d);
+
+// The traffic record as status.trafficHistory (CRD schema: the
+// InferenceAutoscaler's status.trafficHistory): the unbroken history it
+// holds up to its last look, its arrivals, the gaps and clock jumps that
+// restarted it, and its size.
+nlohmann::json TrafficHistoryJson(const sim::TrafficRecord& r);
 
 nlohmann::json ToMergePatch(const EndpointStatus& s, const DecisionNote& note);
 

@@ -213,7 +213,7 @@ absl::Status Reconciler::NotReady(Endpoint& e, const json& ia,
   if (!leading || (e.written && *e.written == e.status)) {
     return absl::OkStatus();
   }
-  const DecisionNote note{now, "", nullptr};
+  const DecisionNote note{now, "", nullptr, nullptr};
   PL_RETURN_IF_ERROR(w.status.PatchStatus(e.subject.ns, e.subject.name,
                                           ToMergePatch(e.status, note)));
   e.written = e.status;
@@ -282,6 +282,9 @@ const policy::Decision& Reconciler::DecideOnce(Endpoint& e, Observed& o,
     e.demand_epoch = epoch;
     e.missing = missing;
     e.last_sample = s;
+    if (s.arrivals && !s.partial) {
+      e.record.Add(now, std::llround(std::max(0.0, *s.arrivals)));
+    }
     if (s.in_flight || s.queued || s.arrivals) {
       e.pending.push_back(s);
     }
@@ -443,7 +446,8 @@ absl::Status Reconciler::Publish(Endpoint& e, const policy::Decision& d,
   if (!leading || (e.written && *e.written == st && scaled.empty())) {
     return absl::OkStatus();
   }
-  const DecisionNote note{now, d.message, EconomicsJson(d)};
+  const DecisionNote note{now, d.message, EconomicsJson(d),
+                          TrafficHistoryJson(e.record)};
   PL_RETURN_IF_ERROR(
       w.status.PatchStatus(a.ns, a.name, ToMergePatch(st, note)));
   e.written = st;

@@ -20,6 +20,7 @@
 #include "controller/runtime/endpoint_status.h"
 #include "controller/runtime/observe.h"
 #include "controller/runtime/reconciler.h"
+#include "controller/sim/traffic_record.h"
 #include "prometheus/gauge.h"
 
 namespace pilotlight::runtime {
@@ -47,6 +48,10 @@ struct Reconciler::Endpoint {
   absl::Time knative_due = absl::InfinitePast();
   std::optional<policy::Decision> knative_decision;
   std::string missing;  // what the last demand read lacked
+  // The arrivals each demand read counted, for replaying the endpoint's
+  // own traffic: a read without them, or a partial one, is not a look, so
+  // a stretch of them is a gap (status.trafficHistory).
+  sim::TrafficRecord record;
   EndpointStatus status;
   std::optional<EndpointStatus> written;  // the status last written
   // Its series, per variant (desired, ready) and per endpoint; made on the

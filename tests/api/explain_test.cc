@@ -105,6 +105,27 @@ TEST(ExplainTest, WronglyTypedFieldsAreReadAsMissing) {
   ASSERT_NO_THROW(ExplainJson(ia));
 }
 
+// How much of its own traffic backs the endpoint, and what restarted it.
+TEST(ExplainTest, TrafficHistoryRecorded) {
+  json ia = Decided(false);
+  EXPECT_THAT(ExplainText(ia), Not(HasSubstr("Traffic recorded")));
+  ia["status"]["trafficHistory"] = {
+      {"seconds", 2520}, {"since", "2026-12-03T05:18:00Z"},
+      {"requests", 812}, {"gaps", 0},
+      {"clockJumps", 0}, {"bytes", 900}};
+  EXPECT_THAT(ExplainText(ia),
+              AllOf(HasSubstr("Traffic recorded: 42 min of unbroken history, "
+                              "812 request(s) since 2026-12-03T05:18:00Z\n"),
+                    Not(HasSubstr("restarted"))));
+  ia["status"]["trafficHistory"]["seconds"] = 9000;
+  ia["status"]["trafficHistory"]["gaps"] = 2;
+  EXPECT_THAT(ExplainText(ia),
+              HasSubstr("2.5 h of unbroken history, 812 request(s) since "
+                        "2026-12-03T05:18:00Z (restarted by 2 gap(s) without "
+                        "arrival figures, 0 clock jump(s))"));
+  EXPECT_EQ(ExplainJson(ia)["trafficHistory"]["requests"], 812);
+}
+
 TEST(ExplainTest, JsonCarriesTheFacts) {
   const json j = ExplainJson(Decided(false));
   EXPECT_EQ(j["endpoint"], "demo/chat");

@@ -250,6 +250,38 @@ TEST_F(ReconcilerTest, MissingMetricsHoldReplicas) {
                         "refused"));
 }
 
+// status.trafficHistory: the arrivals each demand read counted, over the
+// unbroken stretch of reads that had them; a stretch without (metrics
+// gone) is a gap, and the history starts again after it. Written with the
+// status, whenever that changes (here: the Degraded condition).
+TEST_F(ReconcilerTest, TrafficHistoryCountsArrivalsAndRestartsAfterAGap) {
+  Pool("chat-a100", "a100-80gb", kOnDemand, 2);
+  Endpoint({Variant("chat-a100", ClassName("a100-80gb", kOnDemand))});
+  demand_.Set([](absl::Time, int) { return InFlight(80, 3); });
+  RunFor(absl::Minutes(10));
+  demand_.SetMissing("requests running: connection refused; ");
+  Tick();
+  ASSERT_THAT(out_.Condition("Degraded"), HasSubstr("True"));
+  json h = out_.status()["trafficHistory"];
+  // 300 reads 2 s apart, 3 arrivals each; the first read's came since an
+  // unknown time and are left out.
+  EXPECT_EQ(h["requests"], 3 * 299);
+  EXPECT_EQ(h["seconds"], 598);
+  EXPECT_EQ(h["since"], FormatRfc3339(kT0));
+  EXPECT_EQ(h["gaps"], 0);
+  EXPECT_GT(h["bytes"].get<int64_t>(), 0);
+  RunFor(absl::Minutes(2));
+  demand_.SetMissing("");
+  const absl::Time back = clock_.Now();
+  Tick();
+  ASSERT_THAT(out_.Condition("Degraded"), HasSubstr("False"));
+  h = out_.status()["trafficHistory"];
+  EXPECT_EQ(h["gaps"], 1);
+  EXPECT_EQ(h["since"], FormatRfc3339(back));
+  EXPECT_EQ(h["seconds"], 0);
+  EXPECT_EQ(h["requests"], 0);  // came while nobody looked
+}
+
 // A cheaper tier: switched after the hysteresis, and the old Deployment is
 // scaled down only once the new one has its replicas ready.
 TEST_F(ReconcilerTest, TierSwitchIsMakeBeforeBreakAcrossDeployments) {
