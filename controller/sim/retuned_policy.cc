@@ -261,54 +261,18 @@ class RetunedPolicy final : public ScalingPolicy {
   }
 
   // Without a snapshot to resume from: fresh candidates over as much of the
-  // record as the request budget allows, from the replicas the endpoint had
-  // then. False: too few requests measured.
+  // record as the request budget allows (ReplayPast). False: too few
+  // requests measured, or too short a past.
   bool ReplayFresh(absl::Time now, std::vector<Replayed>& results) {
-    const absl::Duration covered = record_.Covered();
-    // The replay covers as much of the record as the request budget allows
-    // (a sparse endpoint's whole day, a busy one's last minutes).
-    absl::Duration window = covered;
-    while (window > kShortestWindow &&
-           record_.ArrivalsBetween(now - window, now) >
-               options_.max_replayed_requests) {
-      window = std::max(kShortestWindow, window / 2);
-    }
-    // The warm-up rebuilds what the candidates remember (the longest
-    // keep-alive, a stabilisation window) after the replicas refill, and
-    // takes at most half the replay.
-    absl::Duration memory = absl::ZeroDuration();
-    for (const ScalingPolicyPtr& p : live_) {
-      memory = std::max(memory, std::min(p->Memory(), window));
-    }
-    replay_config_.warmup =
-        std::min(std::max(options_.warmup, memory + kRefill), window / 2);
-    replay_config_.initial_hold = std::min(kRefill, replay_config_.warmup / 2);
-    if (window - replay_config_.warmup < options_.min_replayed_span ||
-        record_.ArrivalsBetween(now - window + replay_config_.warmup, now) <
-            options_.min_replayed_requests) {
+    const std::optional<PastReplay> r = ReplayPast(
+        record_, now, replay_config_, models_, service_times_, options_,
+        [&](absl::Duration window) { return Past(now, window); },
+        [&](absl::Time t) { return ReplicasAt(t); });
+    if (!r) {
       return false;
     }
-    replay_config_.initial_replicas = ReplicasAt(now - window);
-    const EndpointTrace past = Past(now, window);
-    const double duration = absl::ToDoubleSeconds(window);
-    PolicyContext ctx{&replay_config_, &models_, &past, service_times_,
-                      std::nullopt};
-    for (const RetuneCandidate& c : options_.candidates) {
-      ctx.knob = c.knob;
-      absl::StatusOr<ScalingPolicyPtr> fresh = MakePolicy(c.policy, ctx);
-      if (!fresh.ok()) {
-        return false;  // the candidates were made once already: cannot happen
-      }
-      const SimResult r =
-          SimulateEndpoint(past, duration, replay_config_, models_, **fresh);
-      results.push_back({r.cost_usd, SloAttainment(r), ColdStartFraction(r)});
-    }
-    // A candidate that remembers more than the warm-up rebuilt was not
-    // replayed as it runs: it cannot be chosen (the defaults always can).
-    const absl::Duration rebuilt =
-        replay_config_.warmup - replay_config_.initial_hold;
-    for (size_t i = 1; i < results.size(); ++i) {
-      results[i].eligible = live_[i]->Memory() <= rebuilt;
+    for (const ReplayedCandidate& x : r->candidates) {
+      results.push_back({x.cost_usd, x.attainment, x.cold, x.eligible});
     }
     return true;
   }
@@ -379,6 +343,73 @@ class RetunedPolicy final : public ScalingPolicy {
 };
 
 }  // namespace
+
+std::optional<PastReplay> ReplayPast(
+    const TrafficRecord& record, absl::Time now, const SimConfig& config,
+    const std::vector<ServiceModel>& models, bool service_times,
+    const RetuneOptions& options,
+    const std::function<EndpointTrace(absl::Duration)>& past,
+    const std::function<std::vector<int>(absl::Time)>& replicas_at) {
+  // The replay covers as much of the record as the request budget allows
+  // (a sparse endpoint's whole day, a busy one's last minutes).
+  absl::Duration window = record.Covered();
+  while (window > kShortestWindow && record.ArrivalsBetween(now - window, now) >
+                                         options.max_replayed_requests) {
+    window = std::max(kShortestWindow, window / 2);
+  }
+  // What each candidate remembers (the same for every instance of it).
+  std::vector<absl::Duration> memory;
+  {
+    const EndpointTrace none;
+    PolicyContext ctx{&config, &models, &none, service_times, std::nullopt};
+    for (const RetuneCandidate& c : options.candidates) {
+      ctx.knob = c.knob;
+      absl::StatusOr<ScalingPolicyPtr> p = MakePolicy(c.policy, ctx);
+      if (!p.ok()) {
+        return std::nullopt;  // checked when the candidates were made
+      }
+      memory.push_back((*p)->Memory());
+    }
+  }
+  // The warm-up rebuilds what the candidates remember (the longest
+  // keep-alive, a stabilisation window) after the replicas refill, and
+  // takes at most half the replay.
+  absl::Duration longest = absl::ZeroDuration();
+  for (const absl::Duration m : memory) {
+    longest = std::max(longest, std::min(m, window));
+  }
+  SimConfig c = config;
+  c.warmup = std::min(std::max(options.warmup, longest + kRefill), window / 2);
+  c.initial_hold = std::min(kRefill, c.warmup / 2);
+  PastReplay out;
+  out.window = window;
+  out.warmup = c.warmup;
+  out.measured_requests = record.ArrivalsBetween(now - window + c.warmup, now);
+  if (window - c.warmup < options.min_replayed_span ||
+      out.measured_requests < options.min_replayed_requests) {
+    return std::nullopt;
+  }
+  c.initial_replicas = replicas_at(now - window);
+  const EndpointTrace trace = past(window);
+  const double duration = absl::ToDoubleSeconds(window);
+  PolicyContext ctx{&c, &models, &trace, service_times, std::nullopt};
+  // A candidate that remembers more than the warm-up rebuilt is not
+  // replayed as it runs: it cannot be chosen (the first always can).
+  const absl::Duration rebuilt = c.warmup - c.initial_hold;
+  for (size_t i = 0; i < options.candidates.size(); ++i) {
+    ctx.knob = options.candidates[i].knob;
+    absl::StatusOr<ScalingPolicyPtr> fresh =
+        MakePolicy(options.candidates[i].policy, ctx);
+    if (!fresh.ok()) {
+      return std::nullopt;
+    }
+    const SimResult r = SimulateEndpoint(trace, duration, c, models, **fresh);
+    out.candidates.push_back({r.cost_usd, SloAttainment(r),
+                              ColdStartFraction(r),
+                              i == 0 || memory[i] <= rebuilt});
+  }
+  return out;
+}
 
 std::vector<RetuneCandidate> DefaultRetuneCandidates() {
   return {{"pilotlight", 1.0},   {"pilotlight", 0.7},   {"pilotlight", 0.5},

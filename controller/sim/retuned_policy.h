@@ -31,6 +31,7 @@
 // asked for, not their own.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -39,6 +40,7 @@
 #include "absl/time/time.h"
 #include "controller/sim/baselines.h"
 #include "controller/sim/scaling_policy.h"
+#include "controller/sim/traffic_record.h"
 
 namespace pilotlight::sim {
 
@@ -82,6 +84,39 @@ struct RetuneOptions {
 // Pilotlight at 1.0 (its default, followed first), 0.7 and 0.5; keep-alive
 // 1, 2, 5, 10, 20 and 60 min; Knative at 0.7; KEDA at 0.7 and 0.4.
 std::vector<RetuneCandidate> DefaultRetuneCandidates();
+
+// One candidate's replay of an endpoint's recorded past.
+struct ReplayedCandidate {
+  double cost_usd = 0;
+  double attainment = 0;  // SloAttainment
+  double cold = 0;        // ColdStartFraction
+  // It remembers no more than the warm-up rebuilt (ScalingPolicy::Memory):
+  // replayed as it would run. The first candidate always is.
+  bool eligible = true;
+};
+
+struct PastReplay {
+  absl::Duration window;  // replayed, ending at `now`
+  absl::Duration warmup;  // of it, not measured
+  int64_t measured_requests = 0;
+  std::vector<ReplayedCandidate> candidates;  // as options.candidates
+};
+
+// The recorded past of an endpoint replayed through a fresh instance of
+// each of options.candidates, in the simulator's engine: as much of the
+// record before `now` as max_replayed_requests allows, from the Ready
+// replicas the endpoint had when it began (`replicas_at`; kept while the
+// requests in flight then refill), with a warm-up long enough to rebuild
+// what the candidates remember (at most half the replay). `past(window)`
+// is the record's last `window` as a trace, its requests sized as the
+// caller knows them. Nullopt: the replay would measure fewer than
+// min_replayed_requests or less than min_replayed_span. Pure.
+std::optional<PastReplay> ReplayPast(
+    const TrafficRecord& record, absl::Time now, const SimConfig& config,
+    const std::vector<ServiceModel>& models, bool service_times,
+    const RetuneOptions& options,
+    const std::function<EndpointTrace(absl::Duration)>& past,
+    const std::function<std::vector<int>(absl::Time)>& replicas_at);
 
 // `ctx.trace` is not read (the future is not the policy's to see).
 absl::StatusOr<ScalingPolicyPtr> MakeRetunedPolicy(const PolicyContext& ctx,
