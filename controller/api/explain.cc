@@ -50,9 +50,9 @@ std::string Endpoint(const json& ia) {
 json ExplainJson(const json& ia) {
   json out = {{"endpoint", Endpoint(ia)},
               {"conditions", ArrayField(ia, {"status", "conditions"})}};
-  for (const char* k :
-       {"lastDecision", "replicas", "tier", "keepAliveSeconds",
-        "keepAliveUntil", "coldStart", "economics", "trafficHistory"}) {
+  for (const char* k : {"lastDecision", "replicas", "tier", "keepAliveSeconds",
+                        "keepAliveUntil", "coldStart", "economics",
+                        "trafficHistory", "counterfactual"}) {
     out[k] = Field(ia, {"status", k});
   }
   return out;
@@ -162,6 +162,84 @@ std::string HistoryText(const json& status) {
   return out;
 }
 
+// A candidate's name as a user would say it.
+std::string CandidateName(const json& row) {
+  const std::string policy = StringField(row, {"policy"});
+  const double setting = DoubleField(row, {"setting"});
+  if (policy == "keepalive-10m") {
+    return absl::StrFormat("keep-alive %g min", setting);
+  }
+  return absl::StrFormat("%s at %g", policy, setting);
+}
+
+// The endpoint's recorded traffic replayed through other policies: the
+// table, and the cheapest as good as what runs.
+std::string CounterfactualText(const json& status) {
+  const json& c = Field(status, {"counterfactual"});
+  if (!c.is_object()) {
+    return "";
+  }
+  const json& rows = ArrayField(c, {"candidates"});
+  if (rows.empty()) {
+    return absl::StrCat("\nCounterfactual: ",
+                        Or(StringField(c, {"note"}), "no replay yet"), "\n");
+  }
+  const int64_t window = IntField(c, {"windowSeconds"});
+  const int64_t warmup = IntField(c, {"warmupSeconds"});
+  std::string out = absl::StrFormat(
+      "\nCounterfactual: the last %d min of this endpoint's traffic (to %s; "
+      "%d requests measured after a %d min warm-up) replayed through each "
+      "policy (* running; ~ remembers more than the warm-up rebuilt):\n"
+      "  %-24s %9s %10s %7s\n",
+      (window - warmup) / 60, Or(StringField(c, {"time"}), "?"),
+      IntField(c, {"requests"}), warmup / 60, "POLICY", "$/HOUR", "WITHIN-SLO",
+      "COLD");
+  const json* running = nullptr;
+  for (const json& r : rows) {
+    if (BoolField(r, {"running"})) {
+      running = &r;
+    }
+    absl::StrAppend(
+        &out, absl::StrFormat("%s %-24s %9.4f %9.2f%% %6.2f%%\n",
+                              BoolField(r, {"running"})            ? "*"
+                              : BoolField(r, {"replayedAsItRuns"}) ? " "
+                                                                   : "~",
+                              CandidateName(r), DoubleField(r, {"costPerHour"}),
+                              100 * DoubleField(r, {"sloAttainment"}),
+                              100 * DoubleField(r, {"coldStartFraction"})));
+  }
+  if (running == nullptr) {
+    return out;
+  }
+  // The cheapest replayed as it runs that is as good as what runs.
+  const json* best = running;
+  for (const json& r : rows) {
+    if (BoolField(r, {"replayedAsItRuns"}) &&
+        DoubleField(r, {"sloAttainment"}) >=
+            DoubleField(*running, {"sloAttainment"}) &&
+        DoubleField(r, {"coldStartFraction"}) <=
+            DoubleField(*running, {"coldStartFraction"}) &&
+        DoubleField(r, {"costPerHour"}) < DoubleField(*best, {"costPerHour"})) {
+      best = &r;
+    }
+  }
+  const double run_cost = DoubleField(*running, {"costPerHour"});
+  if (best == running) {
+    absl::StrAppend(&out, "No policy replayed was cheaper at ",
+                    CandidateName(*running),
+                    "'s attainment and cold share or better.\n");
+  } else {
+    const double cost = DoubleField(*best, {"costPerHour"});
+    absl::StrAppend(
+        &out, absl::StrFormat(
+                  "%s would have cost $%.4f/h at the same attainment and cold "
+                  "share or better, against $%.4f/h running (%.0f%% less).\n",
+                  CandidateName(*best), cost, run_cost,
+                  run_cost > 0 ? 100 * (1 - cost / run_cost) : 0.0));
+  }
+  return out;
+}
+
 // The spot split and its risk.
 std::string SpotText(const json& e, const std::string& spot_replicas) {
   return absl::StrFormat(
@@ -208,8 +286,8 @@ std::string ExplainText(const json& ia) {
           std::abs(always_on - cost)));
   absl::StrAppend(&out, KeepAliveText(status, e), WarmPoolText(e),
                   TiersText(status, e), SpotText(e, spot_replicas),
-                  HistoryText(status), "\nConditions: ", Conditions(status),
-                  "\n");
+                  HistoryText(status), CounterfactualText(status),
+                  "\nConditions: ", Conditions(status), "\n");
   return out;
 }
 

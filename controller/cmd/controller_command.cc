@@ -76,6 +76,12 @@ void DeclarePolicy(FlagSet& f, ControllerArgs& a) {
                 }
                 return absl::OkStatus();
               })
+      .Add("counterfactual-every", &a.o.counterfactual_every, "DURATION",
+           "replay each endpoint's recorded traffic through pilotlight and "
+           "the simple policies this often, off the tick path "
+           "(status.counterfactual, `pilotlight explain`; 0: never)")
+      .Add("counterfactual-cpu", &a.o.counterfactual_cpu, "CORES",
+           "the replays' CPU, on average, of one thread (0.01-1)")
       .Add("decision-log", &a.decision_log, "FILE.jsonl",
            "append each decision with the demand and replicas it was made "
            "on, one JSON line (as `pilotlight simulate --decision-log`; for "

@@ -22,6 +22,7 @@
 #include "controller/kube/work_queue.h"
 #include "controller/process/log.h"
 #include "controller/runtime/activator_demand.h"
+#include "controller/runtime/counterfactuals.h"
 #include "controller/runtime/gpu_class_cache.h"
 #include "controller/runtime/kube_writers.h"
 #include "controller/runtime/merged_demand.h"
@@ -186,6 +187,8 @@ class Controller::Impl : public api::DemandReceiver {
   std::unique_ptr<grpc::Server> grpc_;
   std::unique_ptr<GpuClassCache> gpu_classes_;
   cluster::ClusterIndex index_{options_.notice_taints};
+  // Before the reconciler, which points to it: gone after it.
+  std::unique_ptr<CounterfactualReplayer> counterfactuals_;
   std::unique_ptr<Reconciler> reconciler_;
 
   std::atomic<double> tick_cpu_acc_{0};
@@ -208,6 +211,13 @@ void Controller::Impl::Wire() {
                        *gpu_classes_, *merged_demand_},
       clock_, metrics_, options_.policy);
   reconciler_->set_decision_log(options_.decision_log);
+  if (options_.counterfactual_every > absl::ZeroDuration()) {
+    CounterfactualOptions c;
+    c.every = options_.counterfactual_every;
+    c.cpu_budget = options_.counterfactual_cpu;
+    counterfactuals_ = std::make_unique<CounterfactualReplayer>(c);
+    reconciler_->set_counterfactuals(counterfactuals_.get());
+  }
 
   autoscalers_->AddHandler([this](EventType t, const json& ia) {
     Enqueue(index_.OnAutoscaler(t, ia));

@@ -66,6 +66,11 @@ struct ControllerOptions {
   int workers = 2;
   // Node taints that announce the node's end (cluster::ClusterIndex).
   std::vector<std::string> notice_taints = cluster::DefaultNoticeTaints();
+  // Each endpoint's recorded traffic replayed through other policies this
+  // often, on one thread within cpu_budget (status.counterfactual;
+  // counterfactuals.h). every 0: none.
+  absl::Duration counterfactual_every = absl::Minutes(10);
+  double counterfactual_cpu = 0.5;
   // Each decision as a policy::DecisionRecord line (--decision-log); called
   // from the worker threads at once, so it must be thread-safe.
   std::function<void(const std::string&)> decision_log;

@@ -43,7 +43,7 @@ json ToMergePatch(const EndpointStatus& s, const DecisionNote& note) {
     for (const char* k :
          {"variants", "replicas", "tier", "warmPool", "concurrencyPerReplica",
           "keepAliveSeconds", "keepAliveUntil", "costPerHour", "coldStart",
-          "lastDecision", "economics", "trafficHistory"}) {
+          "lastDecision", "economics", "trafficHistory", "counterfactual"}) {
       out[k] = nullptr;
     }
     return out;
@@ -84,6 +84,7 @@ json ToMergePatch(const EndpointStatus& s, const DecisionNote& note) {
                          {"message", note.message.substr(0, 1024)}};
   out["economics"] = note.economics;
   out["trafficHistory"] = note.history;
+  out["counterfactual"] = note.counterfactual;
   return out;
 }
 

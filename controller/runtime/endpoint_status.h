@@ -71,6 +71,8 @@ struct EndpointStatus {
   absl::Duration cold_start_p90;
   absl::Duration cold_start_lead;
   std::string reason;  // of the last decision
+  // The replay status.counterfactual shows (a new one is a change).
+  std::optional<absl::Time> counterfactual_at;
   bool operator==(const EndpointStatus&) const = default;
 };
 
@@ -87,6 +89,9 @@ struct DecisionNote {
   // status.trafficHistory: how much of the endpoint's own traffic is
   // recorded (TrafficHistoryJson; null when not decided).
   nlohmann::json history;
+  // status.counterfactual: the newest replay of the endpoint's recorded
+  // traffic through other policies (CounterfactualJson; null: none).
+  nlohmann::json counterfactual;
 };
 
 // The decision's economics as status.economics (CRD schema: the

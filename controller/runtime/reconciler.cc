@@ -17,6 +17,7 @@
 #include "controller/policy/decision_record.h"
 #include "controller/policy/knative_autoscaler.h"
 #include "controller/process/log.h"
+#include "controller/runtime/counterfactuals.h"
 #include "controller/runtime/disruption_guard.h"
 #include "controller/runtime/endpoint_status.h"
 #include "controller/runtime/leaving_pods.h"
@@ -62,6 +63,9 @@ std::optional<policy::Decision> Reconciler::LastDecision(
 // Deleted: forget it and its series; its Deployments keep their replicas.
 void Reconciler::Forget(const std::string& key) {
   in_.demand.Forget(key);  // what the demand sources keep for it
+  if (counterfactuals_ != nullptr) {
+    counterfactuals_->Forget(key);
+  }
   const std::lock_guard<std::mutex> lock(mu_);
   auto it = endpoints_.find(key);
   if (it == endpoints_.end()) {
@@ -101,6 +105,9 @@ absl::Status Reconciler::Reconcile(const std::string& key, Writers& w,
   Observed o = Observe(e, deps, now);
   const policy::Decision& d =
       DecideOnce(e, o, IntField(*ia, {"metadata", "generation"}), now);
+  if (leading) {
+    SubmitCounterfactual(e, o, now);
+  }
   std::string scaled;
   // Under KEDA its HPA writes the replicas, from the KEDA scaler's metric
   // (api::KedaScaler): two writers would fight.
@@ -213,7 +220,7 @@ absl::Status Reconciler::NotReady(Endpoint& e, const json& ia,
   if (!leading || (e.written && *e.written == e.status)) {
     return absl::OkStatus();
   }
-  const DecisionNote note{now, "", nullptr, nullptr};
+  const DecisionNote note{now, "", nullptr, nullptr, nullptr};
   PL_RETURN_IF_ERROR(w.status.PatchStatus(e.subject.ns, e.subject.name,
                                           ToMergePatch(e.status, note)));
   e.written = e.status;
@@ -270,6 +277,47 @@ Reconciler::Observed Reconciler::Observe(
 // policy's windows and rate limits count decisions), or at once when the
 // spec changed. A reconcile prompted by a pod or Deployment event in
 // between keeps the last decision.
+// The Ready replicas a replay of the record starts from, and every
+// `every` a replay of the record handed to the replayer (off this thread).
+void Reconciler::SubmitCounterfactual(Endpoint& e, const Observed& o,
+                                      absl::Time now) {
+  if (counterfactuals_ == nullptr || !e.parsed.ok() || !e.catalog) {
+    return;
+  }
+  std::vector<int> ready(o.snap.variants.size());
+  for (size_t i = 0; i < ready.size(); ++i) {
+    ready[i] = o.snap.variants[i].ready;
+  }
+  if (e.replicas.empty() ||
+      (e.replicas.back().second != ready &&
+       now - e.replicas.back().first >= absl::Minutes(1))) {
+    e.replicas.emplace_back(now, std::move(ready));
+  }
+  // The last entry at or before the record's window stays.
+  const absl::Time oldest = now - sim::TrafficRecordOptions{}.window;
+  while (e.replicas.size() >= 2 && e.replicas[1].first <= oldest) {
+    e.replicas.pop_front();
+  }
+  if (now < e.next_counterfactual) {
+    return;
+  }
+  e.next_counterfactual = now + counterfactuals_->options().every;
+  CounterfactualJob job;
+  job.key = absl::StrCat(e.subject.ns, "/", e.subject.name);
+  job.record = e.record;
+  job.replicas.assign(e.replicas.begin(), e.replicas.end());
+  job.spec = e.parsed->spec;
+  job.catalog = std::make_shared<const model::Catalog>(*e.catalog);
+  for (const policy::VariantState& v : o.snap.variants) {
+    if (v.cold_start.samples > 0) {
+      job.cold_start = v.cold_start.p50;
+      break;
+    }
+  }
+  job.target_utilization = config_.target_utilization;
+  counterfactuals_->Submit(std::move(job));
+}
+
 const policy::Decision& Reconciler::DecideOnce(Endpoint& e, Observed& o,
                                                int64_t generation,
                                                absl::Time now) {
@@ -443,11 +491,17 @@ absl::Status Reconciler::Publish(Endpoint& e, const policy::Decision& d,
   st.cold_start_p90 = cs.p90;
   st.cold_start_lead = d.cold_start_lead;
   st.reason = std::string(policy::ScaleReasonName(d.reason));
+  const std::optional<Counterfactual> cf =
+      counterfactuals_ != nullptr
+          ? counterfactuals_->Latest(absl::StrCat(a.ns, "/", a.name))
+          : std::nullopt;
+  st.counterfactual_at = cf ? std::optional<absl::Time>(cf->at) : std::nullopt;
   if (!leading || (e.written && *e.written == st && scaled.empty())) {
     return absl::OkStatus();
   }
   const DecisionNote note{now, d.message, EconomicsJson(d),
-                          TrafficHistoryJson(e.record)};
+                          TrafficHistoryJson(e.record),
+                          cf ? CounterfactualJson(*cf) : nullptr};
   PL_RETURN_IF_ERROR(
       w.status.PatchStatus(a.ns, a.name, ToMergePatch(st, note)));
   e.written = st;

@@ -60,6 +60,8 @@ enum class ReplicaPolicy { kPilotlight, kKnative };
 // controller decides and reports but writes no replicas (docs/keda.md).
 inline constexpr char kScaledByAnnotation[] = "pilotlight.dev/scaled-by";
 
+class CounterfactualReplayer;
+
 class Reconciler {
  public:
   Reconciler(policy::DeciderConfig config, ReconcilerInputs in,
@@ -77,6 +79,13 @@ class Reconciler {
   // the reconciling thread. Set before the first Reconcile.
   void set_decision_log(std::function<void(const std::string&)> log) {
     decision_log_ = std::move(log);
+  }
+
+  // Replays each endpoint's recorded traffic through other policies every
+  // replayer->options().every, on the leader (status.counterfactual). Set
+  // before the first Reconcile; null: none.
+  void set_counterfactuals(CounterfactualReplayer* replayer) {
+    counterfactuals_ = replayer;
   }
 
   // The endpoint's last decision (unset before the first).
@@ -106,6 +115,7 @@ class Reconciler {
   absl::Status Publish(Endpoint& e, const policy::Decision& d,
                        const Observed& o, const std::string& scaled, Writers& w,
                        bool leading, absl::Time now);
+  void SubmitCounterfactual(Endpoint& e, const Observed& o, absl::Time now);
   void UpdateGauges(Endpoint& e, const std::vector<int>& desired,
                     const Observed& o, const policy::Decision& d);
   void RemoveGauges(Endpoint& e);
@@ -119,6 +129,7 @@ class Reconciler {
   const kube::Clock& clock_;
   Metrics& metrics_;
   std::function<void(const std::string&)> decision_log_;
+  CounterfactualReplayer* counterfactuals_ = nullptr;
   mutable std::mutex mu_;  // the map; each Endpoint is its worker's
   std::map<std::string, std::unique_ptr<Endpoint>> endpoints_;
 };

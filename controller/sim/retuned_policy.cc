@@ -146,22 +146,11 @@ class RetunedPolicy final : public ScalingPolicy {
   // token histograms counted them (before any completed: the spec's
   // typical size), and with service times the mean by Little's law.
   EndpointTrace Past(absl::Time now, absl::Duration window) const {
-    EndpointTrace t = record_.Replay(now - window, now, config_.spec.name);
-    const double service =
-        arrivals_ > 0 ? busy_seconds_ / arrivals_ : 1.0;  // seconds
-    const bool sized = record_.has_sizes();
-    for (Request& r : t.requests) {
-      if (!sized) {
-        r.input_tokens =
-            static_cast<uint32_t>(config_.spec.workload.prompt_tokens);
-        r.output_tokens =
-            static_cast<uint32_t>(config_.spec.workload.output_tokens);
-      }
-      if (service_times_) {
-        r.service_s = static_cast<float>(service);
-      }
-    }
-    return t;
+    return RecordedPast(
+        record_, now, window, config_.spec,
+        service_times_ ? std::optional<double>(
+                             arrivals_ > 0 ? busy_seconds_ / arrivals_ : 1.0)
+                       : std::nullopt);
   }
 
   bool Meets(const Replayed& r) const {
@@ -344,6 +333,24 @@ class RetunedPolicy final : public ScalingPolicy {
 
 }  // namespace
 
+EndpointTrace RecordedPast(const TrafficRecord& record, absl::Time now,
+                           absl::Duration window,
+                           const policy::EndpointSpec& spec,
+                           std::optional<double> service_s) {
+  EndpointTrace t = record.Replay(now - window, now, spec.name);
+  const bool sized = record.has_sizes();
+  for (Request& r : t.requests) {
+    if (!sized) {
+      r.input_tokens = static_cast<uint32_t>(spec.workload.prompt_tokens);
+      r.output_tokens = static_cast<uint32_t>(spec.workload.output_tokens);
+    }
+    if (service_s) {
+      r.service_s = static_cast<float>(*service_s);
+    }
+  }
+  return t;
+}
+
 std::optional<PastReplay> ReplayPast(
     const TrafficRecord& record, absl::Time now, const SimConfig& config,
     const std::vector<ServiceModel>& models, bool service_times,
@@ -352,7 +359,8 @@ std::optional<PastReplay> ReplayPast(
     const std::function<std::vector<int>(absl::Time)>& replicas_at) {
   // The replay covers as much of the record as the request budget allows
   // (a sparse endpoint's whole day, a busy one's last minutes).
-  absl::Duration window = record.Covered();
+  absl::Duration window =
+      std::min(record.Covered(), options.max_replayed_window);
   while (window > kShortestWindow && record.ArrivalsBetween(now - window, now) >
                                          options.max_replayed_requests) {
     window = std::max(kShortestWindow, window / 2);

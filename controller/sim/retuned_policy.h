@@ -56,6 +56,8 @@ struct RetuneOptions {
   // A busy endpoint replays less of the record: at most this many requests
   // (down to 5 min of it).
   int64_t max_replayed_requests = 200000;
+  // Nor more of the past than this (a fresh replay's CPU grows with it).
+  absl::Duration max_replayed_window = absl::InfiniteDuration();
   // With fewer measured in the replay, the defaults are followed: a 1 %
   // cold-start budget is two requests in 200.
   int64_t min_replayed_requests = 200;
@@ -84,6 +86,15 @@ struct RetuneOptions {
 // Pilotlight at 1.0 (its default, followed first), 0.7 and 0.5; keep-alive
 // 1, 2, 5, 10, 20 and 60 min; Knative at 0.7; KEDA at 0.7 and 0.4.
 std::vector<RetuneCandidate> DefaultRetuneCandidates();
+
+// The record's last `window` before `now` as a trace: its requests sized
+// as the record's histograms say, or (none recorded) as the spec's typical
+// request; each served in `service_s` when given (a trace's own service
+// times).
+EndpointTrace RecordedPast(const TrafficRecord& record, absl::Time now,
+                           absl::Duration window,
+                           const policy::EndpointSpec& spec,
+                           std::optional<double> service_s);
 
 // One candidate's replay of an endpoint's recorded past.
 struct ReplayedCandidate {

@@ -119,7 +119,7 @@ TEST(EndpointStatusTest, MergePatchClearsStaleFields) {
   EndpointStatus s;
   s.observed_generation = 4;
   s.conditions.Set("Ready", false, "InvalidSpec", "spec.model: bad", kNow);
-  const json p = ToMergePatch(s, {kNow, "", nullptr, nullptr});
+  const json p = ToMergePatch(s, {kNow, "", nullptr, nullptr, nullptr});
   EXPECT_EQ(p["observedGeneration"], 4);
   EXPECT_TRUE(p.contains("tier") && p["tier"].is_null());
   EXPECT_TRUE(p["lastDecision"].is_null());
@@ -135,13 +135,14 @@ TEST(EndpointStatusTest, MergePatchClearsStaleFields) {
   b.cold_start_lead = absl::Seconds(1);
   EXPECT_FALSE(a == b);
   const json ready = ToMergePatch(
-      a, {kNow, "steady", {{"costPerHour", 1}}, {{"seconds", 60}}});
+      a, {kNow, "steady", {{"costPerHour", 1}}, {{"seconds", 60}}, nullptr});
   EXPECT_EQ(ready["keepAliveUntil"], FormatRfc3339(kNow));
   EXPECT_EQ(ready["economics"]["costPerHour"], 1);
   EXPECT_EQ(ready["trafficHistory"]["seconds"], 60);
   a.keep_alive_until.reset();
-  EXPECT_TRUE(ToMergePatch(a, {kNow, "", nullptr, nullptr})["keepAliveUntil"]
-                  .is_null());
+  EXPECT_TRUE(
+      ToMergePatch(a, {kNow, "", nullptr, nullptr, nullptr})["keepAliveUntil"]
+          .is_null());
 }
 
 // status.economics carries the decision's numbers, rounded; a hold has

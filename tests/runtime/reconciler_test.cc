@@ -4,6 +4,7 @@
 // RecordingWriters keeps the patches, statuses and Events. No API server,
 // no sleeps: each Tick() settles the cluster, opens a demand epoch and
 // reconciles once, then moves the fake clock.
+#include "controller/runtime/counterfactuals.h"
 #include "tests/runtime/reconciler_fixture.h"
 
 namespace pilotlight::runtime {
@@ -280,6 +281,36 @@ TEST_F(ReconcilerTest, TrafficHistoryCountsArrivalsAndRestartsAfterAGap) {
   EXPECT_EQ(h["since"], FormatRfc3339(back));
   EXPECT_EQ(h["seconds"], 0);
   EXPECT_EQ(h["requests"], 0);  // came while nobody looked
+}
+
+// status.counterfactual: every 10 min the leader replays the endpoint's
+// recorded traffic through pilotlight as it runs and the simple policies;
+// until the record can support a replay, it says why.
+TEST_F(ReconcilerTest, CounterfactualsOfItsOwnTrafficInTheStatus) {
+  CounterfactualOptions co;
+  co.synchronous = true;
+  CounterfactualReplayer replayer(co);
+  Pool("chat-a100", "a100-80gb", kOnDemand, 1);
+  Endpoint({Variant("chat-a100", ClassName("a100-80gb", kOnDemand))});
+  reconciler_->set_counterfactuals(&replayer);
+  demand_.Set([](absl::Time, int) { return InFlight(5, 1); });
+  Tick();
+  json cf = out_.status()["counterfactual"];
+  EXPECT_TRUE(cf["candidates"].empty());
+  EXPECT_THAT(cf["note"].get<std::string>(),
+              HasSubstr("0 min of unbroken history; a replay needs 30 min"));
+  // The first replay whose measured part (after a warm-up of at most half)
+  // spans 30 min: at 60 min.
+  RunFor(absl::Minutes(65));
+  cf = out_.status()["counterfactual"];
+  ASSERT_EQ(cf["candidates"].size(), 12U) << cf.dump();
+  EXPECT_EQ(cf["candidates"][0]["policy"], "pilotlight");
+  EXPECT_EQ(cf["candidates"][0]["running"], true);
+  EXPECT_GT(cf["candidates"][0]["costPerHour"].get<double>(), 0);
+  EXPECT_GT(cf["requests"].get<int64_t>(), 200);
+  EXPECT_EQ(cf["windowSeconds"], 3600);
+  // A new replay is a change of the status: written as it came.
+  EXPECT_EQ(cf["time"], FormatRfc3339(kT0 + absl::Minutes(60)));
 }
 
 // A cheaper tier: switched after the hysteresis, and the old Deployment is

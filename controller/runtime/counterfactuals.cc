@@ -1,0 +1,223 @@
+#include "controller/runtime/counterfactuals.h"
+
+#include <time.h>
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "controller/base/json_fields.h"
+#include "controller/sim/simulator.h"
+
+namespace pilotlight::runtime {
+
+namespace {
+
+using json = nlohmann::json;
+
+// This thread's CPU seconds.
+double ThreadCpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) +
+         static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+std::string Minutes(absl::Duration d) {
+  return absl::StrCat(absl::ToInt64Minutes(d), " min");
+}
+
+}  // namespace
+
+sim::RetuneOptions CounterfactualOptions::DefaultReplay() {
+  sim::RetuneOptions o;
+  o.candidates = sim::DefaultRetuneCandidates();
+  // The last two hours at most (enough to rebuild an hour's keep-alive and
+  // measure the hour after), and 100,000 requests (a busy endpoint's last
+  // hour): a bounded CPU per endpoint (tests/bench/retune_bench.cc).
+  o.max_replayed_window = absl::Hours(2);
+  o.max_replayed_requests = 100000;
+  return o;
+}
+
+CounterfactualReplayer::CounterfactualReplayer(CounterfactualOptions options)
+    : options_(std::move(options)) {
+  if (!options_.synchronous) {
+    thread_ = std::thread([this] { Loop(); });
+  }
+}
+
+CounterfactualReplayer::~CounterfactualReplayer() {
+  {
+    const std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) {
+    thread_.join();
+  }
+}
+
+void CounterfactualReplayer::Submit(CounterfactualJob job) {
+  if (options_.synchronous) {
+    Counterfactual c = Replay(job, options_.replay);
+    const std::lock_guard<std::mutex> lock(mu_);
+    latest_[job.key] = std::move(c);
+    return;
+  }
+  {
+    const std::lock_guard<std::mutex> lock(mu_);
+    forgotten_.erase(job.key);
+    const auto same = std::find_if(
+        queue_.begin(), queue_.end(),
+        [&](const CounterfactualJob& q) { return q.key == job.key; });
+    if (same != queue_.end()) {
+      *same = std::move(job);
+    } else {
+      queue_.push_back(std::move(job));
+    }
+  }
+  cv_.notify_one();
+}
+
+std::optional<Counterfactual> CounterfactualReplayer::Latest(
+    const std::string& key) const {
+  const std::lock_guard<std::mutex> lock(mu_);
+  const auto it = latest_.find(key);
+  if (it == latest_.end()) {
+    return std::nullopt;
+  }
+  return it->second;
+}
+
+void CounterfactualReplayer::Forget(const std::string& key) {
+  const std::lock_guard<std::mutex> lock(mu_);
+  latest_.erase(key);
+  std::erase_if(queue_,
+                [&](const CounterfactualJob& q) { return q.key == key; });
+  forgotten_.insert(key);
+}
+
+void CounterfactualReplayer::Loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+    if (stop_) {
+      return;
+    }
+    const CounterfactualJob job = std::move(queue_.front());
+    queue_.pop_front();
+    lock.unlock();
+    const double start = ThreadCpuSeconds();
+    Counterfactual c = Replay(job, options_.replay);
+    const double cpu = ThreadCpuSeconds() - start;
+    lock.lock();
+    if (forgotten_.erase(job.key) == 0) {
+      latest_[job.key] = std::move(c);
+    }
+    // The CPU budget: idle in proportion to what the replay took.
+    const double budget = std::clamp(options_.cpu_budget, 0.01, 1.0);
+    const absl::Duration rest = absl::Seconds(cpu * (1 / budget - 1));
+    cv_.wait_for(lock, absl::ToChronoNanoseconds(rest), [&] { return stop_; });
+    if (stop_) {
+      return;
+    }
+  }
+}
+
+Counterfactual CounterfactualReplayer::Replay(
+    const CounterfactualJob& job, const sim::RetuneOptions& options) {
+  Counterfactual out;
+  const sim::TrafficRecord& record = job.record;
+  out.at = record.covered_since() + record.Covered();
+  if (record.covered_since() == absl::InfinitePast() || !job.catalog ||
+      job.spec.variants.empty()) {
+    out.note = "no traffic recorded yet";
+    return out;
+  }
+  if (record.Covered() < options.min_history) {
+    out.note = absl::StrCat(Minutes(record.Covered()),
+                            " of unbroken history; a replay needs ",
+                            Minutes(options.min_history));
+    return out;
+  }
+  sim::SimConfig config;
+  config.spec = job.spec;
+  config.catalog = job.catalog.get();
+  config.cold_start = job.cold_start;
+  absl::StatusOr<std::vector<sim::ServiceModel>> models =
+      sim::BuildServiceModels(config, false);
+  if (!models.ok()) {
+    out.note = absl::StrCat("cannot model the endpoint's servers: ",
+                            models.status().message());
+    return out;
+  }
+  sim::RetuneOptions o = options;
+  if (o.candidates.empty()) {
+    out.note = "no candidates";
+    return out;
+  }
+  // The first is pilotlight as the controller runs it.
+  o.candidates[0] = {"pilotlight", job.target_utilization};
+  const absl::Time now = out.at;
+  const std::optional<sim::PastReplay> r = sim::ReplayPast(
+      record, now, config, *models, false, o,
+      [&](absl::Duration window) {
+        return sim::RecordedPast(record, now, window, job.spec, std::nullopt);
+      },
+      [&](absl::Time t) {
+        std::vector<int> at;
+        for (const auto& [when, ready] : job.replicas) {
+          if (when > t) {
+            break;
+          }
+          at = ready;
+        }
+        return at;
+      });
+  if (!r) {
+    out.note = absl::StrCat(
+        "too little to replay: a replay measures at least ",
+        o.min_replayed_requests, " requests over ",
+        Minutes(o.min_replayed_span), " (",
+        record.ArrivalsBetween(record.covered_since(), now + absl::Seconds(1)),
+        " requests in ", Minutes(record.Covered()), " recorded)");
+    return out;
+  }
+  out.window = r->window;
+  out.warmup = r->warmup;
+  out.requests = r->measured_requests;
+  const double hours = absl::ToDoubleHours(r->window - r->warmup);
+  for (size_t i = 0; i < r->candidates.size(); ++i) {
+    const sim::ReplayedCandidate& c = r->candidates[i];
+    out.rows.push_back({o.candidates[i].policy, o.candidates[i].knob,
+                        hours > 0 ? c.cost_usd / hours : 0, c.attainment,
+                        c.cold, c.eligible, i == 0});
+  }
+  return out;
+}
+
+json CounterfactualJson(const Counterfactual& c) {
+  // Four decimals: dollars to 1/100 cent, shares to 1/100 %.
+  const auto r4 = [](double v) { return std::round(v * 1e4) / 1e4; };
+  json rows = json::array();
+  for (const CounterfactualRow& row : c.rows) {
+    rows.push_back({{"policy", row.policy},
+                    {"setting", row.knob},
+                    {"costPerHour", r4(row.cost_per_hour)},
+                    {"sloAttainment", r4(row.attainment)},
+                    {"coldStartFraction", r4(row.cold)},
+                    {"replayedAsItRuns", row.eligible},
+                    {"running", row.running}});
+  }
+  return {{"time",
+           c.at == absl::InfinitePast() ? json() : json(FormatRfc3339(c.at))},
+          {"windowSeconds", absl::ToInt64Seconds(c.window)},
+          {"warmupSeconds", absl::ToInt64Seconds(c.warmup)},
+          {"requests", c.requests},
+          {"candidates", rows},
+          {"note", c.note}};
+}
+
+}  // namespace pilotlight::runtime
