@@ -215,6 +215,10 @@ void Controller::Impl::Wire() {
     CounterfactualOptions c;
     c.every = options_.counterfactual_every;
     c.cpu_budget = options_.counterfactual_cpu;
+    c.on_replay = [this](double cpu) {
+      metrics_.counterfactual_replays.Increment();
+      metrics_.counterfactual_cpu.Increment(cpu);
+    };
     counterfactuals_ = std::make_unique<CounterfactualReplayer>(c);
     reconciler_->set_counterfactuals(counterfactuals_.get());
   }

@@ -61,7 +61,11 @@ CounterfactualReplayer::~CounterfactualReplayer() {
 
 void CounterfactualReplayer::Submit(CounterfactualJob job) {
   if (options_.synchronous) {
+    const double start = ThreadCpuSeconds();
     Counterfactual c = Replay(job, options_.replay);
+    if (options_.on_replay) {
+      options_.on_replay(ThreadCpuSeconds() - start);
+    }
     const std::lock_guard<std::mutex> lock(mu_);
     latest_[job.key] = std::move(c);
     return;
@@ -112,6 +116,9 @@ void CounterfactualReplayer::Loop() {
     const double start = ThreadCpuSeconds();
     Counterfactual c = Replay(job, options_.replay);
     const double cpu = ThreadCpuSeconds() - start;
+    if (options_.on_replay) {
+      options_.on_replay(cpu);
+    }
     lock.lock();
     if (forgotten_.erase(job.key) == 0) {
       latest_[job.key] = std::move(c);

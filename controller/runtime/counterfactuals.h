@@ -19,6 +19,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -80,6 +81,8 @@ struct CounterfactualOptions {
   double cpu_budget = 0.5;
   // Tests: Submit replays at once on the caller's thread.
   bool synchronous = false;
+  // Called after each replay with the CPU it took (metrics).
+  std::function<void(double cpu_seconds)> on_replay;
   // The candidates, the request budget, the floors (sim::RetuneOptions;
   // its first candidate is replaced by pilotlight as the controller runs
   // it).

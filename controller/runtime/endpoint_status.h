@@ -71,7 +71,8 @@ struct EndpointStatus {
   absl::Duration cold_start_p90;
   absl::Duration cold_start_lead;
   std::string reason;  // of the last decision
-  // The replay status.counterfactual shows (a new one is a change).
+  // The replay status.counterfactual shows, when it has candidates (a new
+  // one is a change).
   std::optional<absl::Time> counterfactual_at;
   bool operator==(const EndpointStatus&) const = default;
 };

@@ -151,7 +151,21 @@ struct Metrics {
                   .Help("Endpoints reconciled at once because an activator "
                         "holds requests for them with no ready replica")
                   .Register(r)
-                  .Add({})) {}
+                  .Add({})),
+        counterfactual_replays(
+            prometheus::BuildCounter()
+                .Name("pilotlight_counterfactual_replays_total")
+                .Help("Endpoints' recorded traffic replayed through the "
+                      "candidate policies (status.counterfactual)")
+                .Register(r)
+                .Add({})),
+        counterfactual_cpu(
+            prometheus::BuildCounter()
+                .Name("pilotlight_counterfactual_cpu_seconds_total")
+                .Help("CPU those replays took (their thread keeps to "
+                      "--counterfactual-cpu of a core)")
+                .Register(r)
+                .Add({})) {}
 
   prometheus::Family<prometheus::Gauge>& desired;
   prometheus::Family<prometheus::Gauge>& ready;
@@ -188,6 +202,8 @@ struct Metrics {
   prometheus::Counter& activator_reports;
   prometheus::Histogram& poke_to_patch;
   prometheus::Counter& pokes;
+  prometheus::Counter& counterfactual_replays;
+  prometheus::Counter& counterfactual_cpu;
 };
 
 }  // namespace pilotlight::runtime

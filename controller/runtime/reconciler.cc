@@ -495,7 +495,12 @@ absl::Status Reconciler::Publish(Endpoint& e, const policy::Decision& d,
       counterfactuals_ != nullptr
           ? counterfactuals_->Latest(absl::StrCat(a.ns, "/", a.name))
           : std::nullopt;
-  st.counterfactual_at = cf ? std::optional<absl::Time>(cf->at) : std::nullopt;
+  // A new table is a change of the status; a note (too little history)
+  // goes along with other changes only, so idle endpoints' statuses are
+  // not rewritten every replay.
+  st.counterfactual_at = cf && !cf->rows.empty()
+                             ? std::optional<absl::Time>(cf->at)
+                             : std::nullopt;
   if (!leading || (e.written && *e.written == st && scaled.empty())) {
     return absl::OkStatus();
   }

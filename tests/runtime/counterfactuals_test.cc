@@ -3,6 +3,7 @@
 // record cannot support a replay, and the thread that runs it.
 #include "controller/runtime/counterfactuals.h"
 
+#include <atomic>
 #include <chrono>
 #include <random>
 #include <thread>
@@ -115,6 +116,11 @@ TEST(CounterfactualsTest, ARecordThatCannotSupportAReplaySaysWhy) {
 TEST(CounterfactualsTest, ReplaysOffTheCallersThread) {
   CounterfactualOptions o;
   o.cpu_budget = 1.0;
+  std::atomic<int> replays = 0;
+  o.on_replay = [&](double cpu) {
+    EXPECT_GT(cpu, 0);
+    ++replays;
+  };
   CounterfactualReplayer replayer(o);
   replayer.Submit(Job(60, 1.0));
   std::optional<Counterfactual> c;
@@ -124,6 +130,7 @@ TEST(CounterfactualsTest, ReplaysOffTheCallersThread) {
   }
   ASSERT_TRUE(c) << "no replay within 60 s";
   EXPECT_EQ(c->rows.size(), 12U) << c->note;
+  EXPECT_EQ(replays, 1);
   replayer.Forget("ml/chat");
   EXPECT_FALSE(replayer.Latest("ml/chat"));
   EXPECT_FALSE(replayer.Latest("ml/other"));
