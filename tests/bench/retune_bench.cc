@@ -25,19 +25,14 @@
 #include "controller/runtime/counterfactuals.h"
 #include "controller/sim/baselines.h"
 #include "controller/sim/simulator.h"
+#include "tests/bench/traffic_mix.h"
 #include "tests/sim/one_variant_config.h"
 
 namespace pilotlight::sim {
 namespace {
 
-struct Class {
-  const char* name;
-  double share;  // of the endpoints
-  double rate;   // requests a second
-};
-constexpr Class kClasses[] = {{"busy (20/s)", 0.1, 20},
-                              {"moderate (0.2/s)", 0.3, 0.2},
-                              {"sparse (4/h)", 0.6, 4.0 / 3600}};
+using Class = bench::TrafficClass;
+constexpr const auto& kClasses = bench::kTrafficMix;
 constexpr double kFleet = 10000;
 
 EndpointTrace Poisson(double rate, double seconds, uint64_t seed) {

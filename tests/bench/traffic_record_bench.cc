@@ -16,18 +16,13 @@
 #include <vector>
 
 #include "controller/sim/traffic_record.h"
+#include "tests/bench/traffic_mix.h"
 
 namespace pilotlight::sim {
 namespace {
 
-struct Class {
-  const char* name;
-  double share;  // of the endpoints
-  double rate;   // requests a second
-};
-constexpr Class kClasses[] = {{"busy (20/s)", 0.1, 20},
-                              {"moderate (0.2/s)", 0.3, 0.2},
-                              {"sparse (4/h)", 0.6, 4.0 / 3600}};
+using Class = bench::TrafficClass;
+constexpr const auto& kClasses = bench::kTrafficMix;
 
 int Run(int endpoints, double hours) {
   const absl::Time t0 = absl::FromUnixSeconds(1700000000);
