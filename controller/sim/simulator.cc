@@ -139,12 +139,8 @@ class Engine {
   const bool wants_sizes_;          // ScalingPolicy::WantsRequestSizes()
   const ReplayProgress& progress_;  // may be empty
   const bool service_times_;        // the trace's own service times
-  // A replay of an endpoint's past (SimConfig::initial_replicas given),
-  // and whether any replica is up at its start.
+  // A replay of an endpoint's past (SimConfig::initial_replicas given).
   const bool resumed_ = !config_.initial_replicas.empty();
-  const bool up_ =
-      std::any_of(config_.initial_replicas.begin(),
-                  config_.initial_replicas.end(), [](int n) { return n > 0; });
   // Measured from here: the warm-up's end, else everything (the clock
   // starts before 0, and a replica the oracle starts ahead of the first
   // arrival is paid for).
