@@ -250,6 +250,13 @@ TEST_F(ControllerTest, CalibratesCapacityFromTheServersOwnLatency) {
   EXPECT_LE(demand.value("capacityPerReplica", 0), 3) << demand.dump();
   EXPECT_NEAR(demand.value("decodeCalibration", 0.0), 1.5, 0.15);
   EXPECT_THAT(demand.value("calibration", ""), HasSubstr("x predicted"));
+  // The arrivals Prometheus counted are recorded, and the API server keeps
+  // the record's account in the status (the CRD's schema has it).
+  const json history =
+      Autoscaler("chat")["status"].value("trafficHistory", json::object());
+  EXPECT_GT(history.value("requests", 0), 0) << history.dump();
+  EXPECT_GT(history.value("seconds", 0), 0) << history.dump();
+  EXPECT_EQ(history.value("gaps", -1), 0) << history.dump();
   c.load->Stop();
   EXPECT_EQ(c.load->errors(), 0);
 }
