@@ -207,7 +207,9 @@ class RetunedPolicy final : public ScalingPolicy {
   // request budget, each candidate resumed from its copy there -- what it
   // had learned, as it runs -- and the replicas the endpoint had; the
   // requests of the refill before it are replayed unmeasured, the copies
-  // not yet asked. False: no snapshot's past holds enough requests.
+  // not yet asked. False: no snapshot's past fits the budget, or the one
+  // that does holds fewer than min_replayed_requests or spans less than
+  // min_replayed_span.
   bool ReplayFromSnapshot(absl::Time now, std::vector<Replayed>& results) {
     const Snapshot* from = nullptr;
     for (const Snapshot& snap : snapshots_) {
