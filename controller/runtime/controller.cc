@@ -1,7 +1,6 @@
 #include "controller/runtime/controller.h"
 
 #include <httplib.h>
-#include <sys/resource.h>
 
 #include <algorithm>
 #include <optional>
@@ -21,6 +20,7 @@
 #include "controller/kube/throttle.h"
 #include "controller/kube/work_queue.h"
 #include "controller/process/log.h"
+#include "controller/process/thread_cpu.h"
 #include "controller/runtime/activator_demand.h"
 #include "controller/runtime/counterfactuals.h"
 #include "controller/runtime/gpu_class_cache.h"
@@ -78,15 +78,6 @@ class PatchWatcher final : public ReplicaPatcher {
   const kube::Clock& clock_;
   std::optional<absl::Time> patched_at_;
 };
-
-// CPU time of the calling thread (a worker's reconciles, without the
-// informers' and the HTTP server's).
-double ThreadCpuSeconds() {
-  rusage u{};
-  ::getrusage(RUSAGE_THREAD, &u);
-  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
-         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
-}
 
 }  // namespace
 
@@ -507,7 +498,7 @@ void Controller::Impl::Worker() {
   PatchWatcher patcher(real.patcher, clock_);
   Writers writers{patcher, real.status, real.events};
   while (std::optional<std::string> key = queue_.Get()) {
-    const double cpu0 = ThreadCpuSeconds();
+    const double cpu0 = process::ThreadCpuSeconds();
     const absl::Time t0 = absl::Now();
     const absl::Status st = reconciler_->Reconcile(*key, writers, Leading());
     metrics_.reconcile.Observe(absl::ToDoubleSeconds(absl::Now() - t0));
@@ -520,7 +511,7 @@ void Controller::Impl::Worker() {
         poked && patched) {
       metrics_.poke_to_patch.Observe(absl::ToDoubleSeconds(*patched - *poked));
     }
-    const double cpu = ThreadCpuSeconds() - cpu0;
+    const double cpu = process::ThreadCpuSeconds() - cpu0;
     double cur = tick_cpu_acc_.load();
     while (!tick_cpu_acc_.compare_exchange_weak(cur, cur + cpu)) {
     }

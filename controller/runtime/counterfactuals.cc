@@ -1,13 +1,12 @@
 #include "controller/runtime/counterfactuals.h"
 
-#include <time.h>
-
 #include <algorithm>
 #include <cmath>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "controller/base/json_fields.h"
+#include "controller/process/thread_cpu.h"
 #include "controller/sim/simulator.h"
 
 namespace pilotlight::runtime {
@@ -15,14 +14,6 @@ namespace pilotlight::runtime {
 namespace {
 
 using json = nlohmann::json;
-
-// This thread's CPU seconds.
-double ThreadCpuSeconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) +
-         static_cast<double>(ts.tv_nsec) * 1e-9;
-}
 
 std::string Minutes(absl::Duration d) {
   return absl::StrCat(absl::ToInt64Minutes(d), " min");
@@ -61,11 +52,8 @@ CounterfactualReplayer::~CounterfactualReplayer() {
 
 void CounterfactualReplayer::Submit(CounterfactualJob job) {
   if (options_.synchronous) {
-    const double start = ThreadCpuSeconds();
-    Counterfactual c = Replay(job, options_.replay);
-    if (options_.on_replay) {
-      options_.on_replay(ThreadCpuSeconds() - start);
-    }
+    double cpu = 0;
+    Counterfactual c = TimedReplay(job, cpu);
     const std::lock_guard<std::mutex> lock(mu_);
     latest_[job.key] = std::move(c);
     return;
@@ -103,6 +91,17 @@ void CounterfactualReplayer::Forget(const std::string& key) {
   forgotten_.insert(key);
 }
 
+Counterfactual CounterfactualReplayer::TimedReplay(const CounterfactualJob& job,
+                                                   double& cpu) const {
+  const double start = process::ThreadCpuSeconds();
+  Counterfactual c = Replay(job, options_.replay);
+  cpu = process::ThreadCpuSeconds() - start;
+  if (options_.on_replay) {
+    options_.on_replay(cpu);
+  }
+  return c;
+}
+
 void CounterfactualReplayer::Loop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
@@ -113,12 +112,8 @@ void CounterfactualReplayer::Loop() {
     const CounterfactualJob job = std::move(queue_.front());
     queue_.pop_front();
     lock.unlock();
-    const double start = ThreadCpuSeconds();
-    Counterfactual c = Replay(job, options_.replay);
-    const double cpu = ThreadCpuSeconds() - start;
-    if (options_.on_replay) {
-      options_.on_replay(cpu);
-    }
+    double cpu = 0;
+    Counterfactual c = TimedReplay(job, cpu);
     lock.lock();
     if (forgotten_.erase(job.key) == 0) {
       latest_[job.key] = std::move(c);
@@ -173,23 +168,13 @@ Counterfactual CounterfactualReplayer::Replay(
       [&](absl::Duration window) {
         return sim::RecordedPast(record, now, window, job.spec, std::nullopt);
       },
-      [&](absl::Time t) {
-        std::vector<int> at;
-        for (const auto& [when, ready] : job.replicas) {
-          if (when > t) {
-            break;
-          }
-          at = ready;
-        }
-        return at;
-      });
+      job.replicas);
   if (!r) {
-    out.note = absl::StrCat(
-        "too little to replay: a replay measures at least ",
-        o.min_replayed_requests, " requests over ",
-        Minutes(o.min_replayed_span), " (",
-        record.ArrivalsBetween(record.covered_since(), now + absl::Seconds(1)),
-        " requests in ", Minutes(record.Covered()), " recorded)");
+    out.note = absl::StrCat("too little to replay: a replay measures at least ",
+                            o.min_replayed_requests, " requests over ",
+                            Minutes(o.min_replayed_span), " (",
+                            record.CoveredArrivals(), " requests in ",
+                            Minutes(record.Covered()), " recorded)");
     return out;
   }
   out.window = r->window;

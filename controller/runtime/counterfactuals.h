@@ -66,8 +66,7 @@ struct Counterfactual {
 struct CounterfactualJob {
   std::string key;  // "namespace/name"
   sim::TrafficRecord record;
-  // (since when, Ready replicas per variant), oldest first.
-  std::vector<std::pair<absl::Time, std::vector<int>>> replicas;
+  sim::ReplicaHistory replicas;
   policy::EndpointSpec spec;
   std::shared_ptr<const model::Catalog> catalog;  // the spec's classes
   std::optional<absl::Duration> cold_start;       // learned (p50)
@@ -112,6 +111,8 @@ class CounterfactualReplayer {
 
  private:
   void Loop();
+  // Replay, its CPU seconds in `cpu` and to on_replay.
+  Counterfactual TimedReplay(const CounterfactualJob& job, double& cpu) const;
 
   const CounterfactualOptions options_;
   mutable std::mutex mu_;

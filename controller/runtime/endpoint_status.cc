@@ -92,11 +92,7 @@ json TrafficHistoryJson(const sim::TrafficRecord& r) {
   const bool any = r.covered_since() != absl::InfinitePast();
   return {{"seconds", absl::ToInt64Seconds(r.Covered())},
           {"since", any ? json(FormatRfc3339(r.covered_since())) : json()},
-          // Those in the unbroken history (the record keeps older ones).
-          {"requests", any ? r.ArrivalsBetween(r.covered_since(),
-                                               r.covered_since() + r.Covered() +
-                                                   absl::Seconds(1))
-                           : 0},
+          {"requests", r.CoveredArrivals()},
           {"gaps", r.gaps()},
           {"clockJumps", r.clock_jumps()},
           {"bytes", r.bytes()}};

@@ -273,10 +273,6 @@ Reconciler::Observed Reconciler::Observe(
   return o;
 }
 
-// Stage 3: one demand sample per demand epoch, one decision per sample (the
-// policy's windows and rate limits count decisions), or at once when the
-// spec changed. A reconcile prompted by a pod or Deployment event in
-// between keeps the last decision.
 // The Ready replicas a replay of the record starts from, and every
 // `every` a replay of the record handed to the replayer (off this thread).
 void Reconciler::SubmitCounterfactual(Endpoint& e, const Observed& o,
@@ -288,16 +284,7 @@ void Reconciler::SubmitCounterfactual(Endpoint& e, const Observed& o,
   for (size_t i = 0; i < ready.size(); ++i) {
     ready[i] = o.snap.variants[i].ready;
   }
-  if (e.replicas.empty() ||
-      (e.replicas.back().second != ready &&
-       now - e.replicas.back().first >= absl::Minutes(1))) {
-    e.replicas.emplace_back(now, std::move(ready));
-  }
-  // The last entry at or before the record's window stays.
-  const absl::Time oldest = now - sim::TrafficRecordOptions{}.window;
-  while (e.replicas.size() >= 2 && e.replicas[1].first <= oldest) {
-    e.replicas.pop_front();
-  }
+  e.replicas.Record(now, std::move(ready));
   if (now < e.next_counterfactual) {
     return;
   }
@@ -305,7 +292,7 @@ void Reconciler::SubmitCounterfactual(Endpoint& e, const Observed& o,
   CounterfactualJob job;
   job.key = absl::StrCat(e.subject.ns, "/", e.subject.name);
   job.record = e.record;
-  job.replicas.assign(e.replicas.begin(), e.replicas.end());
+  job.replicas = e.replicas;
   job.spec = e.parsed->spec;
   job.catalog = std::make_shared<const model::Catalog>(*e.catalog);
   for (const policy::VariantState& v : o.snap.variants) {
@@ -318,6 +305,10 @@ void Reconciler::SubmitCounterfactual(Endpoint& e, const Observed& o,
   counterfactuals_->Submit(std::move(job));
 }
 
+// Stage 3: one demand sample per demand epoch, one decision per sample (the
+// policy's windows and rate limits count decisions), or at once when the
+// spec changed. A reconcile prompted by a pod or Deployment event in
+// between keeps the last decision.
 const policy::Decision& Reconciler::DecideOnce(Endpoint& e, Observed& o,
                                                int64_t generation,
                                                absl::Time now) {

@@ -5,7 +5,6 @@
 // controller/runtime.
 #pragma once
 
-#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -53,10 +52,9 @@ struct Reconciler::Endpoint {
   // own traffic: a read without them, or a partial one, is not a look, so
   // a stretch of them is a gap (status.trafficHistory).
   sim::TrafficRecord record;
-  // The Ready replicas per variant when they changed (at most one a
-  // minute, a day back), for a replay of the record to start from; and
-  // when the next replay is due.
-  std::deque<std::pair<absl::Time, std::vector<int>>> replicas;
+  // The Ready replicas a replay of the record starts from, and when the
+  // next replay is due.
+  sim::ReplicaHistory replicas;
   absl::Time next_counterfactual = absl::InfinitePast();
   EndpointStatus status;
   std::optional<EndpointStatus> written;  // the status last written

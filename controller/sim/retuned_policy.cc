@@ -14,8 +14,6 @@ namespace {
 
 // A busy endpoint's replay is cut to max_replayed_requests, down to this.
 constexpr absl::Duration kShortestWindow = absl::Minutes(5);
-// How often the replicas a replay starts from are recorded, at most.
-constexpr absl::Duration kReplicasEvery = absl::Minutes(1);
 // A replay starts with the replicas the endpoint had and none of the
 // requests it had in flight; it keeps those replicas this long while they
 // come back (LLM requests run for seconds to a minute or two).
@@ -109,37 +107,15 @@ class RetunedPolicy final : public ScalingPolicy {
     return o;
   }
 
-  // The Ready replicas per variant, once a minute at most: a replay of the
-  // past starts from those the endpoint had when that past began. While
-  // the endpoint is quiet (ticks skipped) they do not change.
+  // The Ready replicas per variant: a replay of the past starts from those
+  // the endpoint had when that past began. While the endpoint is quiet
+  // (ticks skipped) they do not change.
   void RecordReplicas(const Observation& o) {
     std::vector<int> ready(o.variants.size());
     for (size_t v = 0; v < ready.size(); ++v) {
       ready[v] = o.variants[v].ready;
     }
-    if (!replicas_.empty() &&
-        (replicas_.back().second == ready ||
-         o.now - replicas_.back().first < kReplicasEvery)) {
-      return;
-    }
-    replicas_.emplace_back(o.now, std::move(ready));
-    // Keep the last entry at or before the longest window's start.
-    const absl::Time oldest = o.now - TrafficRecordOptions{}.window;
-    while (replicas_.size() >= 2 && replicas_[1].first <= oldest) {
-      replicas_.pop_front();
-    }
-  }
-
-  // The Ready replicas at `t` as recorded (none before the first entry).
-  std::vector<int> ReplicasAt(absl::Time t) const {
-    std::vector<int> at;
-    for (const auto& [when, ready] : replicas_) {
-      if (when > t) {
-        break;
-      }
-      at = ready;
-    }
-    return at;
+    replicas_.Record(o.now, std::move(ready));
   }
 
   // The record of the past `window`, its requests sized as the engines'
@@ -257,8 +233,7 @@ class RetunedPolicy final : public ScalingPolicy {
   bool ReplayFresh(absl::Time now, std::vector<Replayed>& results) {
     const std::optional<PastReplay> r = ReplayPast(
         record_, now, replay_config_, models_, service_times_, options_,
-        [&](absl::Duration window) { return Past(now, window); },
-        [&](absl::Time t) { return ReplicasAt(t); });
+        [&](absl::Duration window) { return Past(now, window); }, replicas_);
     if (!r) {
       return false;
     }
@@ -319,8 +294,7 @@ class RetunedPolicy final : public ScalingPolicy {
   size_t pending_ = 0;  // the choice awaiting confirmation
   int pending_count_ = 0;
   std::optional<absl::Time> next_retune_;
-  // (since when, Ready replicas per variant), oldest first.
-  std::deque<std::pair<absl::Time, std::vector<int>>> replicas_;
+  ReplicaHistory replicas_;
   // At the last `snapshots` retunes, oldest first.
   struct Snapshot {
     absl::Time at;
@@ -358,7 +332,7 @@ std::optional<PastReplay> ReplayPast(
     const std::vector<ServiceModel>& models, bool service_times,
     const RetuneOptions& options,
     const std::function<EndpointTrace(absl::Duration)>& past,
-    const std::function<std::vector<int>(absl::Time)>& replicas_at) {
+    const ReplicaHistory& replicas) {
   // The replay covers as much of the record as the request budget allows
   // (a sparse endpoint's whole day, a busy one's last minutes).
   absl::Duration window =
@@ -399,7 +373,7 @@ std::optional<PastReplay> ReplayPast(
       out.measured_requests < options.min_replayed_requests) {
     return std::nullopt;
   }
-  c.initial_replicas = replicas_at(now - window);
+  c.initial_replicas = replicas.At(now - window);
   const EndpointTrace trace = past(window);
   const double duration = absl::ToDoubleSeconds(window);
   PolicyContext ctx{&c, &models, &trace, service_times, std::nullopt};

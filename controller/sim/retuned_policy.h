@@ -116,7 +116,7 @@ struct PastReplay {
 // The recorded past of an endpoint replayed through a fresh instance of
 // each of options.candidates, in the simulator's engine: as much of the
 // record before `now` as max_replayed_requests allows, from the Ready
-// replicas the endpoint had when it began (`replicas_at`; kept while the
+// replicas the endpoint had when it began (`replicas`; kept while the
 // requests in flight then refill), with a warm-up long enough to rebuild
 // what the candidates remember (at most half the replay). `past(window)`
 // is the record's last `window` as a trace, its requests sized as the
@@ -127,7 +127,7 @@ std::optional<PastReplay> ReplayPast(
     const std::vector<ServiceModel>& models, bool service_times,
     const RetuneOptions& options,
     const std::function<EndpointTrace(absl::Duration)>& past,
-    const std::function<std::vector<int>(absl::Time)>& replicas_at);
+    const ReplicaHistory& replicas);
 
 // `ctx.trace` is not read (the future is not the policy's to see).
 absl::StatusOr<ScalingPolicyPtr> MakeRetunedPolicy(const PolicyContext& ctx,

@@ -172,6 +172,14 @@ bool TrafficRecord::has_sizes() const {
                      [](uint32_t n) { return n > 0; });
 }
 
+int64_t TrafficRecord::CoveredArrivals() const {
+  if (covered_since_ == absl::InfinitePast()) {
+    return 0;
+  }
+  return ArrivalsBetween(covered_since_,
+                         covered_since_ + Covered() + absl::Seconds(1));
+}
+
 absl::Duration TrafficRecord::Covered() const {
   if (last_look_ == absl::InfinitePast()) {
     return absl::ZeroDuration();
@@ -315,6 +323,30 @@ EndpointTrace TrafficRecord::Replay(absl::Time from, absl::Time to,
     }
   });
   return t;
+}
+
+void ReplicaHistory::Record(absl::Time now, std::vector<int> ready) {
+  if (!entries_.empty() && (entries_.back().second == ready ||
+                            now - entries_.back().first < absl::Minutes(1))) {
+    return;
+  }
+  entries_.emplace_back(now, std::move(ready));
+  // Keep the last entry at or before the longest window's start.
+  const absl::Time oldest = now - TrafficRecordOptions{}.window;
+  while (entries_.size() >= 2 && entries_[1].first <= oldest) {
+    entries_.pop_front();
+  }
+}
+
+std::vector<int> ReplicaHistory::At(absl::Time t) const {
+  std::vector<int> at;
+  for (const auto& [when, ready] : entries_) {
+    if (when > t) {
+      break;
+    }
+    at = ready;
+  }
+  return at;
 }
 
 }  // namespace pilotlight::sim

@@ -21,6 +21,7 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <utility>
 #include <vector>
@@ -73,6 +74,9 @@ class TrafficRecord {
   int64_t arrivals() const { return arrivals_; }  // in the record now
   // The arrivals in [from, to), by the seconds they were put in.
   int64_t ArrivalsBetween(absl::Time from, absl::Time to) const;
+  // Those in the unbroken history, to the last look's second (the record
+  // keeps older ones, from before a gap).
+  int64_t CoveredArrivals() const;
   // Bytes the record holds (its arrivals' coding and histograms).
   int64_t bytes() const;
 
@@ -142,6 +146,19 @@ class TrafficRecord {
   absl::Time last_look_ = absl::InfinitePast();
   int clock_jumps_ = 0;
   int gaps_ = 0;
+};
+
+// The Ready replicas per variant as they changed, at most one entry a
+// minute, over a record's window: a replay of the record's past starts
+// from those the endpoint had when that past began. Pure.
+class ReplicaHistory {
+ public:
+  void Record(absl::Time now, std::vector<int> ready);
+  // The replicas at `t` (none before the first entry).
+  std::vector<int> At(absl::Time t) const;
+
+ private:
+  std::deque<std::pair<absl::Time, std::vector<int>>> entries_;
 };
 
 }  // namespace pilotlight::sim

@@ -16,12 +16,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "controller/model/catalog.h"
+#include "controller/process/thread_cpu.h"
 #include "controller/runtime/counterfactuals.h"
 #include "controller/sim/baselines.h"
 #include "controller/sim/simulator.h"
@@ -50,14 +50,6 @@ EndpointTrace Poisson(double rate, double seconds, uint64_t seed) {
   return e;
 }
 
-// This process's CPU seconds.
-double CpuSeconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) +
-         static_cast<double>(ts.tv_nsec) * 1e-9;
-}
-
 // CPU seconds of one replay of `e` under `policy`, and its result.
 double Replay(const SimConfig& config, const std::vector<ServiceModel>& models,
               const EndpointTrace& e, double seconds, const std::string& policy,
@@ -69,9 +61,9 @@ double Replay(const SimConfig& config, const std::vector<ServiceModel>& models,
                  std::string(p.status().message()).c_str());
     std::exit(1);
   }
-  const double start = CpuSeconds();
+  const double start = process::ThreadCpuSeconds();
   result = SimulateEndpoint(e, seconds, config, models, **p);
-  return CpuSeconds() - start;
+  return process::ThreadCpuSeconds() - start;
 }
 
 // The controller's replay of a record of `hours` of each class (looks
@@ -96,16 +88,16 @@ double ControllerReplays(const SimConfig& config, double hours, int per_class) {
       job.key = "e";
       job.spec = config.spec;
       job.catalog = std::make_shared<const model::Catalog>(*config.catalog);
-      job.replicas = {{t0, {1}}};
+      job.replicas.Record(t0, {1});
       std::mt19937_64 rng(seed++);
       std::poisson_distribution<int64_t> arrivals(2 * c.rate);
       for (int64_t k = 0; k <= static_cast<int64_t>(hours * 1800); ++k) {
         job.record.Add(t0 + absl::Seconds(2 * k), k == 0 ? 0 : arrivals(rng));
       }
-      const double start = CpuSeconds();
+      const double start = process::ThreadCpuSeconds();
       const runtime::Counterfactual r =
           runtime::CounterfactualReplayer::Replay(job, options.replay);
-      cpu += CpuSeconds() - start;
+      cpu += process::ThreadCpuSeconds() - start;
       minutes += absl::ToDoubleMinutes(r.window);
     }
     const double share = cpu / per_class / absl::ToDoubleSeconds(options.every);

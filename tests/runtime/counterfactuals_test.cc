@@ -29,7 +29,7 @@ CounterfactualJob Job(double minutes, double rate) {
   job.spec = c.spec;
   job.catalog = std::make_shared<const model::Catalog>(catalog);
   job.cold_start = absl::Seconds(40);
-  job.replicas = {{kT0, {1}}};
+  job.replicas.Record(kT0, {1});
   std::mt19937_64 rng(5);
   std::poisson_distribution<int64_t> arrivals(2 * rate);
   for (int k = 0; k <= minutes * 30; ++k) {
