@@ -59,7 +59,6 @@ struct Counterfactual {
   std::vector<CounterfactualRow> rows;  // the candidates, in their order
   // Without rows: why none were replayed.
   std::string note;
-  bool operator==(const Counterfactual&) const = default;
 };
 
 // What a replay needs, copied from the reconciler's endpoint.
