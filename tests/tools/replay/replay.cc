@@ -133,6 +133,13 @@ double RelativeDifference(double live, double sim) {
   return (live - sim) / std::abs(sim);
 }
 
+double ComparedRow::BeyondSpread() const {
+  if (InSpread()) {
+    return 0;
+  }
+  return RelativeDifference(live, live < sim_min ? sim_min : sim_max);
+}
+
 std::vector<ComparedRow> Compare(const ReplaySummary& live,
                                  const SimSpread& sim) {
   std::vector<ComparedRow> rows;

@@ -158,6 +158,9 @@ struct ComparedRow {
   double sim_max = 0;
   double diff = 0;  // RelativeDifference(live, sim)
   bool InSpread() const { return live >= sim_min && live <= sim_max; }
+  // 0 within the simulated runs' range; else RelativeDifference against its
+  // nearer end: how far the live figure lies from every simulated run.
+  double BeyondSpread() const;
 };
 std::vector<ComparedRow> Compare(const ReplaySummary& live,
                                  const SimSpread& sim);

@@ -232,6 +232,13 @@ TEST(CompareTest, RelativeToTheSimulatedMedianWithItsSpread) {
   EXPECT_EQ(rows[2].name, "cold-start requests");
   EXPECT_DOUBLE_EQ(rows[2].diff, -0.1);
   EXPECT_TRUE(rows[2].InSpread());  // 9 within 8-12
+  // From every simulated run: 120 lies 1/11 above the highest; 9 lies
+  // within; 72 lies 20 % below the lowest.
+  EXPECT_DOUBLE_EQ(rows[1].BeyondSpread(), 10.0 / 110);
+  EXPECT_DOUBLE_EQ(rows[2].BeyondSpread(), 0);
+  ComparedRow below = rows[1];
+  below.live = 72;
+  EXPECT_DOUBLE_EQ(below.BeyondSpread(), -0.2);
   std::ostringstream out;
   PrintComparison(rows, out);
   EXPECT_THAT(out.str(), ::testing::HasSubstr("+20.0% outside"));
