@@ -163,6 +163,8 @@ absl::StatusOr<GpuClassResource> ParseGpuClass(const json& object) {
                       Number(spec, "hostLinkGBps", "spec.", 32.0));
   PL_ASSIGN_OR_RETURN(r.gpu.max_gpus_per_node,
                       Int(spec, "maxGPUsPerNode", "spec.", 8));
+  PL_ASSIGN_OR_RETURN(r.gpu.host_memory_gib_per_gpu,
+                      Number(spec, "hostMemoryGiBPerGPU", "spec.", 0.0));
   PL_ASSIGN_OR_RETURN(std::string capacity,
                       String(spec, "capacityType", "spec.", {}));
   if (capacity == "Spot") {
@@ -247,6 +249,7 @@ json GpuClassObject(const model::GpuClass& entry,
           {"GBps", entry.interconnect_gbps}}},
         {"hostLinkGBps", entry.host_link_gbps},
         {"maxGPUsPerNode", entry.max_gpus_per_node},
+        {"hostMemoryGiBPerGPU", entry.host_memory_gib_per_gpu},
         {"capacityType", spot ? "Spot" : "OnDemand"},
         {"pricePerGPUHour", spot ? entry.price_spot_per_gpu_hour
                                  : entry.price_on_demand_per_gpu_hour},

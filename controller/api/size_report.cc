@@ -27,6 +27,10 @@ pilotlight::v1::SizeReport ToProto(const model::SizingReport& report) {
     p->set_usd_per_million_tokens(o.usd_per_million_tokens);
     p->set_meets_slo(o.meets_slo);
     p->set_reason(o.reason);
+    p->set_cold_start_s(o.cold_start_s);
+    p->set_wake_s(o.wake_s);
+    p->set_sleeping_per_gpu(o.sleeping_per_gpu);
+    p->set_asleep_price_per_hour(o.asleep_price_per_hour);
   }
   if (report.recommended.has_value()) {
     const model::SizingOption& best = report.options[*report.recommended];

@@ -348,6 +348,40 @@ std::vector<const model::SizingOption*> BestPerClass(
   return rows;
 }
 
+// What a replica that fits takes to start cold (a free node, the image
+// cached) and to wake from sleep, and what it costs asleep on a shared pool
+// GPU (the sleep model: docs/sizing.md).
+void PrintStartAndSleep(const std::vector<const model::SizingOption*>& rows,
+                        std::ostream& out) {
+  bool any = false;
+  for (const model::SizingOption* o : rows) {
+    any = any || o->fits;
+  }
+  if (!any) {
+    return;
+  }
+  out << absl::StrFormat("\n%-15s %2s %7s %7s %12s %10s\n", "CLASS", "TP",
+                         "COLD-S", "WAKE-S", "ASLEEP/GPU", "ASLEEP-$/H");
+  for (const model::SizingOption* o : rows) {
+    if (!o->fits) {
+      continue;
+    }
+    if (o->sleeping_per_gpu > 0) {
+      out << absl::StrFormat("%-15s %2d %7.1f %7.2f %12d %10.2f\n",
+                             o->gpu_class, o->tensor_parallel, o->cold_start_s,
+                             o->wake_s, o->sleeping_per_gpu,
+                             o->asleep_price_per_hour);
+    } else {
+      out << absl::StrFormat("%-15s %2d %7.1f %7.2f %12s %10s\n", o->gpu_class,
+                             o->tensor_parallel, o->cold_start_s, o->wake_s,
+                             "0", "-");
+    }
+  }
+  out << "(cold start: a free node, the image cached; asleep: weights in the "
+         "node's memory, the pool GPU's price shared by the engines it "
+         "holds)\n";
+}
+
 void PrintTable(const model::SizingRequest& r, const model::SizingReport& rep,
                 bool all, std::ostream& out) {
   out << absl::StrFormat(
@@ -398,6 +432,7 @@ void PrintTable(const model::SizingRequest& r, const model::SizingReport& rep,
     out << "* calibrated: the class's decode and prefill times are scaled by "
            "the --calibration file's factors\n";
   }
+  PrintStartAndSleep(rows, out);
   out << "\n" << rep.summary << "\n";
 }
 

@@ -111,6 +111,8 @@ absl::StatusOr<GpuClass> ParseClass(const YAML::Node& n,
                       Required<double>(n, "hostLinkGBps", where));
   PL_ASSIGN_OR_RETURN(c.max_gpus_per_node,
                       Optional<int>(n, "maxGPUsPerNode", where, 8));
+  PL_ASSIGN_OR_RETURN(c.host_memory_gib_per_gpu,
+                      Optional<double>(n, "hostMemoryGiBPerGPU", where, 0.0));
 
   const YAML::Node price = n["pricePerGPUHour"];
   if (!price || !price.IsMap()) {
@@ -193,6 +195,7 @@ absl::Status ValidateGpuClass(const GpuClass& c, absl::string_view where) {
       {"gpu.int8TOPS", c.int8_tops, 0, 1e6},
       {"gpu.fp4TFLOPS", c.fp4_tflops, 0, 1e6},
       {"pricePerGPUHour.spot", c.price_spot_per_gpu_hour, 0, 1e4},
+      {"hostMemoryGiBPerGPU", c.host_memory_gib_per_gpu, 0, 1e5},
   };
   for (const Check& k : non_negative) {
     if (!std::isfinite(k.value) || k.value < 0 || k.value > k.max_inclusive) {

@@ -31,6 +31,9 @@ struct GpuClass {
   InterconnectKind interconnect = InterconnectKind::kPcie;
   double interconnect_gbps = 0;  // GPU-to-GPU, per GPU, per direction
   double host_link_gbps = 0;     // PCIe host link, per direction
+  // The node's memory over its GPUs: what engines asleep on one of its GPUs
+  // can keep their weights in (0 = not known: no engine sleeps there).
+  double host_memory_gib_per_gpu = 0;
   int max_gpus_per_node = 1;     // bounds the tensor-parallel degree
 
   double price_on_demand_per_gpu_hour = 0;

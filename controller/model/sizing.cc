@@ -10,6 +10,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "controller/model/cold_start.h"
+#include "controller/model/sleep.h"
 
 namespace pilotlight::model {
 namespace {
@@ -353,6 +355,13 @@ SizingOption Evaluate(const SizingRequest& r, const GpuClass& gpu, int tp) {
   }
 
   o.fits = true;
+  o.cold_start_s = absl::ToDoubleSeconds(
+      EstimateColdStart(replica.weight_bytes_per_gpu(), gpu, {}).total());
+  const SleepEstimate sleep =
+      EstimateSleep(replica.weight_bytes_per_gpu(), tp, gpu, {});
+  o.wake_s = absl::ToDoubleSeconds(sleep.wake);
+  o.sleeping_per_gpu = sleep.engines_per_gpu;
+  o.asleep_price_per_hour = sleep.asleep_price_per_hour;
   o.kv_sequences = replica.KvSequences(w.context_tokens);
   const double tpot_slo_s = absl::ToDoubleSeconds(r.slo.tpot);
   const double ttft_slo_s = absl::ToDoubleSeconds(r.slo.ttft);

@@ -244,6 +244,12 @@ struct SizingOption {
   double tpot_s = 0;                  // at the requested concurrency
   double price_per_hour = 0;          // on-demand, whole replica
   double usd_per_million_tokens = 0;  // at max_concurrency; 0 if none
+  // Where it fits: a start from a free node with the image cached (the
+  // cold-start model's defaults), and the sleep model's figures.
+  double cold_start_s = 0;
+  double wake_s = 0;                 // asleep in host memory -> serving
+  int sleeping_per_gpu = 0;          // engines one pool GPU holds asleep
+  double asleep_price_per_hour = 0;  // 0 where none fits
   bool meets_slo = false;
   bool calibrated = false;   // a calibration for this class was applied
   double shortfall_gib = 0;  // per GPU, when it does not fit

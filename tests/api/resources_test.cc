@@ -164,6 +164,8 @@ TEST(DefaultGpuClassesTest, CommittedFileIsTheGeneratorOutput) {
     EXPECT_DOUBLE_EQ(od->gpu.price_on_demand_per_gpu_hour,
                      c.price_on_demand_per_gpu_hour);
     EXPECT_DOUBLE_EQ(od->gpu.bandwidth_gbps, c.bandwidth_gbps);
+    EXPECT_DOUBLE_EQ(od->gpu.host_memory_gib_per_gpu,
+                     c.host_memory_gib_per_gpu);
     EXPECT_EQ(od->gpu.interconnect, c.interconnect);
     if (c.price_spot_per_gpu_hour > 0) {
       ++spot;

@@ -61,7 +61,9 @@ TEST(SizeCommandTest, JsonHasExactlyTheDocumentedKeys) {
               (std::set<std::string>{
                   "gpu_class", "tensor_parallel", "fits", "max_concurrency",
                   "decode_tokens_per_s", "ttft_s", "tpot_s", "price_per_hour",
-                  "usd_per_million_tokens", "meets_slo", "reason"}));
+                  "usd_per_million_tokens", "meets_slo", "reason",
+                  "cold_start_s", "wake_s", "sleeping_per_gpu",
+                  "asleep_price_per_hour"}));
   }
   EXPECT_EQ(Keys(j["recommendation"]),
             (std::set<std::string>{"gpu_class", "tensor_parallel"}));

@@ -36,6 +36,7 @@ TEST(CatalogTest, DefaultCatalogCoversRequiredClasses) {
     ASSERT_NE(g, nullptr) << name;
     EXPECT_FALSE(g->source.empty()) << name;
     EXPECT_FALSE(g->node_labels.empty()) << name;
+    EXPECT_GT(g->host_memory_gib_per_gpu, 0) << name;
   }
   // Spot-checks against the vendors' datasheets (each class's `source` in
   // controller/model/data).
@@ -101,6 +102,10 @@ TEST(CatalogTest, RejectsBadInput) {
        "interconnect.kind: \"Smoke\" is not one of"},
       {"negative spot", replace("spot: 0.4", "spot: -1"),
        "pricePerGPUHour.spot: -1 is out of range"},
+      {"negative host memory",
+       replace("hostLinkGBps: 32",
+               "hostLinkGBps: 32\n  hostMemoryGiBPerGPU: -1"),
+       "hostMemoryGiBPerGPU: -1 is out of range"},
       {"duplicate", base + base.substr(base.find("- name")), "duplicate class"},
   };
   for (const Row& r : rows) {
