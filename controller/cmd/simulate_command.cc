@@ -21,6 +21,8 @@
 #include "controller/cmd/simulate_output.h"
 #include "controller/model/catalog.h"
 #include "controller/model/model_profile.h"
+#include "controller/model/sizing.h"
+#include "controller/model/sleep.h"
 #include "controller/sim/load_trace.h"
 #include "controller/sim/match.h"
 #include "controller/sim/run.h"
@@ -42,6 +44,8 @@ struct SimulateArgs {
   std::string model = "llama-3.1-8b";
   policy::VariantSpec variant;
   bool spot = false;
+  bool sleep_pool = false;
+  std::optional<absl::Duration> wake;
   std::optional<std::string> policies;
   std::optional<absl::Duration> ttft_per_1k_prompt;
   std::optional<double> knob;
@@ -127,6 +131,14 @@ void DeclareReplicas(FlagSet& f, SimulateArgs& a) {
            "GPUs in the node pool: with all but less than a replica's held, "
            "pilotlight is told no node is free and adds a node's start to "
            "its cold-start lead, as the controller does (0: no bound)")
+      .Switch("sleep-pool", &a.sleep_pool,
+              "pilotlight keeps an idle endpoint's engine asleep in a shared "
+              "pool, on the variant's class, and wakes it for the next "
+              "request instead of a cold start (docs/simulator.md, "
+              "\"Sleeping engines\"; the baselines have no such tier)")
+      .Add("wake", &a.wake, "DURATION",
+           "with --sleep-pool: the wake time (default: the sleep model's, "
+           "from the weights and the class's host link)")
       .Add("billing", &c.billing_granularity, "DURATION",
            "billing granularity: 1s, 1m, 1h")
       .Add("spot-preemptions-per-hour", &c.spot_preemptions_per_hour, "F",
@@ -292,6 +304,32 @@ absl::Status CheckRanges(const sim::SimConfig& c) {
   return absl::OkStatus();
 }
 
+// The pool the endpoint's engines sleep in: the first variant's class, at
+// the sleep model's wake time (or `wake`) and share of a pool GPU.
+absl::StatusOr<sim::SleepTier> SleepTierFor(
+    const policy::EndpointSpec& s, const model::Catalog& catalog,
+    const std::optional<absl::Duration>& wake) {
+  const policy::VariantSpec& v = s.variants.front();
+  PL_ASSIGN_OR_RETURN(const model::GpuClass* gpu, catalog.Get(v.gpu_class));
+  const int tp = std::max(1, v.gpus_per_replica);
+  const double per_gpu = model::WeightBytes(s.model, s.weights) / tp;
+  const model::SleepEstimate e =
+      model::EstimateSleep(per_gpu, tp, *gpu, model::SleepAssumptions{});
+  if (e.engines_per_gpu <= 0) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "--sleep-pool: %s's nodes (%.0f GiB of memory a GPU) cannot hold "
+        "%s's %.1f GiB of weights asleep; choose a class whose nodes can "
+        "(pilotlight size shows ASLEEP/GPU)",
+        gpu->name, gpu->host_memory_gib_per_gpu, s.model.name,
+        per_gpu / model::kGiB));
+  }
+  if (wake && *wake <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--wake must be > 0");
+  }
+  return sim::SleepTier{.wake = wake.value_or(e.wake),
+                        .asleep_price_per_hour = e.asleep_price_per_hour};
+}
+
 // The replay's config from the parsed flags (the ones not bound straight
 // into it) and the catalog.
 absl::Status BuildConfig(SimulateArgs& a, const model::Catalog& catalog) {
@@ -307,6 +345,11 @@ absl::Status BuildConfig(SimulateArgs& a, const model::Catalog& catalog) {
     s.variants.push_back(v);
   }
   PL_ASSIGN_OR_RETURN(c.tuning, a.tuning.Load(c.tuning));
+  if (a.sleep_pool) {
+    PL_ASSIGN_OR_RETURN(c.sleep, SleepTierFor(s, catalog, a.wake));
+  } else if (a.wake) {
+    return absl::InvalidArgumentError("--wake needs --sleep-pool");
+  }
   if (a.cold_start_samples) {
     sim::BadRows bad;
     PL_ASSIGN_OR_RETURN(c.cold_start_samples,

@@ -187,6 +187,10 @@ void PrintPolicies(const sim::RunReport& r, std::ostream& out) {
       out << absl::StrFormat("  %.2fx oracle",
                              s.cost_usd / oracle->result.cost_usd);
     }
+    if (s.wakes > 0) {
+      out << absl::StrFormat("  %d wakes, %d requests waited for one", s.wakes,
+                             s.wake_requests);
+    }
     out << "\n";
   }
 }
@@ -283,6 +287,10 @@ nlohmann::json Json(const sim::Trace& t, const sim::RunReport& r) {
          {"client_retries", s.client_retries},
          {"pokes", s.pokes},
          {"scale_events", s.scale_events}});
+    if (s.wakes > 0) {  // engines woken from the sleep pool
+      j["policies"].back()["wakes"] = s.wakes;
+      j["policies"].back()["wake_requests"] = s.wake_requests;
+    }
     if (s.preemptions > 0 || s.noticed > 0) {  // spot preemption runs
       j["policies"].back()["spot_preemptions"] = {
           {"replicas_taken", s.preemptions},

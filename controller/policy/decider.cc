@@ -27,7 +27,7 @@ Decider::Decider(DeciderConfig config) : config_(config), demand_(config_) {}
 size_t Decider::StateBytes() const {
   return sizeof(*this) + tiers_.HeapBytes() + demand_.HeapBytes() +
          splitter_.HeapBytes() + keep_alive_.HeapBytes() +
-         governor_.HeapBytes();
+         asleep_keep_.HeapBytes() + governor_.HeapBytes();
 }
 
 Decision Decider::Decide(const Snapshot& s, absl::Time now) {
@@ -129,6 +129,9 @@ std::optional<Decision> Decider::CheckSpec(const Snapshot& s) {
 void Decider::Ingest(const Snapshot& s) {
   SampleContext ctx;
   ctx.ready = ReadyTotal(s);
+  for (const VariantState& v : s.variants) {
+    ctx.asleep += v.sleep.asleep;
+  }
   for (size_t i = 0; i < s.variants.size() && i < tiers_.variants().size();
        ++i) {
     ctx.ready_slots +=
@@ -215,21 +218,67 @@ Decider::LoadPlan Decider::SizeLoadAndWarmPool(const Snapshot& s,
 Decider::IdlePlan Decider::PlanIdle(const Snapshot& s, const LoadPlan& load,
                                     absl::Time now) {
   IdlePlan p;
-  p.keep = keep_alive_.Plan(*s.spec,
-                            {.gaps = &demand_.idle_gaps(),
-                             .gaps_recorded = demand_.gaps_recorded(),
-                             .gaps_per_day = demand_.gaps_per_day_at_idle(),
-                             .counts = demand_.counts()},
-                            {.price_per_replica_hour = tiers_.Price(
-                                 tiers_.KeepVariant(chooser_.serving())),
-                             .lead = load.lead,
-                             .grace = config_.scale_to_zero_grace});
+  const int keep_variant = tiers_.KeepVariant(chooser_.serving());
+  const IdleEvidence evidence{.gaps = &demand_.idle_gaps(),
+                              .gaps_recorded = demand_.gaps_recorded(),
+                              .gaps_per_day = demand_.gaps_per_day_at_idle(),
+                              .counts = demand_.counts()};
+  p.keep =
+      keep_alive_.Plan(*s.spec, evidence,
+                       {.price_per_replica_hour = tiers_.Price(keep_variant),
+                        .lead = load.lead,
+                        .grace = config_.scale_to_zero_grace});
+  // An engine that can sleep and wakes within the TTFT SLO: a request
+  // after an idle gap costs a wake, not a cold start. The awake replica
+  // then idles only for the grace (asleep it costs a share of the pool);
+  // its engine stays asleep for the keep-alive priced at that share --
+  // the same ski rental and cold-start budget, at the lower rent.
+  const SleepState sleep =
+      keep_variant >= 0 && static_cast<size_t>(keep_variant) < s.variants.size()
+          ? s.variants[static_cast<size_t>(keep_variant)].sleep
+          : SleepState{};
+  if (sleep.wake > absl::ZeroDuration() && sleep.wake < s.spec->slo.ttft &&
+      sleep.asleep_price_per_hour > 0) {
+    p.sleep_variant = keep_variant;
+    p.sleep = asleep_keep_.Plan(
+        *s.spec, evidence,
+        {.price_per_replica_hour = sleep.asleep_price_per_hour,
+         .lead = load.lead,
+         .grace = config_.scale_to_zero_grace,
+         .cold_start_price_per_hour = tiers_.Price(keep_variant)});
+    // The idle-gap histogram sees 4 hours; a sparse endpoint's gaps run
+    // longer. While the requests that met no engine, awake or asleep, run
+    // over the SLO's cold-start budget, the engine stays asleep however
+    // long the gap (unless slo.maxKeepAliveCostPerDayUSD bounds the spend).
+    // As for the awake keep-alive, only once an idle gap has been seen (a
+    // first burst at zero is cold whatever is kept), but from the first
+    // request (the awake keep-alive waits for 20): a sparse endpoint may
+    // never count 20 in its counts' half-life, and an engine asleep costs
+    // a fraction of a replica. The counts decay alike while the gap lasts,
+    // so the verdict holds for it.
+    const ColdStartCounts& c = evidence.counts;
+    if (c.requests > 0 && evidence.gaps->samples() > 0 &&
+        c.cold_start_requests >
+            s.spec->slo.max_cold_start_fraction * c.requests &&
+        !s.spec->slo.max_keep_alive_cost_per_day_usd) {
+      p.sleep.keep_alive = absl::InfiniteDuration();
+      p.sleep.cause = "; cold starts over budget: kept asleep";
+    }
+    p.keep.keep_alive =
+        std::min(p.keep.keep_alive, config_.scale_to_zero_grace);
+    p.keep.prewarm_from = absl::InfiniteDuration();
+    p.asleep = 1;
+  }
   if (!demand_.idle()) {
     return p;
   }
   const KeepAlivePlan& ka = p.keep;
   const absl::Time since = demand_.idle_since();
   const absl::Duration idle_for = now - since;
+  if (p.sleep_variant >= 0) {
+    p.asleep_until = since + p.sleep.keep_alive;
+    p.asleep = idle_for < p.sleep.keep_alive ? 1 : 0;
+  }
   p.keep_alive_until = since + ka.keep_alive;
   if (ka.prewarm_from < absl::InfiniteDuration()) {
     p.prewarm_at = since + ka.prewarm_from;
@@ -256,6 +305,13 @@ Decider::IdlePlan Decider::PlanIdle(const Snapshot& s, const LoadPlan& load,
         "idle %s, next request predicted from %s (lead %s), warm until %s",
         MessageSeconds(idle_for), MessageSeconds(ka.windows.prewarm),
         MessageSeconds(load.lead), MessageSeconds(ka.windows.warm_until));
+  } else if (p.asleep > 0) {
+    p.note = absl::StrFormat(
+        "idle %s, engine asleep (wakes in %.1f s) for %s (break-even %s at "
+        "$%.2f/h asleep%s)",
+        MessageSeconds(idle_for), absl::ToDoubleSeconds(sleep.wake),
+        MessageSeconds(p.sleep.keep_alive), MessageSeconds(p.sleep.break_even),
+        sleep.asleep_price_per_hour, p.sleep.cause);
   } else {
     p.note =
         absl::StrFormat("idle %s, past keep-alive %s (break-even %s%s)",
@@ -339,6 +395,14 @@ void Decider::Summarise(const Stages& st, Decision& d) const {
   d.break_even = st.idle.keep.break_even;
   d.keep_alive_until = st.idle.keep_alive_until;
   d.prewarm_at = st.idle.prewarm_at;
+  if (st.idle.sleep_variant >= 0) {
+    d.asleep_keep = st.idle.sleep.keep_alive;
+    d.asleep_until = st.idle.asleep_until;
+    if (static_cast<size_t>(st.idle.sleep_variant) < d.variants.size()) {
+      d.variants[static_cast<size_t>(st.idle.sleep_variant)].asleep =
+          st.idle.asleep;
+    }
+  }
   const double on_demand_price = tiers_.Price(tiers_.PrimaryVariant(tier));
   d.always_on_cost_per_hour = std::max(1, st.load.load) * on_demand_price;
   Economics& e = d.economics;
@@ -434,6 +498,9 @@ absl::Time Decider::QuietHorizon(const Snapshot& s, const IdlePlan& idle,
   }
   if (idle.prewarm_at) {
     after(*idle.prewarm_at);
+  }
+  if (idle.asleep_until) {
+    after(*idle.asleep_until);
   }
   after(demand_.idle_since() + idle.keep.windows.warm_until);
   for (const SpotHealth& h : s.spot) {

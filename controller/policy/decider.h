@@ -119,6 +119,12 @@ class Decider {
     std::string note;
     std::optional<absl::Time> keep_alive_until;
     std::optional<absl::Time> prewarm_at;
+    // With an engine that can sleep (SleepState): the kept variant, the
+    // keep-alive of its engine asleep, and how many to keep asleep now.
+    int sleep_variant = -1;
+    KeepAlivePlan sleep;
+    int asleep = 0;
+    std::optional<absl::Time> asleep_until;
   };
   // Every stage's result, for the message.
   struct Stages {
@@ -167,6 +173,7 @@ class Decider {
   TierChooser chooser_;
   VariantSplitter splitter_;
   KeepAlivePricer keep_alive_;
+  KeepAlivePricer asleep_keep_;  // the same, at an engine's price asleep
   ScaleDownGovernor governor_;
   absl::Time quiet_until_ = absl::InfinitePast();
 };

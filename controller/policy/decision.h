@@ -49,6 +49,9 @@ struct VariantDecision {
   int32_t previous = 0;  // the snapshot's desired
   ScaleReason reason = ScaleReason::kUnchanged;
   std::string message;  // why this variant has `replicas`
+  // Engines to keep asleep in the shared pool (SleepState): a replica
+  // released goes to sleep while fewer are; those beyond it go.
+  int32_t asleep = 0;
 };
 
 // One GPU tier priced for the forecast: what the tier choice weighed.
@@ -116,7 +119,12 @@ struct Decision {
   absl::Duration break_even;       // ski-rental T* = B / r
   std::optional<absl::Time> keep_alive_until;  // while idle
   std::optional<absl::Time> prewarm_at;        // while idle, when predicted
-  double cost_per_hour = 0;                    // of the decided replicas
+  // With an engine that can sleep: how long an idle endpoint keeps it
+  // asleep (the keep-alive priced at its share of the pool), and until
+  // when, while idle.
+  absl::Duration asleep_keep;
+  std::optional<absl::Time> asleep_until;
+  double cost_per_hour = 0;  // of the decided replicas
   // The counterfactual: the load's replicas (at least one) of this tier's
   // on-demand variant (else spot), never scaled to zero.
   double always_on_cost_per_hour = 0;

@@ -74,7 +74,7 @@ bool DemandLearner::Observe(const DemandSample& d, const SampleContext& ctx) {
     censored_at_ = d.at;
   }
   TrackIdle(d, active, conc, ctx.lead);
-  CountRequests(d, dt, requests, ctx.ready, ctx.lead);
+  CountRequests(d, dt, requests, ctx.ready + ctx.asleep, ctx.lead);
   last_concurrency_ = conc;
   return true;
 }

@@ -20,7 +20,10 @@ namespace pilotlight::policy {
 
 // What the tiers say about the samples of one decision.
 struct SampleContext {
-  int ready = 0;           // replicas ready now, over every variant
+  int ready = 0;  // replicas ready now, over every variant
+  // Engines asleep now (SleepState): a request that meets one wakes it, and
+  // is not counted as one that met no replica.
+  int asleep = 0;
   double ready_slots = 0;  // requests the ready replicas take at once
   double service_s = 0;    // a request's service time at batch 1
   absl::Duration lead;     // the serving tier's cold-start lead

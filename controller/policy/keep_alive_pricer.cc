@@ -47,7 +47,10 @@ KeepAlivePlan KeepAlivePricer::Plan(const EndpointSpec& spec,
   const IdleHistogram& gaps = *e.gaps;
   const ColdStartCounts& c = e.counts;
   const double idle_rate_per_s = terms.price_per_replica_hour / 3600.0;
-  const double burn_usd = idle_rate_per_s * absl::ToDoubleSeconds(terms.lead);
+  const double burn_usd = (terms.cold_start_price_per_hour > 0
+                               ? terms.cold_start_price_per_hour / 3600.0
+                               : idle_rate_per_s) *
+                          absl::ToDoubleSeconds(terms.lead);
   const double penalty_usd = spec.slo.cold_start_penalty_usd.value_or(burn_usd);
   KeepAlivePlan plan;
   plan.break_even =

@@ -33,6 +33,10 @@ struct KeepAliveTerms {
   double price_per_replica_hour = 0;  // the kept replica's
   absl::Duration lead;                // the tier's cold-start lead
   absl::Duration grace;               // the shortest keep-alive
+  // What the replica a cold start brings up costs per hour, for the GPU
+  // time its lead burns; 0: price_per_replica_hour. (An engine kept asleep
+  // rents for less than the replica a cold start would start.)
+  double cold_start_price_per_hour = 0;
 };
 
 struct KeepAlivePlan {

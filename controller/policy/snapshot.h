@@ -64,6 +64,16 @@ struct ColdStartStats {
   absl::Duration p90;
 };
 
+// A shared pool where the variant's engines can sleep (docs/sizing.md,
+// "Starting, waking, sleeping"): a replica released while an engine is to
+// be kept asleep moves its weights to host memory instead of going, and
+// the next replica asked for wakes it.
+struct SleepState {
+  absl::Duration wake;  // asleep -> serving; zero: no engine sleeps
+  int32_t asleep = 0;   // engines asleep now
+  double asleep_price_per_hour = 0;  // one engine's share of the pool
+};
+
 struct VariantState {
   int32_t desired = 0;  // the Deployment's current spec.replicas
   int32_t ready = 0;
@@ -74,6 +84,7 @@ struct VariantState {
   // replica: a cold start then waits for a node (the class's
   // nodeStartSeconds is added to the lead time).
   bool node_free = true;
+  SleepState sleep;
 };
 
 struct SpotHealth {

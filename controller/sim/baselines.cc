@@ -86,9 +86,11 @@ class PilotlightPolicy final : public ScalingPolicy {
     }
     std::vector<int> out;
     out.reserve(dec.variants.size());
+    asleep_.assign(dec.variants.size(), 0);
     bool unchanged = dec.variants.size() == o.variants.size();
     for (size_t i = 0; i < dec.variants.size(); ++i) {
       out.push_back(dec.variants[i].replicas);
+      asleep_[i] = dec.variants[i].asleep;
       unchanged =
           unchanged && dec.variants[i].replicas == o.variants[i].desired;
     }
@@ -104,6 +106,7 @@ class PilotlightPolicy final : public ScalingPolicy {
   ScalingPolicyPtr Clone() const override {
     return std::make_unique<PilotlightPolicy>(*this);
   }
+  std::vector<int> Asleep() const override { return asleep_; }
   // The rises it sizes the warm pool from span this much (the idle gaps
   // its keep-alive learns span days; a sparse endpoint's replay, a day
   // long, holds them).
@@ -119,6 +122,7 @@ class PilotlightPolicy final : public ScalingPolicy {
   policy::Decider decider_;
   absl::Time quiet_until_ = absl::InfinitePast();
   std::optional<absl::Time> last_now_;  // the last observation's
+  std::vector<int> asleep_;             // the last decision's, per variant
 };
 
 // --- knative: Knative's scaling loop (policy::KnativeAutoscaler) ------------

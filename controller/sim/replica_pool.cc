@@ -16,10 +16,11 @@ ReplicaPool::ReplicaPool(const SimConfig& config,
       models_(models),
       measure_from_s_(measure_from_s),
       next_zone_(models.size(), 0),
-      zone_free_at_(
-          models.size(),
-          std::vector<double>(static_cast<size_t>(std::max(1, config.zones)),
-                              -1e18)) {}
+      zone_free_at_(models.size(),
+                    std::vector<double>(
+                        static_cast<size_t>(std::max(1, config.zones)), -1e18)),
+      asleep_since_(models.size()),
+      keep_asleep_(models.size(), 0) {}
 
 bool ReplicaPool::IsSpot(int variant) const {
   return config_.spec.variants[static_cast<size_t>(variant)].capacity ==
@@ -31,6 +32,14 @@ void ReplicaPool::Start(int variant, double t, double cold_s) {
   r.variant = variant;
   r.requested_s = t;
   const auto v = static_cast<size_t>(variant);
+  if (config_.sleep && !asleep_since_[v].empty()) {
+    // The engine asleep longest wakes (any would do: they are alike).
+    BillAsleep(asleep_since_[v].front(), t);
+    asleep_since_[v].erase(asleep_since_[v].begin());
+    r.woken = true;
+    ++wakes_;
+    cold_s = absl::ToDoubleSeconds(config_.sleep->wake);
+  }
   const int zones = static_cast<int>(zone_free_at_[v].size());
   r.zone = next_zone_[v]++ % zones;
   // Spread round-robin, past the zones without spot capacity now (a node
@@ -78,8 +87,13 @@ int ReplicaPool::PopReady(double t) {
   return id;
 }
 
-void ReplicaPool::Stop(int id, double t) {
+void ReplicaPool::Stop(int id, double t, bool may_sleep) {
   Replica& r = replica(id);
+  const auto v = static_cast<size_t>(r.variant);
+  if (may_sleep && config_.sleep && r.state != Replica::State::kStarting &&
+      !r.leaving && std::ssize(asleep_since_[v]) < keep_asleep_[v]) {
+    asleep_since_[v].push_back(t);
+  }
   if (r.state == Replica::State::kReady) {
     --ready_count_;
     leaving_ready_ -= r.leaving ? 1 : 0;
@@ -141,7 +155,7 @@ int ReplicaPool::Scale(int v, int want, double now, bool by_paid_time) {
     }
     Replica& r = replica(id);
     if (r.state == Replica::State::kStarting || r.busy == 0) {
-      Stop(id, now);
+      Stop(id, now, /*may_sleep=*/true);
     } else {
       r.state = Replica::State::kDraining;
       --ready_count_;
@@ -282,11 +296,50 @@ double ReplicaPool::Observe(std::vector<policy::VariantState>& variants,
       ++vs.terminating;
     }
   }
+  if (config_.sleep) {
+    for (size_t v = 0; v < variants.size() && v < asleep_since_.size(); ++v) {
+      variants[v].sleep = {
+          .wake = config_.sleep->wake,
+          .asleep = static_cast<int32_t>(asleep_since_[v].size()),
+          .asleep_price_per_hour = config_.sleep->asleep_price_per_hour};
+    }
+  }
   return gpus_held;
+}
+
+void ReplicaPool::KeepAsleep(int v, int n, double t) {
+  std::vector<double>& since = asleep_since_[static_cast<size_t>(v)];
+  keep_asleep_[static_cast<size_t>(v)] = std::max(0, n);
+  while (std::ssize(since) > std::max(0, n)) {
+    BillAsleep(since.back(), t);
+    since.pop_back();
+  }
+}
+
+void ReplicaPool::EndSleep(double t) {
+  for (size_t v = 0; v < asleep_since_.size(); ++v) {
+    KeepAsleep(static_cast<int>(v), 0, t);
+  }
+}
+
+void ReplicaPool::BillAsleep(double since, double t) {
+  if (!config_.sleep) {
+    return;
+  }
+  billed_cost_ += std::max(0.0, t - std::max(since, measure_from_s_)) *
+                  config_.sleep->asleep_price_per_hour / 3600.0;
 }
 
 double ReplicaPool::RunningCost(double t) const {
   double running = 0;
+  if (config_.sleep) {
+    for (const std::vector<double>& since : asleep_since_) {
+      for (double s : since) {
+        running += std::max(0.0, t - std::max(s, measure_from_s_)) *
+                   config_.sleep->asleep_price_per_hour / 3600.0;
+      }
+    }
+  }
   for (int id : live_ids_) {
     const Replica& r = replicas_[static_cast<size_t>(id)];
     running += std::max(0.0, t - std::max(r.requested_s, measure_from_s_)) *

@@ -34,6 +34,7 @@ struct Replica {
   // Its zone's preemption was announced (SimConfig::spot_notice): the
   // policy sees it gone, and it serves until its replacements are Ready.
   bool leaving = false;
+  bool woken = false;  // an engine asleep, woken (SimConfig::sleep)
 };
 
 // A spot preemption: every replica of `variant` in `zone`, at `t`.
@@ -52,6 +53,8 @@ class ReplicaPool {
   // A replica of `variant` asked for at `t`, ready `cold_s` after it is
   // placed: spot replicas spread round-robin over the zones with capacity
   // at `t` (with none, it waits in its turn's zone until capacity returns).
+  // With an engine of the variant asleep (SimConfig::sleep), that engine
+  // wakes instead: ready SleepTier::wake after `t`.
   void Start(int variant, double t, double cold_s);
   // A replica of `variant` up and Ready at `t` (the replay begins with
   // it): billed from `t`, no cold start of its own.
@@ -65,7 +68,19 @@ class ReplicaPool {
   // meanwhile.
   int PopReady(double t);
   // Gone at `t`: billed up to then, rounded up to the billing period.
-  void Stop(int id, double t);
+  // `may_sleep` (a replica released, not one taken or at the replay's
+  // end): a ready one goes to sleep instead while its variant keeps fewer
+  // engines asleep than KeepAsleep asked.
+  void Stop(int id, double t, bool may_sleep = false);
+  // Variant `v` keeps `n` engines asleep from `t`: those beyond go.
+  void KeepAsleep(int v, int n, double t);
+  int asleep(int v) const {
+    return static_cast<int>(asleep_since_[static_cast<size_t>(v)].size());
+  }
+  // Every engine asleep goes at `t` (the replay's end), billed until then.
+  void EndSleep(double t);
+  // Engines woken so far.
+  int64_t wakes() const { return wakes_; }
   // Scales variant `v` down to `want` at `now`: starting replicas first
   // (newest first), then idle ready ones (newest first, as a ReplicaSet
   // picks), then the least busy drain -- or, `by_paid_time`, the one with
@@ -143,6 +158,12 @@ class ReplicaPool {
   std::vector<std::vector<double>> zone_free_at_;  // per variant, per zone
   double billed_cost_ = 0;
   double gpu_seconds_ = 0;
+  // Per variant: when each engine asleep fell asleep, and how many to keep.
+  std::vector<std::vector<double>> asleep_since_;
+  std::vector<int> keep_asleep_;
+  int64_t wakes_ = 0;
+  // Bills an engine asleep from `since` until `t`.
+  void BillAsleep(double since, double t);
 };
 
 }  // namespace pilotlight::sim

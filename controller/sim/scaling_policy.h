@@ -84,6 +84,11 @@ class ScalingPolicy {
   // Whether its observations carry the sizes of the requests completed
   // (Observation::completed_sizes). false (the default): they do not.
   virtual bool WantsRequestSizes() const { return false; }
+
+  // Engines per variant its last Tick keeps asleep (SimConfig::sleep):
+  // released replicas sleep while fewer are, and those beyond it go.
+  // Empty (the default): none -- the baselines have no such tier.
+  virtual std::vector<int> Asleep() const { return {}; }
 };
 
 using ScalingPolicyPtr = std::unique_ptr<ScalingPolicy>;

@@ -65,8 +65,20 @@ struct RequestRecord {
   double ttft_s = 0;   // from arrival
   double done_s = 0;
   bool cold = false;  // it waited for this replica to become ready
+  bool woke = false;  // that replica was an engine woken (SimConfig::sleep)
   int replica = 0;    // the replica's number in this run, from 0
   int variant = 0;
+};
+
+// Engines asleep in a shared pool (model::EstimateSleep; docs/simulator.md,
+// "Sleeping engines"): a replica released while its policy keeps an
+// engine asleep (ScalingPolicy::Asleep) sleeps instead of going, billed at
+// its share of the pool; the next replica asked for wakes it in `wake`
+// instead of a cold start. Endpoints are replayed one at a time, so the
+// pool never runs out of room and two wakes never contend for its GPU.
+struct SleepTier {
+  absl::Duration wake;
+  double asleep_price_per_hour = 0;
 };
 
 struct SimConfig {
@@ -90,6 +102,8 @@ struct SimConfig {
   // max_replicas within the pool).
   int pool_gpus = 0;
   absl::Duration billing_granularity = absl::Seconds(1);
+  // Unset: no engine sleeps (every policy's replicas start cold).
+  std::optional<SleepTier> sleep;
   // Replaces the cold-start model's estimate for every variant.
   std::optional<absl::Duration> cold_start;
   // Measured cold starts, seconds: each new replica draws one (seeded),

@@ -18,6 +18,8 @@ void SimResult::Merge(const SimResult& o) {
   ticks += o.ticks;
   skipped_ticks += o.skipped_ticks;
   cold_start_requests += o.cold_start_requests;
+  wakes += o.wakes;
+  wake_requests += o.wake_requests;
   rejected_requests += o.rejected_requests;
   abandoned_requests += o.abandoned_requests;
   activation_timeouts += o.activation_timeouts;
@@ -242,6 +244,8 @@ SimResult Engine::Run() {
   for (const int id : std::vector<int>(pool_.live_ids())) {
     pool_.Stop(id, end);
   }
+  pool_.EndSleep(end);
+  result_.wakes = pool_.wakes();
   result_.cost_usd = pool_.billed_cost();
   result_.gpu_seconds = pool_.gpu_seconds();
   return std::move(result_);
@@ -284,7 +288,9 @@ void Engine::ProcessUntil(double until) {
     } else if (t == t_ready) {
       if (const int id = pool_.PopReady(t); id >= 0) {
         const Replica& r = pool_.replica(id);
-        cold_starts_.Learn(r.variant, r.requested_s, t);
+        if (!r.woken) {  // a wake is not a start the policy's lead learns
+          cold_starts_.Learn(r.variant, r.requested_s, t);
+        }
         Dispatch();
       }
     } else if (t == t_deadline) {
@@ -322,7 +328,7 @@ void Engine::Complete() {
     completed_at_.push_back(c.t);
   }
   if (r.state == Replica::State::kDraining && r.busy == 0) {
-    pool_.Stop(c.replica, c.t);
+    pool_.Stop(c.replica, c.t, /*may_sleep=*/true);
   } else {
     Dispatch();
   }
@@ -483,17 +489,20 @@ void Engine::Dispatch() {
     const size_t index = Index(req);
     if (!hold_.started(index)) {
       hold_.MarkStarted(index);
-      const bool cold = r.ready_s > req.arrival_s;
+      const bool waited = r.ready_s > req.arrival_s;
+      const bool cold = waited && !r.woken;
       if (config_.request_log) {
         config_.request_log(RequestRecord{.arrival_s = req.arrival_s,
                                           .start_s = now_,
                                           .ttft_s = ttft,
                                           .done_s = now_ + service,
                                           .cold = cold,
+                                          .woke = waited && r.woken,
                                           .replica = best,
                                           .variant = r.variant});
       }
       if (Counted(req)) {
+        result_.wake_requests += waited && r.woken ? 1 : 0;
         Account(req, index, ttft, tpot, cold);
       }
     }
@@ -585,6 +594,14 @@ void Engine::Tick(double t, bool poke) {
   last_tick_quiet_ = IsQuiet(o);
   ++result_.ticks;
   const std::vector<int> want = policy_.Tick(o);
+  if (config_.sleep) {
+    // Before the scale-down, so a replica it releases can sleep.
+    const std::vector<int> asleep = policy_.Asleep();
+    for (size_t v = 0; v < models_.size(); ++v) {
+      pool_.KeepAsleep(static_cast<int>(v), v < asleep.size() ? asleep[v] : 0,
+                       t);
+    }
+  }
   const double g = absl::ToDoubleSeconds(config_.billing_granularity);
   const bool by_paid =
       policy_.RemoveByPaidTime() && g > absl::ToDoubleSeconds(config_.tick);

@@ -85,6 +85,11 @@ struct SimResult {
   // Tries clients made again after a refusal or a timeout
   // (ActivatorModel::client_retries); the outcomes above count last tries.
   int64_t client_retries = 0;
+  // Engines woken from sleep (SimConfig::sleep), and the requests that
+  // waited for one: not cold-start requests (a wake is within the TTFT
+  // SLO or counts as a miss like any slow start).
+  int64_t wakes = 0;
+  int64_t wake_requests = 0;
   int64_t pokes = 0;          // policy asked between ticks
   int64_t ticks = 0;          // policy asked (ticks and pokes)
   int64_t skipped_ticks = 0;  // quiet ticks idle skipping stood in for

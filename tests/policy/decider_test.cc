@@ -394,6 +394,80 @@ TEST(DeciderTest, SparseEndpointIsToldWhatItsColdStartBudgetCosts) {
   EXPECT_GT(capped.cold_requests, free.cold_requests + 20);
 }
 
+// From `from`, a burst of 5 requests, then `idle` with nothing; returns
+// when it ends (w.last() is the last decision).
+absl::Time BurstThenIdle(World& w, absl::Time from, absl::Duration idle) {
+  absl::Time t = from;
+  for (int i = 0; i < 5; ++i, t += kTick) {
+    w.Step(t, {World::Sample(t, 1, 1)});
+  }
+  for (const absl::Time end = t + idle; t < end; t += kTick) {
+    w.Step(t, {World::Sample(t, 0, 0)});
+  }
+  return t;
+}
+
+// An engine that can sleep in a shared pool and wakes within the TTFT SLO:
+// idle, the replica goes after the grace and its engine is kept asleep --
+// where without the pool the replica idles for the break-even (120 s).
+// One that wakes slower than the TTFT SLO is no different from a cold
+// start: the keep-alive is the usual one.
+TEST(DeciderTest, AnEngineThatCanSleepIsKeptAsleepNotAwake) {
+  struct Case {
+    std::string name;
+    std::optional<SleepState> sleep;
+    int replicas_at_90s;
+    int asleep;
+  };
+  const Case cases[] = {
+      {"no pool", std::nullopt, 1, 0},
+      {"wakes in 1.1 s",
+       SleepState{.wake = absl::Milliseconds(1100),
+                  .asleep = 0,
+                  .asleep_price_per_hour = 0.49},
+       0, 1},
+      {"wakes slower than the TTFT SLO",
+       SleepState{.wake = absl::Seconds(3), .asleep_price_per_hour = 0.49}, 1,
+       0},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    World w = OneA100();
+    if (c.sleep) {
+      w.SetSleep(0, *c.sleep);
+    }
+    BurstThenIdle(w, T0(), absl::Seconds(90));
+    const Decision& d = w.last();
+    EXPECT_EQ(d.variants[0].replicas, c.replicas_at_90s) << d.message;
+    EXPECT_EQ(d.variants[0].asleep, c.asleep) << d.message;
+    if (c.asleep > 0) {
+      EXPECT_THAT(d.message, HasSubstr("engine asleep (wakes in 1.1 s)"));
+      // Its keep-alive is priced at the asleep share against what a cold
+      // start burns on an awake replica: T* = 2 x 60 s x $3.43 / $0.49.
+      EXPECT_NEAR(absl::ToDoubleSeconds(d.asleep_keep), 120 * 3.43 / 0.49, 15);
+      ASSERT_TRUE(d.asleep_until.has_value());
+    } else {
+      EXPECT_EQ(d.asleep_until, std::nullopt);
+    }
+  }
+}
+
+// The first requests met no engine at all: over the cold-start budget, the
+// engine stays asleep however long the gap -- the idle-gap histogram sees 4
+// hours, a sparse endpoint's gaps are longer.
+TEST(DeciderTest, OverTheColdStartBudgetTheEngineStaysAsleep) {
+  World w = OneA100();
+  w.SetSleep(0, {.wake = absl::Seconds(1), .asleep_price_per_hour = 0.49});
+  // An idle gap recorded first, then the burst and a long gap.
+  const absl::Time t = BurstThenIdle(w, T0(), absl::Minutes(10));
+  BurstThenIdle(w, t, absl::Hours(6));
+  const Decision& d = w.last();
+  EXPECT_EQ(d.variants[0].replicas, 0) << d.message;
+  EXPECT_EQ(d.variants[0].asleep, 1) << d.message;
+  EXPECT_EQ(d.asleep_keep, absl::InfiniteDuration()) << d.message;
+  EXPECT_THAT(d.message, HasSubstr("kept asleep"));
+}
+
 // Batch on spot: a preemption brings on-demand in until spot is back, then
 // the on-demand extra drains.
 TEST(DeciderTest, SpotPreemptionFallsBackToOnDemandAndReturns) {

@@ -41,6 +41,8 @@ class World {
     states_[v].cold_start = {samples, p90, p90};
   }
   void SetSpot(std::vector<SpotHealth> spot) { spot_ = std::move(spot); }
+  // The shared pool where variant `v`'s engines can sleep, as reported.
+  void SetSleep(size_t v, SleepState s) { states_[v].sleep = s; }
 
   // Starts the world with `n` ready replicas of variant `v` (e.g. a
   // controller restart while the endpoint runs).

@@ -952,5 +952,72 @@ TEST_F(SimulatorTest, AnnouncedPreemptionsAreReplacedBeforeTheyHit) {
       << "no more requests finding no replica";
 }
 
+// A policy from a function of the observation that keeps `asleep` engines
+// asleep (SimConfig::sleep).
+class SleepyPolicy final : public ScalingPolicy {
+ public:
+  SleepyPolicy(std::function<int(const Observation&)> f, int asleep)
+      : f_(std::move(f)), asleep_(asleep) {}
+  std::string name() const override { return "sleepy"; }
+  std::vector<int> Tick(const Observation& o) override { return {f_(o)}; }
+  std::vector<int> Asleep() const override { return {asleep_}; }
+
+ private:
+  std::function<int(const Observation&)> f_;
+  int asleep_;
+};
+
+// A replica released while the policy keeps an engine asleep sleeps: the
+// next request wakes it in the wake time (a wake, not a cold start), and
+// it is billed at the asleep price meanwhile. The baselines keep none.
+TEST_F(SimulatorTest, AnEngineAsleepWakesInsteadOfAColdStart) {
+  config_.sleep =
+      SleepTier{.wake = absl::Seconds(1), .asleep_price_per_hour = 0.36};
+  std::vector<RequestRecord> records;
+  config_.request_log = [&](const RequestRecord& r) { records.push_back(r); };
+  const auto on_demand = [](const Observation& o) {
+    return o.queued + o.in_flight > 0 ? 1 : 0;
+  };
+  EndpointTrace e = OneRequest(101);
+  e.requests.push_back(OneRequest(1001).requests.front());
+  const double prefill = models_[0].replica->TtftSeconds(1000);
+
+  SleepyPolicy keeps(on_demand, 1);
+  const SimResult r = SimulateEndpoint(e, 2000, config_, models_, keeps);
+  ASSERT_EQ(records.size(), 2u);
+  // The first met no engine: cold (poked at 101.01 s, ready 30 s later).
+  EXPECT_TRUE(records[0].cold);
+  EXPECT_FALSE(records[0].woke);
+  EXPECT_NEAR(records[0].ttft_s, 30.01 + prefill, 0.01);
+  // The second woke the engine its replica left asleep: 1 s, not 30.
+  EXPECT_FALSE(records[1].cold);
+  EXPECT_TRUE(records[1].woke);
+  EXPECT_NEAR(records[1].ttft_s, 1.01 + prefill, 0.01);
+  EXPECT_EQ(r.cold_start_requests, 1);
+  EXPECT_EQ(r.wake_requests, 1);
+  EXPECT_EQ(r.wakes, 1);
+
+  // Kept none: both cold. Against it, the engine asleep costs its asleep
+  // time at $0.36/h and saves 29 s of the second replica's start.
+  records.clear();
+  SleepyPolicy none(on_demand, 0);
+  const SimResult cold = SimulateEndpoint(e, 2000, config_, models_, none);
+  EXPECT_EQ(cold.cold_start_requests, 2);
+  EXPECT_EQ(cold.wakes, 0);
+  // Asleep from the first replica's release (~136 s) to 1001 s, and from
+  // the second's (~1006 s) to the end.
+  const double asleep_s = (1001 - 136) + (2000 - 1006);
+  EXPECT_NEAR(r.cost_usd - cold.cost_usd,
+              asleep_s * 0.36 / 3600 - 29 * Price() / 3600,
+              6 * (0.36 + Price()) / 3600);
+
+  // keepalive-10m has no such tier.
+  records.clear();
+  const SimResult ka = RunBaseline("keepalive-10m", e, 2000);
+  EXPECT_EQ(ka.wakes, 0);
+  EXPECT_EQ(ka.wake_requests, 0);
+  EXPECT_EQ(ka.cold_start_requests, 2);
+}
+
 }  // namespace
 }  // namespace pilotlight::sim
