@@ -99,6 +99,10 @@ class RetunedPolicy final : public ScalingPolicy {
 
   bool WantsRequestSizes() const override { return true; }
 
+  std::vector<int> Asleep() const override {
+    return live_[followed_]->Asleep();
+  }
+
  private:
   static TrafficRecordOptions RecordOptions() {
     TrafficRecordOptions o;
