@@ -74,9 +74,6 @@ class ReplicaPool {
   void Stop(int id, double t, bool may_sleep = false);
   // Variant `v` keeps `n` engines asleep from `t`: those beyond go.
   void KeepAsleep(int v, int n, double t);
-  int asleep(int v) const {
-    return static_cast<int>(asleep_since_[static_cast<size_t>(v)].size());
-  }
   // Every engine asleep goes at `t` (the replay's end), billed until then.
   void EndSleep(double t);
   // Engines woken so far.

@@ -240,7 +240,16 @@ class ProxyTest : public ::testing::Test {
     c.set_read_timeout(30);
     return c;
   }
+  // A client watch, started, that outlives the server: a handler still
+  // finishing when the test body ends unregisters from it.
+  http::ClientWatch& StartedWatch() {
+    watch_ = std::make_unique<http::ClientWatch>(absl::Milliseconds(50));
+    watch_->Start();
+    return *watch_;
+  }
 
+  // Declared first: destroyed after the server and its handlers.
+  std::unique_ptr<http::ClientWatch> watch_;
   prometheus::Registry registry_;
   Metrics metrics_{registry_};
   std::unique_ptr<Router> router_;
@@ -524,8 +533,7 @@ TEST_F(ProxyTest, PodDyingMidStreamEndsTheResponsePromptly) {
 // longer demand, nor a place in the bound, nor sent to the pod that comes
 // (without the watch it stayed held until the activation timeout, 10 s).
 TEST_F(ProxyTest, ClientThatHangsUpWhileHeldLeavesTheHold) {
-  http::ClientWatch watch(absl::Milliseconds(50));
-  watch.Start();
+  http::ClientWatch& watch = StartedWatch();
   Start({}, absl::Seconds(10), &watch);
   const int stays = RawRequest();
   const int leaves = RawRequest();
@@ -556,8 +564,7 @@ TEST_F(ProxyTest, ClientThatHangsUpBeforeThePodAnswersCancelsIt) {
   int pod_port = 0;
   const int pod = testutil::ListenLoopback(pod_port);
   ASSERT_GE(pod, 0);
-  http::ClientWatch watch(absl::Milliseconds(50));
-  watch.Start();
+  http::ClientWatch& watch = StartedWatch();
   Start({}, absl::Seconds(10), &watch);
   router_->SetTargets(kEp, {absl::StrCat("127.0.0.1:", pod_port)}, 4);
   const int client = RawRequest();
