@@ -34,7 +34,7 @@ struct GpuClass {
   // The node's memory over its GPUs: what engines asleep on one of its GPUs
   // can keep their weights in (0 = not known: no engine sleeps there).
   double host_memory_gib_per_gpu = 0;
-  int max_gpus_per_node = 1;     // bounds the tensor-parallel degree
+  int max_gpus_per_node = 1;  // bounds the tensor-parallel degree
 
   double price_on_demand_per_gpu_hour = 0;
   double price_spot_per_gpu_hour = 0;  // 0 = no spot market

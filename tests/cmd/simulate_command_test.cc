@@ -319,6 +319,12 @@ TEST(SimulateCommandTest, BadInput) {
       {{"--trace", kTrace, "--tick-phase", "2s"}, "--tick-phase must be in"},
       {{"--trace", kTrace, "--rate-window", "-1s"}, "--rate-window must be"},
       {{"--trace", kTrace, "--pool-gpus", "-1"}, "--pool-gpus must be"},
+      // g6.xlarge's 16 GiB cannot hold llama-3.1-8b's 15 GiB asleep.
+      {{"--trace", kTrace, "--sleep-pool", "--gpu", "l4"},
+       "cannot hold llama-3.1-8b's 15.0 GiB of weights asleep"},
+      {{"--trace", kTrace, "--wake", "1s"}, "--wake needs --sleep-pool"},
+      {{"--trace", kTrace, "--sleep-pool", "--wake", "0s"},
+       "--wake must be > 0"},
       {{"--trace", kTrace, "--tick-phase", "-1s"}, "--tick-phase must be in"},
       {{"--trace", kTrace, "--epoch", "-5"}, "--epoch wants Unix seconds"},
       {{"--trace", kTrace, "--report-lag", "2s"}, "--report-lag must be in"},

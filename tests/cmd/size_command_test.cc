@@ -57,13 +57,12 @@ TEST(SizeCommandTest, JsonHasExactlyTheDocumentedKeys) {
   EXPECT_TRUE(j["model"]["weights_bytes"].is_number());
   ASSERT_FALSE(j["options"].empty());
   for (const nlohmann::json& o : j["options"]) {
-    EXPECT_EQ(Keys(o),
-              (std::set<std::string>{
-                  "gpu_class", "tensor_parallel", "fits", "max_concurrency",
-                  "decode_tokens_per_s", "ttft_s", "tpot_s", "price_per_hour",
-                  "usd_per_million_tokens", "meets_slo", "reason",
-                  "cold_start_s", "wake_s", "sleeping_per_gpu",
-                  "asleep_price_per_hour"}));
+    EXPECT_EQ(Keys(o), (std::set<std::string>{
+                           "gpu_class", "tensor_parallel", "fits",
+                           "max_concurrency", "decode_tokens_per_s", "ttft_s",
+                           "tpot_s", "price_per_hour", "usd_per_million_tokens",
+                           "meets_slo", "reason", "cold_start_s", "wake_s",
+                           "sleeping_per_gpu", "asleep_price_per_hour"}));
   }
   EXPECT_EQ(Keys(j["recommendation"]),
             (std::set<std::string>{"gpu_class", "tensor_parallel"}));
