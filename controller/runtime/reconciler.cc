@@ -178,7 +178,7 @@ void Reconciler::ParseSpec(Endpoint& e, const json& ia) {
     e.parsed = catalog.status();
     return;
   }
-  e.catalog = std::make_unique<model::Catalog>(*std::move(catalog));
+  e.catalog = std::make_shared<const model::Catalog>(*std::move(catalog));
 }
 
 // Every variant's Deployment, or the first that is missing.
@@ -294,7 +294,7 @@ void Reconciler::SubmitCounterfactual(Endpoint& e, const Observed& o,
   job.record = e.record;
   job.replicas = e.replicas;
   job.spec = e.parsed->spec;
-  job.catalog = std::make_shared<const model::Catalog>(*e.catalog);
+  job.catalog = e.catalog;
   for (const policy::VariantState& v : o.snap.variants) {
     if (v.cold_start.samples > 0) {
       job.cold_start = v.cold_start.p50;

@@ -38,8 +38,9 @@ struct Reconciler::Endpoint {
   absl::StatusOr<api::AutoscalerResource> parsed =
       absl::UnknownError("not parsed");
   std::vector<api::GpuClassResource> classes;  // per variant
-  std::unique_ptr<model::Catalog> catalog;     // of the parsed spec's classes
-  std::optional<policy::Decision> decision;    // the last one
+  // Of the parsed spec's classes; shared with the counterfactual replays.
+  std::shared_ptr<const model::Catalog> catalog;
+  std::optional<policy::Decision> decision;  // the last one
   int64_t decided_generation = -1;
   // ReplicaPolicy::kKnative: its loop, the newest demand, when its next
   // tick is due, and the decision with its replicas.
