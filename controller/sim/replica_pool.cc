@@ -322,22 +322,23 @@ void ReplicaPool::EndSleep(double t) {
   }
 }
 
-void ReplicaPool::BillAsleep(double since, double t) {
+double ReplicaPool::AsleepCost(double since, double t) const {
   if (!config_.sleep) {
-    return;
+    return 0;
   }
-  billed_cost_ += std::max(0.0, t - std::max(since, measure_from_s_)) *
-                  config_.sleep->asleep_price_per_hour / 3600.0;
+  return std::max(0.0, t - std::max(since, measure_from_s_)) *
+         config_.sleep->asleep_price_per_hour / 3600.0;
+}
+
+void ReplicaPool::BillAsleep(double since, double t) {
+  billed_cost_ += AsleepCost(since, t);
 }
 
 double ReplicaPool::RunningCost(double t) const {
   double running = 0;
-  if (config_.sleep) {
-    for (const std::vector<double>& since : asleep_since_) {
-      for (double s : since) {
-        running += std::max(0.0, t - std::max(s, measure_from_s_)) *
-                   config_.sleep->asleep_price_per_hour / 3600.0;
-      }
+  for (const std::vector<double>& since : asleep_since_) {
+    for (double s : since) {
+      running += AsleepCost(s, t);
     }
   }
   for (int id : live_ids_) {

@@ -159,7 +159,9 @@ class ReplicaPool {
   std::vector<std::vector<double>> asleep_since_;
   std::vector<int> keep_asleep_;
   int64_t wakes_ = 0;
-  // Bills an engine asleep from `since` until `t`.
+  // What an engine asleep from `since` until `t` costs (after the
+  // warm-up), and that billed.
+  double AsleepCost(double since, double t) const;
   void BillAsleep(double since, double t);
 };
 
