@@ -129,6 +129,29 @@ TEST_F(ChartTest, EveryPodIsLockedDown) {
   }
 }
 
+// hostNetwork is opt-in, and when on both pods take the node's network
+// namespace with the cluster's DNS (ClusterFirstWithHostNet: a host-network
+// pod otherwise resolves through the node's resolv.conf and cannot find
+// the API server's or Prometheus' Service names).
+TEST_F(ChartTest, HostNetworkIsOptInAndKeepsClusterDns) {
+  for (const bool on : {false, true}) {
+    int deployments = 0;
+    for (const json& o :
+         Render(on ? "--set hostNetwork=true" : "--set hostNetwork=false")) {
+      if (o.at("kind") != "Deployment") {
+        continue;
+      }
+      ++deployments;
+      const json& pod = o.at("spec").at("template").at("spec");
+      const std::string name = o.at("metadata").at("name");
+      EXPECT_EQ(pod.value("hostNetwork", false), on) << name;
+      EXPECT_EQ(pod.value("dnsPolicy", ""), on ? "ClusterFirstWithHostNet" : "")
+          << name;
+    }
+    EXPECT_EQ(deployments, 2);
+  }
+}
+
 // The activator reaches the controllers through --controller-selector: it
 // must select exactly the controller Deployment's pods, whatever the
 // release and name overrides.

@@ -80,6 +80,10 @@ imagePullSecrets:
 {{- with $c.priorityClassName }}
 priorityClassName: {{ . }}
 {{- end }}
+{{- if .root.Values.hostNetwork }}
+hostNetwork: true
+dnsPolicy: ClusterFirstWithHostNet
+{{- end }}
 {{- with $c.nodeSelector }}
 nodeSelector:
 {{ toYaml . | indent 2 }}
