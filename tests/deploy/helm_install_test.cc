@@ -1,7 +1,12 @@
 // The chart installed with helm on the local test cluster, its pods run
-// in-cluster by the loopback kubelet (pilotlight image -> the pilotlight
-// binary as user 65532, a bound service-account token, read-only root):
-// both Deployments become Ready, one controller leads, an endpoint at zero
+// from the pilotlight image (scripts/image) by real kubelets on containerd
+// and runc (the cluster's runtime nodes, tests/cluster/runtime-nodes.sh:
+// the image's libraries and entrypoint, user 65532, a read-only root, a
+// bound service-account token, the host network on loopback addresses).
+// Where no runtime node holds the image, the loopback kubelet runs the
+// pilotlight binary in its place, and the test says so; with
+// PILOTLIGHT_REQUIRE_IMAGE=1 (scripts/test) that fails instead.
+// Both Deployments become Ready, one controller leads, an endpoint at zero
 // is brought back by a request sent to the activator's Service, goes back
 // to zero when idle and comes back through the other activator, the
 // leader's pod is deleted and the other replica leads within the lease
@@ -15,6 +20,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "httplib.h"
 #include "tests/cluster/endpoint_fixture.h"
@@ -33,6 +39,10 @@ using ::testing::HasSubstr;
 // The release is named pilotlight (so the CRDs carry the same labels as
 // deploy/crds, which the other tests apply) and its objects pilotlight-e2e.
 constexpr char kFull[] = "pilotlight-e2e";
+// Two controllers and two activators, one of each a node (their ports are
+// the node's: host network), and a third node for the rolling upgrade's
+// surge pod.
+constexpr int kRuntimeNodes = 3;
 
 class HelmInstallTest : public testcluster::EndpointFixture {
  protected:
@@ -48,18 +58,52 @@ class HelmInstallTest : public testcluster::EndpointFixture {
         absl::StrCat("kubectl --kubeconfig ", kubeconfig_, " -n ", namespace_);
     values_ = absl::StrCat(testcluster::TestClusterDir().value_or("/tmp"),
                            "/run/helm-e2e-values.yaml");
-    // The loopback kubelet's nodes (tainted for pods that mean it), pods
-    // listening on their own IP (they share one network namespace), and
-    // the cluster's Prometheus.
-    std::ofstream(values_)
-        << "fullnameOverride: " << kFull << "\nbindPodIP: true\n"
-        << "controller:\n  prometheusUrl: " << prometheus_
-        << "\n  nodeSelector: {pilotlight.dev/loopback: \"true\"}\n"
-        << "  tolerations: [{key: pilotlight.dev/loopback, operator: Exists, "
-           "effect: NoSchedule}]\n"
-        << "activator:\n  nodeSelector: {pilotlight.dev/loopback: \"true\"}\n"
-        << "  tolerations: [{key: pilotlight.dev/loopback, operator: Exists, "
-           "effect: NoSchedule}]\n";
+    image_ = ImageOnRuntimeNodes();
+    const char* require = std::getenv("PILOTLIGHT_REQUIRE_IMAGE");
+    if (image_.empty() && require != nullptr && std::string(require) == "1") {
+      FAIL() << "PILOTLIGHT_REQUIRE_IMAGE=1, but fewer than " << kRuntimeNodes
+             << " Ready runtime nodes hold " << ChartImage()
+             << ": build it (scripts/image --archive FILE) and start the "
+                "cluster with PILOTLIGHT_IMAGES=FILE "
+                "PILOTLIGHT_RUNTIME_NODES=3 (tests/cluster/up)\n"
+             << Shell(absl::StrCat("kubectl --kubeconfig ", kubeconfig_,
+                                   " get nodes -o wide"));
+    }
+    std::ofstream values(values_);
+    // Pods listening on their own IP (they share one network namespace),
+    // and the cluster's Prometheus.
+    values << "fullnameOverride: " << kFull << "\nbindPodIP: true\n";
+    std::string placement;
+    if (!image_.empty()) {
+      // The runtime nodes (tainted for pods that mean them), the image
+      // they imported (never pulled: no registry is reached), the host
+      // network. There is no kube-proxy: the API server is named by its
+      // loopback address instead of the kubernetes Service's ClusterIP.
+      const std::string api = testcluster::TestClusterUrl("apiserver.url");
+      const size_t colon = api.rfind(':');
+      values << "hostNetwork: true\nimage: {pullPolicy: Never}\n";
+      placement = absl::StrCat(
+          "  nodeSelector: {pilotlight.dev/runtime: containerd}\n"
+          "  tolerations: [{key: pilotlight.dev/runtime, operator: Exists, "
+          "effect: NoSchedule}]\n"
+          "  env: [{name: KUBERNETES_SERVICE_HOST, value: \"127.0.0.1\"}, "
+          "{name: KUBERNETES_SERVICE_PORT, value: \"",
+          api.substr(colon + 1), "\"}]\n");
+      std::cout << "[helm] the chart's pods run from " << image_
+                << " on the runtime nodes (containerd, runc)\n";
+    } else {
+      // The loopback kubelet's nodes (tainted for pods that mean it).
+      placement =
+          "  nodeSelector: {pilotlight.dev/loopback: \"true\"}\n"
+          "  tolerations: [{key: pilotlight.dev/loopback, operator: Exists, "
+          "effect: NoSchedule}]\n";
+      std::cout << "[helm] no runtime node holds " << ChartImage()
+                << ": the loopback kubelet runs the pilotlight binary in the "
+                   "image's place\n";
+    }
+    values << "controller:\n  prometheusUrl: " << prometheus_ << "\n"
+           << placement << "activator:\n"
+           << placement;
   }
   void TearDown() override {
     if (!helm_.empty()) {
@@ -68,6 +112,85 @@ class HelmInstallTest : public testcluster::EndpointFixture {
                          " delete namespace ", namespace_, " --wait=false"));
     }
     EndpointFixture::TearDown();
+  }
+
+  // The image the chart names by default, as containerd names it.
+  static std::string ChartImage() {
+    return absl::StrCat("docker.io/library/pilotlight:", PILOTLIGHT_VERSION);
+  }
+  // ChartImage() when at least kRuntimeNodes Ready runtime nodes hold it,
+  // else "".
+  std::string ImageOnRuntimeNodes() {
+    const json nodes = json::parse(
+        Shell(absl::StrCat("kubectl --kubeconfig ", kubeconfig_,
+                           " get nodes -l pilotlight.dev/runtime=containerd "
+                           "-o json 2>/dev/null")),
+        nullptr, false);
+    if (!nodes.is_object()) {
+      return "";
+    }
+    int holding = 0;
+    for (const json& n : nodes.value("items", json::array())) {
+      bool ready = false;
+      for (const json& c : n["status"].value("conditions", json::array())) {
+        ready |=
+            c.value("type", "") == "Ready" && c.value("status", "") == "True";
+      }
+      bool has = false;
+      for (const json& i : n["status"].value("images", json::array())) {
+        for (const json& name : i.value("names", json::array())) {
+          has |= name == ChartImage();
+        }
+      }
+      holding += ready && has ? 1 : 0;
+    }
+    return holding >= kRuntimeNodes ? ChartImage() : "";
+  }
+
+  // Every pod of the chart runs the image in a container: containerd's
+  // container IDs, the image's ID, and four pilotlight processes whose
+  // root is a container's overlay, mounted read-only, as user 65532.
+  void ExpectRunFromTheImage() {
+    const json pods = GetJson("pods");
+    ASSERT_TRUE(pods.is_object());
+    int containers = 0;
+    for (const json& p : pods["items"]) {
+      for (const json& c :
+           p["status"].value("containerStatuses", json::array())) {
+        ++containers;
+        EXPECT_TRUE(
+            absl::StartsWith(c.value("containerID", ""), "containerd://"))
+            << c.dump();
+        EXPECT_EQ(c.value("image", ""), image_) << c.dump();
+        EXPECT_TRUE(absl::StartsWith(c.value("imageID", ""), "sha256:"))
+            << c.dump();
+      }
+    }
+    EXPECT_EQ(containers, 4);
+    const std::vector<std::string> pids =
+        absl::StrSplit(Shell("pgrep -x pilotlight"), '\n', absl::SkipEmpty());
+    const std::string runtime_dir =
+        absl::StrCat(testcluster::TestClusterDir().value_or("?"), "/runtime/");
+    int processes = 0;
+    for (const std::string& pid : pids) {
+      // The root mount as the process sees it (mount point "/", field 5 of
+      // its mountinfo): an overlay of this cluster's runtime nodes'
+      // snapshots, read-only -- not the host's root, which another test's
+      // pilotlight process has.
+      const std::string root = Shell(absl::StrCat(
+          "awk '$5 == \"/\"' /proc/", pid, "/mountinfo 2>/dev/null"));
+      if (!absl::StrContains(root, " - overlay ") ||
+          !absl::StrContains(root, runtime_dir)) {
+        continue;
+      }
+      ++processes;
+      const std::vector<std::string> fields = absl::StrSplit(root, ' ');
+      ASSERT_GT(fields.size(), 5U) << root;
+      EXPECT_TRUE(absl::StartsWith(fields[5], "ro,")) << pid << ": " << root;
+      EXPECT_THAT(Shell(absl::StrCat("ps -o user= -p ", pid)),
+                  HasSubstr("65532"));
+    }
+    EXPECT_EQ(processes, 4) << Shell("ps -o pid=,user=,args= -C pilotlight");
   }
 
   std::string Get(const std::string& what) {
@@ -217,6 +340,7 @@ class HelmInstallTest : public testcluster::EndpointFixture {
   }
 
   std::string namespace_, helm_, kubectl_, values_;
+  std::string image_;  // the image the pods run ("": the loopback kubelet)
 };
 
 TEST_F(HelmInstallTest, InstallServeFailOverUpgradeUninstall) {
@@ -239,6 +363,9 @@ TEST_F(HelmInstallTest, InstallServeFailOverUpgradeUninstall) {
   // Run as the chart says: user 65532, its own service account.
   out = Shell(absl::StrCat("ps -o user= -C pilotlight"));
   EXPECT_THAT(out, HasSubstr("65532")) << out;
+  if (!image_.empty()) {
+    ExpectRunFromTheImage();
+  }
   ASSERT_TRUE(WaitFor(absl::Seconds(30),
                       [&] { return controllers.count(LeaseHolder()) == 1; }))
       << "no controller leads: " << LeaseHolder();
