@@ -34,6 +34,8 @@ int main(int argc, char** argv) {
       {"drain-timeout", false, "DURATION",
        "on SIGTERM, the longest it lets running requests finish (default "
        "30s; keep it within the pod's terminationGracePeriodSeconds)"},
+      {"enable-sleep-mode", true, "",
+       "serve vLLM's POST /sleep, POST /wake_up and GET /is_sleeping"},
       {"help", true, "", "show this help"},
   };
   pilotlight::cmd::ParsedFlags flags;
@@ -48,6 +50,7 @@ int main(int argc, char** argv) {
   o.model = flags.String("model").value_or(o.model);
   o.gpu_class = flags.String("gpu").value_or(o.gpu_class);
   o.served_model_name = flags.String("served-model-name").value_or("");
+  o.enable_sleep_mode = flags.Bool("enable-sleep-mode");
   const std::string flavor = flags.String("metrics").value_or("vllm");
   if (flavor == "sglang") {
     o.metrics = pilotlight::tools::MetricsFlavor::kSglang;

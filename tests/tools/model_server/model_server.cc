@@ -17,6 +17,7 @@
 #include "controller/http/http_server.h"
 #include "controller/model/catalog.h"
 #include "controller/model/model_profile.h"
+#include "controller/model/sleep.h"
 #include "nlohmann/json.hpp"
 #include "prometheus/counter.h"
 #include "prometheus/family.h"
@@ -252,6 +253,12 @@ absl::StatusOr<std::unique_ptr<ModelServer>> ModelServer::Create(
                   : std::max(1, s->replica_->MaxConcurrency(
                                     s->options_.workload, 0.08));
   s->kv_capacity_tokens_ = std::max(1.0, s->replica_->kv_capacity_tokens());
+  const model::SleepAssumptions sleep_assumptions;
+  s->wake_ =
+      model::EstimateSleep(s->replica_->weight_bytes_per_gpu(),
+                           options.tensor_parallel, **gpu, sleep_assumptions)
+          .wake;
+  s->offload_ = s->wake_ - sleep_assumptions.resume;
   s->registry_ = std::make_shared<prometheus::Registry>();
   s->metrics_ = std::make_unique<Metrics>(*s->registry_, options.metrics,
                                           s->options_.served_model_name);
@@ -300,6 +307,9 @@ double ModelServer::TpotSeconds(int batch) const {
 
 int ModelServer::Admit() {
   std::unique_lock<std::mutex> lock(mu_);
+  if (sleep_ != Engine::kAwake) {
+    return 0;
+  }
   ++waiting_;
   metrics_->waiting->Set(waiting_);
   slot_free_.wait(lock, [this] { return running_ < slots_; });
@@ -317,6 +327,7 @@ void ModelServer::Release() {
     metrics_->running->Set(running_);
   }
   slot_free_.notify_one();
+  sleep_changed_.notify_all();  // a sleep waits for the last request
 }
 
 namespace {
@@ -385,6 +396,14 @@ void ModelServer::Routes() {
           absl::StrCat(chat ? "chatcmpl-" : "cmpl-", next_id_.fetch_add(1));
       const auto start = std::chrono::steady_clock::now();
       const int batch = Admit();
+      if (batch == 0) {
+        res.status = 503;
+        res.set_header("Retry-After", "1");
+        res.set_content(
+            R"({"error": {"message": "the engine is asleep: POST /wake_up first"}})",
+            "application/json");
+        return;
+      }
       {
         std::lock_guard<std::mutex> lock(mu_);
         kv_tokens_ += prompt_tokens + max_tokens;
@@ -477,6 +496,73 @@ void ModelServer::Routes() {
   };
   server_->Post("/v1/completions", complete(false));
   server_->Post("/v1/chat/completions", complete(true));
+  if (options_.enable_sleep_mode) {
+    SleepRoutes();
+  }
+}
+
+void ModelServer::SleepRoutes() {
+  const auto answer = [](httplib::Response& res, int status,
+                         const std::string& message) {
+    res.status = status;
+    res.set_content(nlohmann::json({{"error", {{"message", message}}}}).dump(),
+                    "application/json");
+  };
+  server_->Post("/sleep", [this, answer](const httplib::Request& req,
+                                         httplib::Response& res) {
+    const std::string level =
+        req.has_param("level") ? req.get_param_value("level") : "1";
+    if (level != "1") {
+      answer(res, 400,
+             absl::StrCat("sleep level ", level,
+                          " is not modelled here (level 1: weights kept in "
+                          "host memory)"));
+      return;
+    }
+    std::unique_lock<std::mutex> lock(mu_);
+    if (sleep_ == Engine::kAsleep) {
+      return;  // 200: already asleep
+    }
+    if (sleep_ != Engine::kAwake) {
+      answer(res, 409, "a sleep or a wake is under way");
+      return;
+    }
+    // No new request from here; the ones it has finish first.
+    sleep_ = Engine::kFallingAsleep;
+    sleep_changed_.wait(lock,
+                        [this] { return running_ == 0 && waiting_ == 0; });
+    lock.unlock();
+    Sleep(options_.time_scale * absl::ToDoubleSeconds(offload_));
+    lock.lock();
+    sleep_ = Engine::kAsleep;
+    sleep_changed_.notify_all();
+  });
+  server_->Post("/wake_up", [this, answer](const httplib::Request&,
+                                           httplib::Response& res) {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (sleep_ == Engine::kFallingAsleep) {
+      answer(res, 409, "a sleep is under way");
+      return;
+    }
+    if (sleep_ == Engine::kAsleep) {
+      sleep_ = Engine::kWaking;
+      lock.unlock();
+      Sleep(options_.time_scale * absl::ToDoubleSeconds(wake_));
+      lock.lock();
+      sleep_ = Engine::kAwake;
+      sleep_changed_.notify_all();
+      return;
+    }
+    // Awake, or another call is waking it: answered once it serves.
+    sleep_changed_.wait(lock, [this] { return sleep_ == Engine::kAwake; });
+  });
+  server_->Get("/is_sleeping", [this](const httplib::Request&,
+                                      httplib::Response& res) {
+    std::lock_guard<std::mutex> lock(mu_);
+    const bool asleep = sleep_ == Engine::kAsleep || sleep_ == Engine::kWaking;
+    res.set_content(nlohmann::json({{"is_sleeping", asleep}}).dump(),
+                    "application/json");
+  });
 }
 
 }  // namespace pilotlight::tools

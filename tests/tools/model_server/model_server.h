@@ -10,6 +10,23 @@
 //   GET  /metrics               Prometheus text: vllm:* (default), or the
 //                               TGI (tgi_*) or Triton (nv_inference_*) names
 //
+// With enable_sleep_mode, vLLM's sleep mode as vLLM serves it (with
+// VLLM_SERVER_DEV_MODE=1); without, the three paths are absent (404), as on
+// an engine that has none:
+//
+//   POST /sleep?level=1         lets the requests it has finish, moves the
+//                               weights to host memory (the copy time), 200
+//   POST /wake_up               copies them back: the sleep model's wake
+//                               time (model::EstimateSleep: the weights over
+//                               the GPU class's host link, plus the resume);
+//                               a second call waits for the same wake
+//   GET  /is_sleeping           {"is_sleeping": true|false}
+//
+// An engine asleep, falling asleep or waking serves nothing: a completion
+// is answered 503 with Retry-After (whoever woke it sends again). Level 2
+// (weights discarded) is not modelled: 400. A sleep while a wake is under
+// way, or a wake while a sleep is, answers 409.
+//
 // Serving model: at most `slots` requests run at once (the sizing model's
 // concurrency at the TPOT SLO); the rest wait in FIFO order. A running
 // request takes the model's prefill time for its prompt, then one TPOT per
@@ -62,6 +79,8 @@ struct ModelServerOptions {
   // model's concurrency at an 80 ms TPOT.
   int max_num_seqs = 0;
   int default_max_tokens = 16;
+  // vLLM's sleep mode: POST /sleep, POST /wake_up, GET /is_sleeping.
+  bool enable_sleep_mode = false;
   // The traffic this server is sized for: its TPOT at a batch carries the
   // prefill of that typical prompt spread over the typical output (a
   // vLLM-like engine runs other requests' prefills between decode steps),
@@ -90,6 +109,8 @@ class ModelServer {
              absl::Duration most = absl::Seconds(30));
 
   int slots() const { return slots_; }
+  // What a wake takes (before time_scale): the sleep model's.
+  absl::Duration wake_time() const { return wake_; }
   // Seconds per output token with `batch` running (the sizing model's, at
   // the configured workload and slowdown; before time_scale).
   double TpotSeconds(int batch) const;
@@ -98,8 +119,11 @@ class ModelServer {
   struct Metrics;
   explicit ModelServer(const ModelServerOptions& options);
   void Routes();
-  // Waits for a slot; returns the batch size once running.
+  enum class Engine { kAwake, kFallingAsleep, kAsleep, kWaking };
+  // Waits for a slot; returns the batch size once running, or 0 when the
+  // engine is not awake (the request is refused).
   int Admit();
+  void SleepRoutes();
   void Release();
 
   ModelServerOptions options_;
@@ -115,6 +139,10 @@ class ModelServer {
   std::condition_variable slot_free_;
   int running_ = 0;
   int waiting_ = 0;
+  Engine sleep_ = Engine::kAwake;
+  std::condition_variable sleep_changed_;
+  absl::Duration wake_;     // asleep -> serving
+  absl::Duration offload_;  // serving -> asleep (the copy alone)
   std::atomic<bool> draining_{false};
   double kv_tokens_ = 0;
   std::atomic<int64_t> next_id_{0};

@@ -10,7 +10,13 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "controller/model/catalog.h"
+#include "controller/model/model_profile.h"
+#include "controller/model/sizing.h"
+#include "controller/model/sleep.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -24,11 +30,12 @@ using ::testing::HasSubstr;
 class ModelServerTest : public ::testing::Test {
  protected:
   void Start(MetricsFlavor flavor = MetricsFlavor::kVllm, int seqs = 0,
-             double time_scale = 0.01) {
+             double time_scale = 0.01, bool sleep_mode = false) {
     ModelServerOptions o;
     o.time_scale = time_scale;  // latencies from the sizing model, scaled
     o.metrics = flavor;
     o.max_num_seqs = seqs;
+    o.enable_sleep_mode = sleep_mode;
     server_ = *ModelServer::Create(o);
     port_ = *server_->Bind();
     thread_ = std::thread([this] { server_->Serve(); });
@@ -254,6 +261,111 @@ TEST_F(ModelServerTest, SglangNames) {
   EXPECT_GE(Value(m, "sglang:gen_throughput" + l), 0);
   EXPECT_THAT(m, HasSubstr("sglang:num_running_reqs"));
   EXPECT_THAT(m, ::testing::Not(HasSubstr("vllm:")));
+}
+
+// Without sleep mode the three paths are absent, as on an engine that has
+// none (vLLM without VLLM_SERVER_DEV_MODE).
+TEST_F(ModelServerTest, SleepPathsAreAbsentUnlessEnabled) {
+  Start();
+  httplib::Client c = Client();
+  auto sleep = c.Post("/sleep?level=1", "", "text/plain");
+  ASSERT_TRUE(sleep);
+  EXPECT_EQ(sleep->status, 404);
+  auto asked = c.Get("/is_sleeping");
+  ASSERT_TRUE(asked);
+  EXPECT_EQ(asked->status, 404);
+  EXPECT_TRUE(CompleteSixTokens());
+}
+
+// Asleep it serves nothing (503, Retry-After); a wake takes the sleep
+// model's time for these weights over this class's host link, then it
+// serves again. Level 2 is refused.
+TEST_F(ModelServerTest, AsleepServesNothingAndWakesInTheSleepModelsTime) {
+  constexpr double kScale = 0.2;
+  Start(MetricsFlavor::kVllm, 0, kScale, /*sleep_mode=*/true);
+  // The same arithmetic the policy and the simulator use.
+  const model::ReplicaModel replica(
+      *model::FindPreset("llama-3.1-8b"),
+      **model::Catalog::Default()->Get("a100-80gb"), 1, model::Precision::kBf16,
+      model::Precision::kBf16, {});
+  const absl::Duration wake =
+      model::EstimateSleep(replica.weight_bytes_per_gpu(), 1,
+                           **model::Catalog::Default()->Get("a100-80gb"), {})
+          .wake;
+  EXPECT_EQ(server_->wake_time(), wake);
+  EXPECT_GT(wake, absl::Milliseconds(500));  // the copy, then the resume
+  httplib::Client c = Client();
+  const auto is_sleeping = [&c] {
+    auto r = c.Get("/is_sleeping");
+    return r && r->status == 200
+               ? nlohmann::json::parse(r->body).value("is_sleeping", false)
+               : false;
+  };
+  EXPECT_FALSE(is_sleeping());
+  auto r = c.Post("/sleep?level=2", "", "text/plain");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  EXPECT_FALSE(is_sleeping());
+  r = c.Post("/sleep?level=1", "", "text/plain");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_TRUE(is_sleeping());
+  r = c.Post("/v1/completions", R"({"prompt": "hello", "max_tokens": 2})",
+             "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 503);
+  EXPECT_EQ(r->get_header_value("Retry-After"), "1");
+  EXPECT_THAT(r->body, HasSubstr("asleep"));
+  const absl::Time start = absl::Now();
+  r = c.Post("/wake_up", "", "text/plain");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_GE(absl::Now() - start, wake * kScale);
+  EXPECT_FALSE(is_sleeping());
+  EXPECT_TRUE(CompleteSixTokens());
+}
+
+// A sleep lets the requests the engine has finish first (200 tokens: about
+// 0.4 s here); two wakes at once are both answered once it serves.
+TEST_F(ModelServerTest, SleepLetsRequestsFinishAndWakesShareOne) {
+  constexpr double kScale = 0.2;
+  Start(MetricsFlavor::kVllm, 0, kScale, /*sleep_mode=*/true);
+  std::atomic<bool> answered{false};
+  std::thread request([this, &answered] {
+    auto r = Client().Post("/v1/completions",
+                           R"({"prompt": "a long answer", "max_tokens": 200})",
+                           "application/json");
+    answered = r && r->status == 200;
+  });
+  // Once it runs (the gauge the operator reads says so).
+  for (int i = 0;
+       i < 200 && !absl::StrContains(Metrics(),
+                                     "vllm:num_requests_running{"
+                                     "model_name=\"llama-3.1-8b\"} 1");
+       ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  auto r = Client().Post("/sleep", "", "text/plain");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_TRUE(answered) << "the sleep returned before the request finished";
+  request.join();
+  std::atomic<int> woken{0};
+  const absl::Time start = absl::Now();
+  std::vector<std::thread> wakes;
+  for (int i = 0; i < 2; ++i) {
+    wakes.emplace_back([this, &woken] {
+      auto w = Client().Post("/wake_up", "", "text/plain");
+      woken += w && w->status == 200 ? 1 : 0;
+    });
+  }
+  for (std::thread& t : wakes) {
+    t.join();
+  }
+  EXPECT_EQ(woken, 2);
+  const absl::Duration took = absl::Now() - start;
+  EXPECT_GE(took, server_->wake_time() * kScale);
+  EXPECT_TRUE(CompleteSixTokens());
 }
 
 }  // namespace
