@@ -23,7 +23,7 @@
 # image garbage collection off, every path under the node's directory.
 
 runtime_nodes() {  # runtime_nodes N
-  local n=$1 i ip d missing=() images=() img
+  local n=$1 i ip d missing=() images=() more=() img
   [ "$n" -gt 0 ] || return 0
   [ "$(id -u)" = 0 ] || fail runtime-nodes "needs root (containerd, runc, mounts)"
   command -v containerd >/dev/null || missing+=(containerd)
@@ -45,6 +45,7 @@ runtime_nodes() {  # runtime_nodes N
     done
   fi
   : >"$DIR/run/runtime-nodes"
+  runtime_images_signature "${images[@]}" >"$DIR/run/runtime-images"
   for ((i = 1; i <= n; i++)); do
     ip=127.$IP_OCTET.255.$i
     d=$DIR/runtime/$i
@@ -71,6 +72,13 @@ runtime_nodes() {  # runtime_nodes N
   log "$n runtime nodes Ready (kubelet $(cat "$BIN/kubelet.version"), containerd" \
     "$(containerd --version | awk '{print $3}'), runc $(runc --version | awk 'NR==1{print $3}'))" \
     "with ${#images[@]} images"
+}
+
+# runtime_images_signature ARCHIVE...: what up compares before it reuses a
+# running cluster's runtime nodes (a rebuilt image is imported again).
+runtime_images_signature() {
+  local f
+  for f in "$@"; do stat -c '%n %s %Y' "$f"; done
 }
 
 runtime_node_files() {  # runtime_node_files IP DIR: certificate, kubeconfig, configs
