@@ -23,7 +23,7 @@
 # image garbage collection off, every path under the node's directory.
 
 runtime_nodes() {  # runtime_nodes N
-  local n=$1 i ip d missing=() images=() more=() img
+  local n=$1 i ip d missing=() images=() img
   [ "$n" -gt 0 ] || return 0
   [ "$(id -u)" = 0 ] || fail runtime-nodes "needs root (containerd, runc, mounts)"
   command -v containerd >/dev/null || missing+=(containerd)
@@ -36,14 +36,10 @@ runtime_nodes() {  # runtime_nodes N
   [ -x "$BIN/kubelet" ] && [ -f "$BIN/pause-image.tar" ] ||
     fail runtime-nodes "no kubelet or pause image in $BIN: run tests/cluster/build"
   PAUSE_IMAGE=$(cat "$BIN/pause-image.ref")
-  images=("$BIN/pause-image.tar")
-  if [ -n "${PILOTLIGHT_IMAGES:-}" ]; then
-    IFS=: read -r -a more <<<"$PILOTLIGHT_IMAGES"
-    for img in "${more[@]}"; do
-      [ -f "$img" ] || { log "PILOTLIGHT_IMAGES names $img, which is missing"; exit 1; }
-      images+=("$img")
-    done
-  fi
+  mapfile -t images < <(runtime_images)
+  for img in "${images[@]}"; do
+    [ -f "$img" ] || { log "PILOTLIGHT_IMAGES names $img, which is missing"; exit 1; }
+  done
   : >"$DIR/run/runtime-nodes"
   runtime_images_signature "${images[@]}" >"$DIR/run/runtime-images"
   for ((i = 1; i <= n; i++)); do
@@ -72,6 +68,15 @@ runtime_nodes() {  # runtime_nodes N
   log "$n runtime nodes Ready (kubelet $(cat "$BIN/kubelet.version"), containerd" \
     "$(containerd --version | awk '{print $3}'), runc $(runc --version | awk 'NR==1{print $3}'))" \
     "with ${#images[@]} images"
+}
+
+# runtime_images: the archives the nodes import, one a line -- the pause
+# image, then each named in PILOTLIGHT_IMAGES.
+runtime_images() {
+  local more=()
+  echo "$BIN/pause-image.tar"
+  [ -z "${PILOTLIGHT_IMAGES:-}" ] || IFS=: read -r -a more <<<"$PILOTLIGHT_IMAGES"
+  [ ${#more[@]} -eq 0 ] || printf '%s\n' "${more[@]}"
 }
 
 # runtime_images_signature ARCHIVE...: what up compares before it reuses a

@@ -114,6 +114,15 @@ class HelmInstallTest : public testcluster::EndpointFixture {
     EndpointFixture::TearDown();
   }
 
+  // A node's or pod's Ready condition is True.
+  static bool IsReady(const json& object) {
+    for (const json& c : object["status"].value("conditions", json::array())) {
+      if (c.value("type", "") == "Ready" && c.value("status", "") == "True") {
+        return true;
+      }
+    }
+    return false;
+  }
   // The image the chart names by default, as containerd names it.
   static std::string ChartImage() {
     return absl::StrCat("docker.io/library/pilotlight:", PILOTLIGHT_VERSION);
@@ -131,11 +140,7 @@ class HelmInstallTest : public testcluster::EndpointFixture {
     }
     int holding = 0;
     for (const json& n : nodes.value("items", json::array())) {
-      bool ready = false;
-      for (const json& c : n["status"].value("conditions", json::array())) {
-        ready |=
-            c.value("type", "") == "Ready" && c.value("status", "") == "True";
-      }
+      const bool ready = IsReady(n);
       bool has = false;
       for (const json& i : n["status"].value("images", json::array())) {
         for (const json& name : i.value("names", json::array())) {
@@ -219,10 +224,8 @@ class HelmInstallTest : public testcluster::EndpointFixture {
       if (p["metadata"].contains("deletionTimestamp")) {
         continue;
       }
-      for (const json& c : p["status"].value("conditions", json::array())) {
-        if (c.value("type", "") == "Ready" && c.value("status", "") == "True") {
-          out[p["metadata"].value("name", "")] = p["status"].value("podIP", "");
-        }
+      if (IsReady(p)) {
+        out[p["metadata"].value("name", "")] = p["status"].value("podIP", "");
       }
     }
     return out;
@@ -247,12 +250,7 @@ class HelmInstallTest : public testcluster::EndpointFixture {
     const json target = svc["spec"]["ports"][0]["targetPort"];
     const json pods = GetJson(absl::StrCat("pods -l ", selector));
     for (const json& p : pods.value("items", json::array())) {
-      bool ready = false;
-      for (const json& c : p["status"].value("conditions", json::array())) {
-        ready |=
-            c.value("type", "") == "Ready" && c.value("status", "") == "True";
-      }
-      if (!ready || p["metadata"].contains("deletionTimestamp")) {
+      if (!IsReady(p) || p["metadata"].contains("deletionTimestamp")) {
         continue;
       }
       for (const json& port : p["spec"]["containers"][0]["ports"]) {
