@@ -162,14 +162,10 @@ std::string HistoryText(const json& status) {
   return out;
 }
 
-// A candidate's name as a user would say it.
+// A candidate's name as the controller wrote it ("keep-alive 5 min").
 std::string CandidateName(const json& row) {
-  const std::string policy = StringField(row, {"policy"});
-  const double setting = DoubleField(row, {"setting"});
-  if (policy == "keepalive-10m") {
-    return absl::StrFormat("keep-alive %g min", setting);
-  }
-  return absl::StrFormat("%s at %g", policy, setting);
+  const std::string name = StringField(row, {"name"});
+  return name.empty() ? StringField(row, {"policy"}) : name;
 }
 
 // The endpoint's recorded traffic replayed through other policies: the
@@ -211,31 +207,20 @@ std::string CounterfactualText(const json& status) {
   if (running == nullptr) {
     return out;
   }
-  // The cheapest replayed as it runs that is as good as what runs.
-  const json* best = running;
-  for (const json& r : rows) {
-    if (BoolField(r, {"replayedAsItRuns"}) &&
-        DoubleField(r, {"sloAttainment"}) >=
-            DoubleField(*running, {"sloAttainment"}) &&
-        DoubleField(r, {"coldStartFraction"}) <=
-            DoubleField(*running, {"coldStartFraction"}) &&
-        DoubleField(r, {"costPerHour"}) < DoubleField(*best, {"costPerHour"})) {
-      best = &r;
-    }
-  }
-  const double run_cost = DoubleField(*running, {"costPerHour"});
-  if (best == running) {
+  // The controller's comparison (status.counterfactual.cheaper).
+  const json& cheaper = Field(c, {"cheaper"});
+  if (!cheaper.is_object()) {
     absl::StrAppend(&out, "No policy replayed was cheaper at ",
                     CandidateName(*running),
                     "'s attainment and cold share or better.\n");
   } else {
-    const double cost = DoubleField(*best, {"costPerHour"});
     absl::StrAppend(
         &out, absl::StrFormat(
                   "%s would have cost $%.4f/h at the same attainment and cold "
                   "share or better, against $%.4f/h running (%.0f%% less).\n",
-                  CandidateName(*best), cost, run_cost,
-                  run_cost > 0 ? 100 * (1 - cost / run_cost) : 0.0));
+                  CandidateName(cheaper), DoubleField(cheaper, {"costPerHour"}),
+                  DoubleField(*running, {"costPerHour"}),
+                  100 * DoubleField(cheaper, {"saving"})));
   }
   return out;
 }

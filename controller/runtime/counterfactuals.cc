@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "controller/base/json_fields.h"
 #include "controller/process/thread_cpu.h"
 #include "controller/sim/simulator.h"
@@ -190,6 +191,33 @@ Counterfactual CounterfactualReplayer::Replay(
   return out;
 }
 
+std::optional<size_t> CheaperAsGood(const Counterfactual& c) {
+  const auto running =
+      std::find_if(c.rows.begin(), c.rows.end(),
+                   [](const CounterfactualRow& r) { return r.running; });
+  if (running == c.rows.end()) {
+    return std::nullopt;
+  }
+  std::optional<size_t> best;
+  double best_cost = running->cost_per_hour;
+  for (size_t i = 0; i < c.rows.size(); ++i) {
+    const CounterfactualRow& r = c.rows[i];
+    if (!r.running && r.eligible && r.attainment >= running->attainment &&
+        r.cold <= running->cold && r.cost_per_hour < best_cost) {
+      best = i;
+      best_cost = r.cost_per_hour;
+    }
+  }
+  return best;
+}
+
+std::string CandidateName(const CounterfactualRow& row) {
+  if (row.policy == "keepalive-10m") {
+    return absl::StrFormat("keep-alive %g min", row.knob);
+  }
+  return absl::StrFormat("%s at %g", row.policy, row.knob);
+}
+
 json CounterfactualJson(const Counterfactual& c) {
   // Four decimals: dollars to 1/100 cent, shares to 1/100 %.
   const auto r4 = [](double v) { return std::round(v * 1e4) / 1e4; };
@@ -197,11 +225,24 @@ json CounterfactualJson(const Counterfactual& c) {
   for (const CounterfactualRow& row : c.rows) {
     rows.push_back({{"policy", row.policy},
                     {"setting", row.knob},
+                    {"name", CandidateName(row)},
                     {"costPerHour", r4(row.cost_per_hour)},
                     {"sloAttainment", r4(row.attainment)},
                     {"coldStartFraction", r4(row.cold)},
                     {"replayedAsItRuns", row.eligible},
                     {"running", row.running}});
+  }
+  json cheaper;  // null: none
+  if (const std::optional<size_t> i = CheaperAsGood(c)) {
+    const CounterfactualRow& r = c.rows[*i];
+    const auto running =
+        std::find_if(c.rows.begin(), c.rows.end(),
+                     [](const CounterfactualRow& x) { return x.running; });
+    cheaper = {{"policy", r.policy},
+               {"setting", r.knob},
+               {"name", CandidateName(r)},
+               {"costPerHour", r4(r.cost_per_hour)},
+               {"saving", r4(1 - r.cost_per_hour / running->cost_per_hour)}};
   }
   return {{"time",
            c.at == absl::InfinitePast() ? json() : json(FormatRfc3339(c.at))},
@@ -209,6 +250,7 @@ json CounterfactualJson(const Counterfactual& c) {
           {"warmupSeconds", absl::ToInt64Seconds(c.warmup)},
           {"requests", c.requests},
           {"candidates", rows},
+          {"cheaper", cheaper},
           {"note", c.note}};
 }
 

@@ -123,6 +123,15 @@ class CounterfactualReplayer {
   std::thread thread_;
 };
 
+// The cheapest candidate replayed as it runs that did at least as well as
+// the one running -- SLO attainment as high or higher, cold-start share as
+// low or lower -- for less (nullopt: none did, or no row runs). The
+// comparison explain, the metrics, the Event and the alert all read.
+std::optional<size_t> CheaperAsGood(const Counterfactual& c);
+// What the candidate of `row` is called in words: "keep-alive 5 min",
+// "pilotlight at 0.7".
+std::string CandidateName(const CounterfactualRow& row);
+
 // status.counterfactual (CRD schema: the InferenceAutoscaler's
 // status.counterfactual).
 nlohmann::json CounterfactualJson(const Counterfactual& c);

@@ -165,7 +165,25 @@ struct Metrics {
                 .Help("CPU those replays took (their thread keeps to "
                       "--counterfactual-cpu of a core)")
                 .Register(r)
-                .Add({})) {}
+                .Add({})),
+        counterfactual_running_cost(
+            prometheus::BuildGauge()
+                .Name("pilotlight_counterfactual_running_cost_per_hour_"
+                      "dollars")
+                .Help("The running policy's cost per hour in the latest "
+                      "replay of the endpoint's own recorded traffic "
+                      "(status.counterfactual), per endpoint; NaN before "
+                      "the record supports one")
+                .Register(r)),
+        counterfactual_cheapest_cost(
+            prometheus::BuildGauge()
+                .Name("pilotlight_counterfactual_cheapest_cost_per_hour_"
+                      "dollars")
+                .Help("In that replay, the cheapest candidate at the "
+                      "running policy's SLO attainment and cold-start "
+                      "share or better (the running one's cost when none "
+                      "is cheaper)")
+                .Register(r)) {}
 
   prometheus::Family<prometheus::Gauge>& desired;
   prometheus::Family<prometheus::Gauge>& ready;
@@ -204,6 +222,8 @@ struct Metrics {
   prometheus::Counter& pokes;
   prometheus::Counter& counterfactual_replays;
   prometheus::Counter& counterfactual_cpu;
+  prometheus::Family<prometheus::Gauge>& counterfactual_running_cost;
+  prometheus::Family<prometheus::Gauge>& counterfactual_cheapest_cost;
 };
 
 }  // namespace pilotlight::runtime

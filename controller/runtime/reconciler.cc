@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <set>
 #include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "controller/api/resources.h"
@@ -353,6 +355,49 @@ const policy::Decision& Reconciler::DecideOnce(Endpoint& e, Observed& o,
   return d;
 }
 
+// The latest replay's running cost and the cheapest as good, as gauges
+// (NaN: no table yet, or the record no longer supports one); and an Event
+// when a cheaper candidate than before is found.
+void Reconciler::PublishCounterfactual(Endpoint& e,
+                                       const std::optional<Counterfactual>& cf,
+                                       Writers& w, bool leading) {
+  if (!e.gauges) {
+    return;
+  }
+  const Endpoint::Gauges& g = *e.gauges;
+  const auto running =
+      cf ? std::find_if(cf->rows.begin(), cf->rows.end(),
+                        [](const CounterfactualRow& r) { return r.running; })
+         : std::vector<CounterfactualRow>::const_iterator();
+  if (!cf || running == cf->rows.end()) {
+    g.cf_running->Set(std::numeric_limits<double>::quiet_NaN());
+    g.cf_cheapest->Set(std::numeric_limits<double>::quiet_NaN());
+    return;
+  }
+  const std::optional<size_t> cheaper = CheaperAsGood(*cf);
+  const CounterfactualRow& best = cheaper ? cf->rows[*cheaper] : *running;
+  g.cf_running->Set(running->cost_per_hour);
+  g.cf_cheapest->Set(best.cost_per_hour);
+  const std::string name = cheaper ? CandidateName(best) : "";
+  if (name == e.cheaper_announced) {
+    return;
+  }
+  e.cheaper_announced = name;
+  if (leading && cheaper) {
+    w.events.Record(
+        e.subject, "Normal", "CheaperPolicyReplayed",
+        absl::StrFormat(
+            "%s would have cost $%.4f/h over the last %d min of this "
+            "endpoint's traffic at %s's SLO attainment and cold-start share "
+            "or better, against $%.4f/h running (%.0f%% less; pilotlight "
+            "explain)",
+            name, best.cost_per_hour,
+            absl::ToInt64Minutes(cf->window - cf->warmup),
+            CandidateName(*running), running->cost_per_hour,
+            100 * (1 - best.cost_per_hour / running->cost_per_hour)));
+  }
+}
+
 void Reconciler::RemoveGauges(Endpoint& e) {
   if (!e.gauges) {
     return;
@@ -371,6 +416,8 @@ void Reconciler::RemoveGauges(Endpoint& e) {
   metrics_.keep_alive.Remove(g.keep_alive);
   metrics_.slo_cold_fraction.Remove(g.slo);
   metrics_.spot_fallback.Remove(g.spot_fallback);
+  metrics_.counterfactual_running_cost.Remove(g.cf_running);
+  metrics_.counterfactual_cheapest_cost.Remove(g.cf_cheapest);
   e.gauges.reset();
 }
 
@@ -397,6 +444,10 @@ void Reconciler::UpdateGauges(Endpoint& e, const std::vector<int>& desired,
     g.keep_alive = &metrics_.keep_alive.Add(labels);
     g.slo = &metrics_.slo_cold_fraction.Add(labels);
     g.spot_fallback = &metrics_.spot_fallback.Add(labels);
+    g.cf_running = &metrics_.counterfactual_running_cost.Add(labels);
+    g.cf_cheapest = &metrics_.counterfactual_cheapest_cost.Add(labels);
+    g.cf_running->Set(std::numeric_limits<double>::quiet_NaN());
+    g.cf_cheapest->Set(std::numeric_limits<double>::quiet_NaN());
     e.gauges = std::move(g);
   }
   const Endpoint::Gauges& g = *e.gauges;
@@ -492,6 +543,7 @@ absl::Status Reconciler::Publish(Endpoint& e, const policy::Decision& d,
   st.counterfactual_at = cf && !cf->rows.empty()
                              ? std::optional<absl::Time>(cf->at)
                              : std::nullopt;
+  PublishCounterfactual(e, cf, w, leading);
   if (!leading || (e.written && *e.written == st && scaled.empty())) {
     return absl::OkStatus();
   }

@@ -61,6 +61,7 @@ enum class ReplicaPolicy { kPilotlight, kKnative };
 inline constexpr char kScaledByAnnotation[] = "pilotlight.dev/scaled-by";
 
 class CounterfactualReplayer;
+struct Counterfactual;
 
 class Reconciler {
  public:
@@ -119,6 +120,9 @@ class Reconciler {
   void UpdateGauges(Endpoint& e, const std::vector<int>& desired,
                     const Observed& o, const policy::Decision& d);
   void RemoveGauges(Endpoint& e);
+  void PublishCounterfactual(Endpoint& e,
+                             const std::optional<Counterfactual>& cf,
+                             Writers& w, bool leading);
 
   const policy::Decision& Knative(Endpoint& e, const Observed& o,
                                   absl::Time now);

@@ -57,6 +57,8 @@ struct Reconciler::Endpoint {
   // next replay is due.
   sim::ReplicaHistory replicas;
   absl::Time next_counterfactual = absl::InfinitePast();
+  // The cheaper candidate the last Event named ("": none).
+  std::string cheaper_announced;
   EndpointStatus status;
   std::optional<EndpointStatus> written;  // the status last written
   // Its series, per variant (desired, ready) and per endpoint; made on the
@@ -72,6 +74,9 @@ struct Reconciler::Endpoint {
     prometheus::Gauge* keep_alive = nullptr;
     prometheus::Gauge* slo = nullptr;
     prometheus::Gauge* spot_fallback = nullptr;
+    // NaN until a replay's table.
+    prometheus::Gauge* cf_running = nullptr;
+    prometheus::Gauge* cf_cheapest = nullptr;
   };
   std::optional<Gauges> gauges;
 };

@@ -38,7 +38,7 @@ TEST(AlertsTest, PromtoolChecksAndUnitTestsTheRules) {
   int rc = 0;
   std::string out = Shell(absl::StrCat(promtool, " check rules ", kRules), &rc);
   EXPECT_EQ(rc, 0) << out;
-  EXPECT_THAT(out, HasSubstr("SUCCESS: 6 rules found"));
+  EXPECT_THAT(out, HasSubstr("SUCCESS: 7 rules found"));
   out =
       Shell(absl::StrCat(promtool,
                          " test rules tests/deploy/testdata/alerts_test.yaml"),
@@ -70,7 +70,7 @@ TEST(AlertsTest, EveryAlertIsTestedAndHasARunbook) {
           << name << ": no runbook section in docs/install.md";
     }
   }
-  EXPECT_EQ(alerts, 6);
+  EXPECT_EQ(alerts, 7);
 }
 
 TEST(AlertsTest, ChartPrometheusRuleIsTheRuleFile) {

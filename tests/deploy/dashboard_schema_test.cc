@@ -47,7 +47,7 @@ TEST_F(DashboardSchemaTest, ShippedDashboardDecodesStrictly) {
       Shell(absl::StrCat(tool_, " ", testutil::kDashboard), &rc);
   EXPECT_EQ(rc, 0) << out;
   EXPECT_THAT(out,
-              HasSubstr("20 panels decode strictly as dashboard.Dashboard"));
+              HasSubstr("21 panels decode strictly as dashboard.Dashboard"));
 }
 
 TEST_F(DashboardSchemaTest, UnknownFieldsAndWrongTypesAreRefused) {

@@ -90,6 +90,40 @@ TEST(CounterfactualsTest, BurstyTrafficPricesEveryCandidate) {
   EXPECT_EQ(j["requests"], c.requests);
 }
 
+// What explain, the metrics, the Event and the alert read: the cheapest
+// row replayed as it runs at the running one's attainment and cold share
+// or better.
+TEST(CounterfactualsTest, CheaperAsGoodIsTheCheapestThatDidAsWell) {
+  Counterfactual c;
+  c.rows = {{"pilotlight", 1, 3.4328, 0.995, 0.004, true, true},
+            // As good and cheaper.
+            {"keepalive-10m", 5, 2.1, 0.996, 0.004, true, false},
+            // Cheaper still, but a lower attainment.
+            {"keepalive-10m", 1, 1.2, 0.994, 0.004, true, false},
+            // Cheaper, but more cold starts.
+            {"keepalive-10m", 2, 1.5, 0.999, 0.005, true, false},
+            // Cheapest and best, but not replayed as it runs.
+            {"keepalive-10m", 60, 1.0, 1, 0, false, false},
+            // As good, dearer than the 5-minute one.
+            {"knative", 0.7, 2.5, 0.999, 0.001, true, false}};
+  EXPECT_EQ(CheaperAsGood(c), 1U);
+  const nlohmann::json j = CounterfactualJson(c);
+  EXPECT_EQ(j["cheaper"]["name"], "keep-alive 5 min");
+  EXPECT_EQ(j["cheaper"]["costPerHour"], 2.1);
+  EXPECT_EQ(j["cheaper"]["saving"], 0.3883);
+  EXPECT_EQ(j["candidates"][5]["name"], "knative at 0.7");
+  // Without it, the Knative row; without that, none.
+  c.rows.erase(c.rows.begin() + 1);
+  EXPECT_EQ(CheaperAsGood(c), 4U);
+  c.rows.pop_back();
+  EXPECT_EQ(CheaperAsGood(c), std::nullopt);
+  EXPECT_TRUE(CounterfactualJson(c)["cheaper"].is_null());
+  // Nothing runs (a table without its running row): nothing to compare.
+  c.rows[0].running = false;
+  c.rows.push_back({"knative", 0.7, 0.1, 1, 0, true, false});
+  EXPECT_EQ(CheaperAsGood(c), std::nullopt);
+}
+
 TEST(CounterfactualsTest, ARecordThatCannotSupportAReplaySaysWhy) {
   const sim::RetuneOptions o = CounterfactualOptions::DefaultReplay();
   const Counterfactual short_record =

@@ -68,7 +68,7 @@ class ReconcilerTest : public ::testing::Test {
     cluster_.Settle(clock_.Now());
     cluster_.Settle(clock_.Now() + kColdStart);
     reconciler_ = std::make_unique<Reconciler>(
-        policy::DeciderConfig{},
+        decider_config_,
         ReconcilerInputs{cluster_.autoscalers, cluster_.deployments,
                          cluster_.pods, cluster_.index, cluster_.gpu_classes,
                          demand_},
@@ -157,6 +157,20 @@ class ReconcilerTest : public ::testing::Test {
     return false;
   }
 
+  // The value of the series `family`{namespace="ml",name="chat"}; nullopt
+  // without one.
+  std::optional<double> Gauge(const std::string& family) {
+    for (const prometheus::MetricFamily& f : registry_.Collect()) {
+      if (f.name != family) {
+        continue;
+      }
+      for (const prometheus::ClientMetric& m : f.metric) {
+        return m.gauge.value;
+      }
+    }
+    return std::nullopt;
+  }
+
   kube::FakeClock clock_;
   fakes::FakeCluster cluster_;
   fakes::FakeDemand demand_;
@@ -165,6 +179,8 @@ class ReconcilerTest : public ::testing::Test {
   fakes::RecordingWriters out_;
   std::unique_ptr<Reconciler> reconciler_;
   std::optional<policy::Decision> last_;
+  // The controller's flags, read by Endpoint().
+  policy::DeciderConfig decider_config_;
 };
 
 inline const policy::CapacityType kOnDemand = policy::CapacityType::kOnDemand;

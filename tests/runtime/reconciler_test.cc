@@ -4,6 +4,8 @@
 // RecordingWriters keeps the patches, statuses and Events. No API server,
 // no sleeps: each Tick() settles the cluster, opens a demand epoch and
 // reconciles once, then moves the fake clock.
+#include <cmath>
+
 #include "controller/runtime/counterfactuals.h"
 #include "tests/runtime/reconciler_fixture.h"
 
@@ -311,6 +313,76 @@ TEST_F(ReconcilerTest, CounterfactualsOfItsOwnTrafficInTheStatus) {
   EXPECT_EQ(cf["windowSeconds"], 3600);
   // A new replay is a change of the status: written as it came.
   EXPECT_EQ(cf["time"], FormatRfc3339(kT0 + absl::Minutes(60)));
+  // Steady traffic: every candidate as good and as dear, none cheaper;
+  // the series say so, and no Event.
+  EXPECT_TRUE(cf["cheaper"].is_null()) << cf.dump();
+  EXPECT_EQ(Gauge("pilotlight_counterfactual_cheapest_cost_per_hour_dollars"),
+            Gauge("pilotlight_counterfactual_running_cost_per_hour_dollars"));
+  EXPECT_NEAR(*Gauge("pilotlight_counterfactual_running_cost_per_hour_dollars"),
+              cf["candidates"][0]["costPerHour"].get<double>(), 1e-4);
+  for (const fakes::RecordingWriters::Event& ev : out_.events) {
+    EXPECT_NE(ev.reason, "CheaperPolicyReplayed") << ev.message;
+  }
+}
+
+// Run at a target utilisation of 0.5, a steady load holds twice the
+// replicas it needs: the replay finds a candidate as good for less, says
+// so in the status, the series and one Event -- not one every replay.
+TEST_F(ReconcilerTest, ACheaperCandidateIsAnnouncedOnce) {
+  CounterfactualOptions co;
+  co.synchronous = true;
+  CounterfactualReplayer replayer(co);
+  decider_config_.target_utilization = 0.5;
+  Pool("chat-a100", "a100-80gb", kOnDemand, 2, 16);
+  Endpoint({Variant("chat-a100", ClassName("a100-80gb", kOnDemand))});
+  reconciler_->set_counterfactuals(&replayer);
+  demand_.Set([](absl::Time, int) { return InFlight(80, 40); });
+  Tick();
+  // Before a replay: the series are there (a dashboard panel and an alert
+  // read them), NaN.
+  EXPECT_TRUE(std::isnan(
+      *Gauge("pilotlight_counterfactual_running_cost_per_hour_dollars")));
+  RunFor(absl::Minutes(65));
+  const json cf = out_.status()["counterfactual"];
+  ASSERT_EQ(cf["candidates"].size(), 12U) << cf.dump();
+  EXPECT_EQ(cf["candidates"][0]["name"], "pilotlight at 0.5");
+  ASSERT_TRUE(cf["cheaper"].is_object()) << cf.dump();
+  const double running = cf["candidates"][0]["costPerHour"].get<double>();
+  const double cheaper = cf["cheaper"]["costPerHour"].get<double>();
+  EXPECT_LT(cheaper, running);
+  EXPECT_NEAR(cf["cheaper"]["saving"].get<double>(), 1 - cheaper / running,
+              1e-4);
+  EXPECT_NEAR(*Gauge("pilotlight_counterfactual_running_cost_per_hour_dollars"),
+              running, 1e-4);
+  EXPECT_NEAR(
+      *Gauge("pilotlight_counterfactual_cheapest_cost_per_hour_dollars"),
+      cheaper, 1e-4);
+  const auto announced = [&] {
+    std::vector<std::string> out;
+    for (const fakes::RecordingWriters::Event& ev : out_.events) {
+      if (ev.reason == "CheaperPolicyReplayed") {
+        out.push_back(ev.message);
+      }
+    }
+    return out;
+  };
+  ASSERT_EQ(announced().size(), 1U);
+  EXPECT_THAT(announced()[0],
+              HasSubstr(absl::StrCat(cf["cheaper"]["name"].get<std::string>(),
+                                     " would have cost")));
+  EXPECT_THAT(announced()[0], HasSubstr("at pilotlight at 0.5's SLO "
+                                        "attainment and cold-start share or "
+                                        "better"));
+  // Two more replays finding the same: no more Events.
+  RunFor(absl::Minutes(20));
+  EXPECT_NE(out_.status()["counterfactual"]["time"], cf["time"]);
+  EXPECT_EQ(announced().size(), 1U);
+  // Removed with the endpoint.
+  cluster_.autoscalers.Erase("ml/chat");
+  Writers w = out_.writers();
+  ASSERT_TRUE(reconciler_->Reconcile("ml/chat", w, true).ok());
+  EXPECT_FALSE(
+      Gauge("pilotlight_counterfactual_running_cost_per_hour_dollars"));
 }
 
 // A cheaper tier: switched after the hysteresis, and the old Deployment is
