@@ -1,5 +1,8 @@
 // pilotlight-model-server: a model-server stand-in for the local test
-// cluster (model_server.h). Prints "listening on ADDRESS:PORT" once bound.
+// cluster (model_server.h). Prints "listening on ADDRESS:PORT" once bound,
+// a line per engine: with --models, one engine per served model name, on
+// consecutive ports, all on one GPU (a pool pod): those that fit start
+// awake, in order, and the rest asleep.
 #include <pthread.h>
 #include <signal.h>
 
@@ -8,8 +11,75 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_split.h"
 #include "controller/cmd/flags.h"
+#include "controller/model/catalog.h"
+#include "controller/model/sleep.h"
 #include "tests/tools/model_server/model_server.h"
+
+namespace {
+
+// The engines to run: the one `o` describes, or with --models one per
+// name on one shared GPU, awake while they fit.
+absl::StatusOr<std::vector<pilotlight::tools::ModelServerOptions>> Engines(
+    const pilotlight::tools::ModelServerOptions& o,
+    const pilotlight::cmd::ParsedFlags& flags) {
+  const std::optional<std::string> models = flags.String("models");
+  if (!models) {
+    return std::vector<pilotlight::tools::ModelServerOptions>{o};
+  }
+  const std::vector<std::string> names =
+      absl::StrSplit(*models, ',', absl::SkipEmpty());
+  if (names.empty()) {
+    return absl::InvalidArgumentError("--models: no name");
+  }
+  if (!o.enable_sleep_mode && names.size() > 1) {
+    return absl::InvalidArgumentError(
+        "--models: engines sharing a GPU need --enable-sleep-mode");
+  }
+  absl::StatusOr<pilotlight::model::Catalog> catalog =
+      pilotlight::model::Catalog::Default();
+  if (!catalog.ok()) {
+    return catalog.status();
+  }
+  absl::StatusOr<const pilotlight::model::GpuClass*> gpu =
+      catalog->Get(o.gpu_class);
+  if (!gpu.ok()) {
+    return gpu.status();
+  }
+  const pilotlight::model::SleepAssumptions sleep;
+  double host =
+      (*gpu)->host_memory_gib_per_gpu * (1 - sleep.host_reserved_share);
+  double utilization = 0.9;
+  for (const auto& [name, target] :
+       {std::pair<const char*, double*>{"host-memory-gib", &host},
+        {"gpu-memory-utilization", &utilization}}) {
+    absl::StatusOr<std::optional<double>> v = flags.Double(name);
+    if (!v.ok()) {
+      return v.status();
+    }
+    if (*v) {
+      *target = **v;
+    }
+  }
+  auto shared =
+      std::make_shared<pilotlight::tools::SharedGpu>((*gpu)->memory_gib, host);
+  std::vector<pilotlight::tools::ModelServerOptions> out;
+  double awake = 0;
+  for (size_t i = 0; i < names.size(); ++i) {
+    pilotlight::tools::ModelServerOptions e = o;
+    e.served_model_name = names[i];
+    e.port = o.port == 0 ? 0 : o.port + static_cast<int>(i);
+    e.gpu = shared;
+    e.gpu_memory_utilization = utilization;
+    awake += utilization;
+    e.start_asleep = awake > 1 + 1e-9;
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using pilotlight::cmd::FlagSpec;
@@ -36,6 +106,14 @@ int main(int argc, char** argv) {
        "30s; keep it within the pod's terminationGracePeriodSeconds)"},
       {"enable-sleep-mode", true, "",
        "serve vLLM's POST /sleep, POST /wake_up and GET /is_sleeping"},
+      {"models", false, "A,B,...",
+       "one engine per served model name, on --port and the ports after it "
+       "(0: free ones), sharing one GPU of --gpu; needs --enable-sleep-mode"},
+      {"gpu-memory-utilization", false, "F",
+       "with --models: each engine's share of the GPU awake (default 0.9)"},
+      {"host-memory-gib", false, "GIB",
+       "with --models: the node's memory for engines asleep (default: the "
+       "class's host memory per GPU, less the sleep model's reserved share)"},
       {"help", true, "", "show this help"},
   };
   pilotlight::cmd::ParsedFlags flags;
@@ -114,28 +192,58 @@ int main(int argc, char** argv) {
   sigaddset(&stop_signals, SIGTERM);
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  absl::StatusOr<std::unique_ptr<pilotlight::tools::ModelServer>> server =
-      pilotlight::tools::ModelServer::Create(o);
-  if (!server.ok()) {
-    std::cerr << "pilotlight-model-server: " << server.status().message()
+  absl::StatusOr<std::vector<pilotlight::tools::ModelServerOptions>> engines =
+      Engines(o, flags);
+  if (!engines.ok()) {
+    std::cerr << "pilotlight-model-server: " << engines.status().message()
               << "\n";
     return 2;
   }
-  absl::StatusOr<int> port = (*server)->Bind();
-  if (!port.ok()) {
-    std::cerr << "pilotlight-model-server: " << port.status().message() << "\n";
-    return 1;
+  std::vector<std::unique_ptr<pilotlight::tools::ModelServer>> servers;
+  for (const pilotlight::tools::ModelServerOptions& e : *engines) {
+    absl::StatusOr<std::unique_ptr<pilotlight::tools::ModelServer>> server =
+        pilotlight::tools::ModelServer::Create(e);
+    if (!server.ok()) {
+      std::cerr << "pilotlight-model-server: " << server.status().message()
+                << "\n";
+      return 2;
+    }
+    absl::StatusOr<int> port = (*server)->Bind();
+    if (!port.ok()) {
+      std::cerr << "pilotlight-model-server: " << port.status().message()
+                << "\n";
+      return 1;
+    }
+    std::cout << "listening on " << e.address << ":" << *port << " ("
+              << (*server)->slots() << " slots"
+              << (engines->size() > 1 ? ", model " + e.served_model_name : "")
+              << (engines->size() > 1 && e.start_asleep ? ", asleep" : "")
+              << ")" << std::endl;
+    servers.push_back(*std::move(server));
   }
-  std::cout << "listening on " << o.address << ":" << *port << " ("
-            << (*server)->slots() << " slots)" << std::endl;
-  std::thread stopper([&stop_signals, drain_timeout, s = server->get()] {
+  std::thread stopper([&stop_signals, drain_timeout, &servers] {
     int sig = 0;
     sigwait(&stop_signals, &sig);
-    s->Drain(absl::Milliseconds(500), drain_timeout);
+    std::vector<std::thread> drains;
+    for (const auto& s : servers) {
+      drains.emplace_back([&s, drain_timeout] {
+        s->Drain(absl::Milliseconds(500), drain_timeout);
+      });
+    }
+    for (std::thread& d : drains) {
+      d.join();
+    }
   });
-  (*server)->Serve();  // returns once Drain() has let the requests finish
-  // Joined before the server goes (ThreadSanitizer found the detached
-  // stopper still reading it in Stop() as main destroyed it); woken first
+  std::vector<std::thread> serving;
+  for (size_t i = 1; i < servers.size(); ++i) {
+    serving.emplace_back([s = servers[i].get()] { s->Serve(); });
+  }
+  servers[0]->Serve();  // returns once Drain() has let the requests finish
+  for (std::thread& t : serving) {
+    t.join();
+  }
+  // Joined before the servers go (ThreadSanitizer found the detached
+  // stopper still reading one in Stop() as main destroyed it); woken first
   // if Serve returned on its own.
   pthread_kill(stopper.native_handle(), SIGTERM);
   stopper.join();

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "controller/http/http_server.h"
 #include "controller/model/catalog.h"
@@ -206,10 +207,51 @@ struct ModelServer::Metrics {
   }
 };
 
+bool SharedGpu::Take(double gib, double host) {
+  const std::lock_guard<std::mutex> lock(mu_);
+  // A little slack for sums of shares (0.45 + 0.45 of a GPU fit in it).
+  constexpr double kSlack = 1e-9;
+  if (gpu_used_ + gib > gpu_gib_ + kSlack ||
+      host_used_ + host > host_gib_ + kSlack) {
+    return false;
+  }
+  gpu_used_ += gib;
+  host_used_ += host;
+  return true;
+}
+
+void SharedGpu::Release(double gib, double host) {
+  const std::lock_guard<std::mutex> lock(mu_);
+  gpu_used_ = std::max(0.0, gpu_used_ - gib);
+  host_used_ = std::max(0.0, host_used_ - host);
+}
+
+double SharedGpu::gpu_free_gib() const {
+  const std::lock_guard<std::mutex> lock(mu_);
+  return gpu_gib_ - gpu_used_;
+}
+
+double SharedGpu::host_free_gib() const {
+  const std::lock_guard<std::mutex> lock(mu_);
+  return host_gib_ - host_used_;
+}
+
+std::string SharedGpu::Free() const {
+  const std::lock_guard<std::mutex> lock(mu_);
+  return absl::StrFormat(
+      "%.1f GiB of the GPU's %.1f free, %.1f of %.1f GiB of host memory",
+      gpu_gib_ - gpu_used_, gpu_gib_, host_gib_ - host_used_, host_gib_);
+}
+
 ModelServer::ModelServer(const ModelServerOptions& options)
     : options_(options) {}
 
-ModelServer::~ModelServer() { Stop(); }
+ModelServer::~ModelServer() {
+  Stop();
+  if (options_.gpu) {
+    options_.gpu->Release(held_gpu_gib_, held_host_gib_);
+  }
+}
 
 absl::StatusOr<std::unique_ptr<ModelServer>> ModelServer::Create(
     const ModelServerOptions& options) {
@@ -259,6 +301,9 @@ absl::StatusOr<std::unique_ptr<ModelServer>> ModelServer::Create(
                            options.tensor_parallel, **gpu, sleep_assumptions)
           .wake;
   s->offload_ = s->wake_ - sleep_assumptions.resume;
+  if (absl::Status st = s->TakeSharedGpu(**gpu, sleep_assumptions); !st.ok()) {
+    return st;
+  }
   s->registry_ = std::make_shared<prometheus::Registry>();
   s->metrics_ = std::make_unique<Metrics>(*s->registry_, options.metrics,
                                           s->options_.served_model_name);
@@ -268,6 +313,69 @@ absl::StatusOr<std::unique_ptr<ModelServer>> ModelServer::Create(
   s->socket_ = http::ConfigureHttpServer(*s->server_, {});
   s->Routes();
   return s;
+}
+
+// Asleep from the start if so asked; on a shared GPU, what it holds awake
+// and asleep, and its place there as it starts.
+absl::Status ModelServer::TakeSharedGpu(const model::GpuClass& gpu,
+                                        const model::SleepAssumptions& a) {
+  if (options_.start_asleep && !options_.enable_sleep_mode) {
+    return absl::InvalidArgumentError(
+        "an engine starts asleep only with sleep mode enabled");
+  }
+  if (options_.start_asleep) {
+    sleep_ = Engine::kAsleep;
+  }
+  if (!options_.gpu) {
+    return absl::OkStatus();
+  }
+  if (options_.tensor_parallel != 1) {
+    return absl::InvalidArgumentError(
+        "a shared GPU holds engines of one GPU each (tensor parallel 1)");
+  }
+  if (!(options_.gpu_memory_utilization > 0 &&
+        options_.gpu_memory_utilization <= 1)) {
+    return absl::InvalidArgumentError(
+        "gpu memory utilization must be > 0 and <= 1");
+  }
+  awake_gpu_gib_ = options_.gpu_memory_utilization * gpu.memory_gib;
+  asleep_gpu_gib_ = std::min(a.asleep_gpu_gib, awake_gpu_gib_);
+  weights_gib_ = replica_->weight_bytes_per_gpu() / (1024.0 * 1024 * 1024);
+  if (weights_gib_ > awake_gpu_gib_) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s's weights (%.1f GiB) do not fit in %.2f of %s's %.1f GiB",
+        options_.model, weights_gib_, options_.gpu_memory_utilization,
+        options_.gpu_class, gpu.memory_gib));
+  }
+  const double gib = options_.start_asleep ? asleep_gpu_gib_ : awake_gpu_gib_;
+  const double host = options_.start_asleep ? weights_gib_ : 0;
+  if (!options_.gpu->Take(gib, host)) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "%s needs %.1f GiB of the GPU and %.1f of host memory %s: %s",
+        options_.served_model_name, gib, host,
+        options_.start_asleep ? "asleep" : "awake", options_.gpu->Free()));
+  }
+  held_gpu_gib_ = gib;
+  held_host_gib_ = host;
+  return absl::OkStatus();
+}
+
+// From what it holds now to `gib` of the GPU and `host` of the node's
+// memory; false (holding what it held) when there is no room.
+bool ModelServer::MoveOnSharedGpu(double gib, double host) {
+  if (!options_.gpu) {
+    return true;
+  }
+  const double more_gpu = std::max(0.0, gib - held_gpu_gib_);
+  const double more_host = std::max(0.0, host - held_host_gib_);
+  if (!options_.gpu->Take(more_gpu, more_host)) {
+    return false;
+  }
+  options_.gpu->Release(std::max(0.0, held_gpu_gib_ - gib),
+                        std::max(0.0, held_host_gib_ - host));
+  held_gpu_gib_ = gib;
+  held_host_gib_ = host;
+  return true;
 }
 
 absl::StatusOr<int> ModelServer::Bind() {
@@ -527,6 +635,14 @@ void ModelServer::SleepRoutes() {
       answer(res, 409, "a sleep or a wake is under way");
       return;
     }
+    // The weights need room in the node's memory before they move.
+    if (!MoveOnSharedGpu(awake_gpu_gib_, weights_gib_)) {
+      answer(res, 507,
+             absl::StrFormat("no room for the weights (%.1f GiB) in host "
+                             "memory: %s",
+                             weights_gib_, options_.gpu->Free()));
+      return;
+    }
     // No new request from here; the ones it has finish first.
     sleep_ = Engine::kFallingAsleep;
     sleep_changed_.wait(lock,
@@ -534,6 +650,7 @@ void ModelServer::SleepRoutes() {
     lock.unlock();
     Sleep(options_.time_scale * absl::ToDoubleSeconds(offload_));
     lock.lock();
+    MoveOnSharedGpu(asleep_gpu_gib_, weights_gib_);  // frees the GPU
     sleep_ = Engine::kAsleep;
     sleep_changed_.notify_all();
   });
@@ -545,10 +662,19 @@ void ModelServer::SleepRoutes() {
       return;
     }
     if (sleep_ == Engine::kAsleep) {
+      // Another engine awake on the GPU leaves no room: refused, asleep.
+      if (!MoveOnSharedGpu(awake_gpu_gib_, weights_gib_)) {
+        answer(res, 507,
+               absl::StrFormat("GPU memory taken: waking needs %.1f GiB of "
+                               "the GPU, %s",
+                               awake_gpu_gib_, options_.gpu->Free()));
+        return;
+      }
       sleep_ = Engine::kWaking;
       lock.unlock();
       Sleep(options_.time_scale * absl::ToDoubleSeconds(wake_));
       lock.lock();
+      MoveOnSharedGpu(awake_gpu_gib_, 0);  // the weights left host memory
       sleep_ = Engine::kAwake;
       sleep_changed_.notify_all();
       return;

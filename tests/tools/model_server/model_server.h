@@ -27,6 +27,17 @@
 // (weights discarded) is not modelled: 400. A sleep while a wake is under
 // way, or a wake while a sleep is, answers 409.
 //
+// Engines that share a GPU (a pool pod: one engine per model, as vLLM's
+// sleep-mode docs run them; options.gpu, one SharedGpu for all of them)
+// account for its memory as vLLM's engines take it: an awake engine holds
+// its gpu_memory_utilization of the GPU, one asleep its weights in the
+// node's memory and a CUDA context on the GPU. A wake the GPU has no room
+// for, or a sleep the host memory has no room for, is refused with 507 and
+// what is free, and the engine stays as it was (a real engine would fail
+// its allocation); so does Create for an engine that does not fit awake,
+// unless it starts asleep (what a pool leaves an engine it started and put
+// to sleep).
+//
 // Serving model: at most `slots` requests run at once (the sizing model's
 // concurrency at the TPOT SLO); the rest wait in FIFO order. A running
 // request takes the model's prefill time for its prompt, then one TPOT per
@@ -45,7 +56,9 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "controller/model/gpu_class.h"
 #include "controller/model/sizing.h"
+#include "controller/model/sleep.h"
 
 namespace httplib {
 class Server;
@@ -60,6 +73,29 @@ class Registry;
 namespace pilotlight::tools {
 
 enum class MetricsFlavor { kVllm, kSglang, kTgi, kTriton };
+
+// One GPU's memory and the node's memory kept for its engines asleep,
+// shared by the engines on it. Thread-safe.
+class SharedGpu {
+ public:
+  SharedGpu(double gpu_gib, double host_gib)
+      : gpu_gib_(gpu_gib), host_gib_(host_gib) {}
+  // Takes `gib` of the GPU and `host` of the node's memory, both or
+  // neither; false when either has less free.
+  bool Take(double gib, double host);
+  void Release(double gib, double host);
+  // "12.3 GiB of the GPU's 80.0 free, 40.0 of 400.0 GiB of host memory"
+  std::string Free() const;
+  double gpu_free_gib() const;
+  double host_free_gib() const;
+
+ private:
+  const double gpu_gib_;
+  const double host_gib_;
+  mutable std::mutex mu_;
+  double gpu_used_ = 0;
+  double host_used_ = 0;
+};
 
 struct ModelServerOptions {
   std::string address = "127.0.0.1";
@@ -81,6 +117,12 @@ struct ModelServerOptions {
   int default_max_tokens = 16;
   // vLLM's sleep mode: POST /sleep, POST /wake_up, GET /is_sleeping.
   bool enable_sleep_mode = false;
+  // The GPU it shares with other engines (nullptr: one of its own, no
+  // accounting), the share of it the engine takes awake, and whether it
+  // starts asleep (with enable_sleep_mode; one GPU: tensor_parallel 1).
+  std::shared_ptr<SharedGpu> gpu;
+  double gpu_memory_utilization = 0.9;
+  bool start_asleep = false;
   // The traffic this server is sized for: its TPOT at a batch carries the
   // prefill of that typical prompt spread over the typical output (a
   // vLLM-like engine runs other requests' prefills between decode steps),
@@ -111,6 +153,11 @@ class ModelServer {
   int slots() const { return slots_; }
   // What a wake takes (before time_scale): the sleep model's.
   absl::Duration wake_time() const { return wake_; }
+  // On a SharedGpu: what it holds awake (GiB of the GPU), and asleep (GiB
+  // of the GPU, and of the node's memory for its weights).
+  double awake_gpu_gib() const { return awake_gpu_gib_; }
+  double asleep_gpu_gib() const { return asleep_gpu_gib_; }
+  double weights_gib() const { return weights_gib_; }
   // Seconds per output token with `batch` running (the sizing model's, at
   // the configured workload and slowdown; before time_scale).
   double TpotSeconds(int batch) const;
@@ -125,6 +172,9 @@ class ModelServer {
   int Admit();
   void SleepRoutes();
   void Release();
+  absl::Status TakeSharedGpu(const model::GpuClass& gpu,
+                             const model::SleepAssumptions& a);
+  bool MoveOnSharedGpu(double gib, double host);
 
   ModelServerOptions options_;
   std::unique_ptr<model::ReplicaModel> replica_;
@@ -143,6 +193,12 @@ class ModelServer {
   std::condition_variable sleep_changed_;
   absl::Duration wake_;     // asleep -> serving
   absl::Duration offload_;  // serving -> asleep (the copy alone)
+  double awake_gpu_gib_ = 0;
+  double asleep_gpu_gib_ = 0;
+  double weights_gib_ = 0;
+  // What it holds of options_.gpu now (released when it goes).
+  double held_gpu_gib_ = 0;
+  double held_host_gib_ = 0;
   std::atomic<bool> draining_{false};
   double kv_tokens_ = 0;
   std::atomic<int64_t> next_id_{0};

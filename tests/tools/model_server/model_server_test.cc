@@ -368,5 +368,100 @@ TEST_F(ModelServerTest, SleepLetsRequestsFinishAndWakesShareOne) {
   EXPECT_TRUE(CompleteSixTokens());
 }
 
+// A pool pod: engines on one GPU, each taking 0.9 of it awake, and host
+// memory for two engines' weights asleep. One is awake at a time: a wake
+// the GPU has no room for is refused (507, what is free), and so is a
+// sleep the host memory has no room for; each engine stays as it was.
+TEST(ModelServerPoolTest, EnginesOnOneGpuWakeOneAtATime) {
+  const model::ReplicaModel replica(
+      *model::FindPreset("llama-3.1-8b"),
+      **model::Catalog::Default()->Get("a100-80gb"), 1, model::Precision::kBf16,
+      model::Precision::kBf16, {});
+  const double weights =
+      replica.weight_bytes_per_gpu() / (1024.0 * 1024 * 1024);
+  auto gpu = std::make_shared<SharedGpu>(80, 2.5 * weights);
+  const auto engine = [&](const std::string& name, bool asleep) {
+    ModelServerOptions o;
+    o.time_scale = 0.01;
+    o.enable_sleep_mode = true;
+    o.served_model_name = name;
+    o.gpu = gpu;
+    o.start_asleep = asleep;
+    return ModelServer::Create(o);
+  };
+  absl::StatusOr<std::unique_ptr<ModelServer>> a = engine("a", false);
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_DOUBLE_EQ((*a)->awake_gpu_gib(), 72);
+  EXPECT_NEAR((*a)->weights_gib(), weights, 1e-9);
+  // A second engine awake does not fit beside it; asleep it does.
+  absl::StatusOr<std::unique_ptr<ModelServer>> b = engine("b", false);
+  ASSERT_FALSE(b.ok());
+  EXPECT_THAT(std::string(b.status().message()),
+              HasSubstr("b needs 72.0 GiB of the GPU and 0.0 of host memory "
+                        "awake: 8.0 GiB of the GPU's 80.0 free"));
+  b = engine("b", true);
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_NEAR(gpu->gpu_free_gib(), 8 - (*b)->asleep_gpu_gib(), 1e-9);
+  std::vector<std::thread> threads;
+  std::vector<httplib::Client> clients;
+  for (ModelServer* s : {a->get(), b->get()}) {
+    const int port = *s->Bind();
+    threads.emplace_back([s] { s->Serve(); });
+    clients.emplace_back("127.0.0.1", port);
+    clients.back().set_read_timeout(10, 0);
+  }
+  httplib::Client& ca = clients[0];
+  httplib::Client& cb = clients[1];
+  const auto is_sleeping = [](httplib::Client& c) {
+    auto r = c.Get("/is_sleeping");
+    return r && r->status == 200 &&
+           nlohmann::json::parse(r->body).value("is_sleeping", false);
+  };
+  EXPECT_FALSE(is_sleeping(ca));
+  EXPECT_TRUE(is_sleeping(cb));
+  // b cannot wake while a holds the GPU.
+  auto r = cb.Post("/wake_up", "", "text/plain");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 507);
+  EXPECT_THAT(r->body, HasSubstr("GPU memory taken: waking needs 72.0 GiB"));
+  EXPECT_TRUE(is_sleeping(cb));
+  // a asleep: b wakes and serves.
+  r = ca.Post("/sleep?level=1", "", "text/plain");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  r = cb.Post("/wake_up", "", "text/plain");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+  EXPECT_FALSE(is_sleeping(cb));
+  r = cb.Post("/v1/completions", R"({"prompt": "hello", "max_tokens": 2})",
+              "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  // Now a cannot wake; and with a third engine asleep beside a, b cannot
+  // sleep: their weights fill host memory.
+  r = ca.Post("/wake_up", "", "text/plain");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 507);
+  absl::StatusOr<std::unique_ptr<ModelServer>> c = engine("c", true);
+  ASSERT_TRUE(c.ok()) << c.status();
+  r = cb.Post("/sleep?level=1", "", "text/plain");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 507);
+  EXPECT_THAT(r->body, HasSubstr("no room for the weights"));
+  EXPECT_FALSE(is_sleeping(cb));
+  for (ModelServer* s : {a->get(), b->get()}) {
+    s->Stop();
+  }
+  for (std::thread& t : threads) {
+    t.join();
+  }
+  // Gone, they hold nothing.
+  a->reset();
+  b->reset();
+  c->reset();
+  EXPECT_NEAR(gpu->gpu_free_gib(), 80, 1e-9);
+  EXPECT_NEAR(gpu->host_free_gib(), 2.5 * weights, 1e-9);
+}
+
 }  // namespace
 }  // namespace pilotlight::tools
