@@ -100,6 +100,7 @@ class Activator::Impl {
   cluster::ClusterIndex index_;
   Targets targets_;
   http::ClientWatch client_watch_;  // clients that hang up while held
+  Waker waker_;                     // engines asleep that requests meet
   Proxy proxy_;
   std::atomic<bool> draining_{false};
   httplib::Server admin_;
@@ -216,6 +217,7 @@ absl::Status Activator::Impl::Run(const std::atomic<bool>& stop,
   admin_port = *ap;
   std::thread admin_thread([this] { admin_.listen_after_bind(); });
   proxy_.WatchClients(&client_watch_);
+  proxy_.WakeEngines(&waker_);
   front_ = std::make_unique<http::FrontServer>(
       FrontOptions(options_),
       [this](const httplib::Request& req, httplib::Response& res,

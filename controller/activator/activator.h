@@ -4,7 +4,9 @@
 // threads: held requests and streams never starve health checks); keeps
 // each endpoint's targets (Targets, probing model servers every 200 ms);
 // and streams demand to every controller replica (DemandReporter), poking
-// at once when a request is held for an endpoint with no ready pod.
+// at once when a request is held for an endpoint with no ready pod. A pod
+// whose engine sleeps (vLLM's sleep mode) is woken for the request that
+// meets it (Waker).
 //
 // Stopping (SIGTERM): /readyz fails at once, requests are still served for
 // `drain_delay` (the Service stops sending new ones) while kept-alive

@@ -36,11 +36,17 @@ struct Metrics {
                         .Help("Requests that waited for a pod that was not "
                               "ready when they arrived, by endpoint")
                         .Register(r)),
+        wakes(prometheus::BuildCounter()
+                  .Name("pilotlight_activator_wakes_total")
+                  .Help("Requests that met a pod's engine asleep and waited "
+                        "for it to wake, by endpoint and result (woken, "
+                        "failed)")
+                  .Register(r)),
         rejections(prometheus::BuildCounter()
                        .Name("pilotlight_activator_rejections_total")
                        .Help("Requests refused, by reason (queue_full, "
-                             "activation_timeout, unknown_endpoint, "
-                             "too_large, shutting_down)")
+                             "activation_timeout, wake_failed, "
+                             "unknown_endpoint, too_large, shutting_down)")
                        .Register(r)),
         upstream_errors(prometheus::BuildCounter()
                             .Name("pilotlight_activator_upstream_errors_total")
@@ -126,6 +132,7 @@ struct Metrics {
   prometheus::Family<prometheus::Gauge>& in_flight;
   prometheus::Family<prometheus::Histogram>& hold;
   prometheus::Family<prometheus::Counter>& cold_starts;
+  prometheus::Family<prometheus::Counter>& wakes;
 
   // An endpoint's hold histogram (its buckets in one place).
   prometheus::Histogram& HoldOf(const std::string& endpoint) {

@@ -69,6 +69,14 @@ prometheus::Counter& ConnectionCounter(Metrics& metrics,
                       : metrics.connections_new;
 }
 
+// Wakes of a pod's engine one request waits for, at most (a second: it
+// was put to sleep again between its wake and the request sent again).
+constexpr int kMaxWakes = 2;
+
+const char* WakeResult(const Waker::Outcome& o) {
+  return o.result == Waker::Result::kWoken ? "woken" : "failed";
+}
+
 bool CopiedBack(const std::string& header) {
   const std::string h = absl::AsciiStrToLower(header);
   return h != "content-length" && h != "transfer-encoding" &&
@@ -278,13 +286,44 @@ void Proxy::Handle(const httplib::Request& req, httplib::Response& res,
     }
     auto held = std::make_shared<Lease>(*std::move(lease));
     const std::string pod = held->address();
-    auto f = std::make_shared<http::Forward>(req, rest, pod, t.forward, &pool_);
-    {
-      const std::lock_guard<std::mutex> lock(waiting->mu);
-      waiting->forward = f;
+    std::shared_ptr<http::Forward> f;
+    http::Forward::Start start = http::Forward::Start::kFailed;
+    // Sent again after a wake of the pod's engine (once more if it was put
+    // to sleep again meanwhile).
+    for (int wake = 0; wake <= kMaxWakes; ++wake) {
+      f = std::make_shared<http::Forward>(req, rest, pod, t.forward, &pool_);
+      {
+        const std::lock_guard<std::mutex> lock(waiting->mu);
+        waiting->forward = f;
+      }
+      start =
+          waiting->gone ? http::Forward::Start::kFailed : f->WaitForResponse();
+      if (waiting->gone || waker_ == nullptr ||
+          start != http::Forward::Start::kResponded || f->status() != 503 ||
+          wake == kMaxWakes) {
+        break;
+      }
+      const absl::Time asked = absl::Now();
+      const Waker::Outcome woke =
+          waker_->WakeIfAsleep(pod, f->started(), deadline, &waiting->gone);
+      if (woke.result == Waker::Result::kNotAsleep) {
+        break;  // the engine's own 503
+      }
+      f->Cancel();
+      held_for += absl::Now() - asked;
+      metrics_.wakes.Add({{"endpoint", endpoint}, {"result", WakeResult(woke)}})
+          .Increment();
+      if (waiting->gone) {
+        break;
+      }
+      if (woke.result == Waker::Result::kFailed) {
+        Refuse(res, endpoint, 503, "wake_failed",
+               absl::StrCat("the engine of ", endpoint, " on ", pod,
+                            " is asleep and did not wake: ", woke.error),
+               policy::kRetryAfterActivationTimeoutS);
+        return;
+      }
     }
-    const http::Forward::Start start =
-        waiting->gone ? http::Forward::Start::kFailed : f->WaitForResponse();
     if (waiting->gone) {
       // Whatever the pod did, it was cancelled for the client (and is not
       // to be taken out for refusing).

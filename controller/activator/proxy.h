@@ -27,6 +27,11 @@
 // byte went to the client it never is. The timeouts come per endpoint from
 // `Timeouts` (the activation wait from its predicted cold start).
 //
+// A pod whose engine sleeps (vLLM's sleep mode) answers 503: with a Waker
+// (WakeEngines), the proxy wakes it (waker.h) and sends the request again
+// on the same lease, the wake counted in the hold; a wake that fails is
+// answered 503 with Retry-After and what the pod said ("wake_failed").
+//
 // A response from a pod carries two headers of the activator's own:
 // X-Pilotlight-Cold-Start (true when the request waited for a replica that
 // was not ready when it arrived: the cold-start request the metric counts)
@@ -41,6 +46,7 @@
 
 #include "controller/activator/metrics.h"
 #include "controller/activator/router.h"
+#include "controller/activator/waker.h"
 #include "controller/http/client_watch.h"
 #include "controller/http/forward.h"
 #include "controller/http/upstream_pool.h"
@@ -78,6 +84,9 @@ class Proxy {
   // the proxy; without one, a client that went away is noticed when its
   // answer is written).
   void WatchClients(http::ClientWatch* watch) { watch_ = watch; }
+  // Wake the engines of pods that answer 503 asleep (`waker` outlives the
+  // proxy; without one, their 503 goes to the client).
+  void WakeEngines(Waker* waker) { waker_ = waker; }
   // Routes every path of `server` to Handle.
   void Install(httplib::Server& server);
   // `client_socket`: the client's connection, when the server knows it
@@ -119,6 +128,7 @@ class Proxy {
   Metrics& metrics_;
   http::UpstreamPool pool_;
   http::ClientWatch* watch_ = nullptr;
+  Waker* waker_ = nullptr;
 };
 
 }  // namespace pilotlight::activator

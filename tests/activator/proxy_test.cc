@@ -26,6 +26,7 @@
 #include "gtest/gtest.h"
 #include "httplib.h"
 #include "tests/loopback.h"
+#include "tests/tools/model_server/model_server.h"
 
 namespace pilotlight::activator {
 namespace {
@@ -583,6 +584,165 @@ TEST_F(ProxyTest, ClientThatHangsUpBeforeThePodAnswersCancelsIt) {
   EXPECT_TRUE(Totals(-1, 0));
   ::close(upstream);
   ::close(pod);
+}
+
+// Sleeping engines (vLLM's sleep mode): the model-server stand-in, put to
+// sleep, as the pod.
+class SleepingEngineTest : public ProxyTest {
+ protected:
+  static constexpr double kScale = 0.2;  // a wake of ~0.23 s
+  // An engine with sleep mode, on `gpu` when given, asleep from the start.
+  static std::unique_ptr<tools::ModelServer> Engine(
+      const std::string& name, std::shared_ptr<tools::SharedGpu> gpu = nullptr,
+      bool asleep = true) {
+    tools::ModelServerOptions o;
+    o.time_scale = kScale;
+    o.enable_sleep_mode = true;
+    o.served_model_name = name;
+    o.gpu = std::move(gpu);
+    o.start_asleep = asleep;
+    absl::StatusOr<std::unique_ptr<tools::ModelServer>> s =
+        tools::ModelServer::Create(o);
+    EXPECT_TRUE(s.ok()) << s.status();
+    return s.ok() ? *std::move(s) : nullptr;
+  }
+  // Serves `s` until the test ends; its address.
+  std::string Serve(tools::ModelServer& s) {
+    const int port = *s.Bind();
+    engines_.emplace_back([&s] { s.Serve(); });
+    stops_.push_back(&s);
+    return absl::StrCat("127.0.0.1:", port);
+  }
+  void TearDown() override {
+    ProxyTest::TearDown();
+    proxy_.reset();  // its kept connections to the engines close
+    for (tools::ModelServer* s : stops_) {
+      s->Stop();
+    }
+    for (std::thread& t : engines_) {
+      t.join();
+    }
+  }
+  static bool Asleep(const std::string& address) {
+    httplib::Client c("http://" + address);
+    const httplib::Result r = c.Get("/is_sleeping");
+    return r && r->status == 200 &&
+           absl::StrContains(r->body, "\"is_sleeping\":true");
+  }
+  double Wakes(const char* result) {
+    return metrics_.wakes.Add({{"endpoint", kEp}, {"result", result}}).Value();
+  }
+
+  Waker waker_;
+  std::vector<tools::ModelServer*> stops_;
+  std::vector<std::thread> engines_;
+};
+
+// A request for an engine asleep is held while the activator wakes it,
+// then served: 200, the wake in its hold time, the engine awake after.
+TEST_F(SleepingEngineTest, AsleepEngineIsWokenAndTheRequestServed) {
+  std::unique_ptr<tools::ModelServer> engine = Engine("llama");
+  const std::string pod = Serve(*engine);
+  ASSERT_TRUE(Asleep(pod));
+  Start();
+  proxy_->WakeEngines(&waker_);
+  router_->SetTargets(kEp, {pod}, 4);
+  const httplib::Result r = Client().Post(
+      "/ml/llama/v1/completions", R"({"prompt": "hello", "max_tokens": 3})",
+      "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+  EXPECT_THAT(r->body, HasSubstr("tok2"));
+  int64_t held_ms = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(r->get_header_value(kHeldHeader), &held_ms));
+  EXPECT_GE(held_ms, absl::ToInt64Milliseconds(engine->wake_time() * kScale));
+  EXPECT_FALSE(Asleep(pod));
+  EXPECT_EQ(Wakes("woken"), 1);
+  EXPECT_EQ(waker_.wakes(), 1);
+}
+
+// Many requests at once for one engine asleep: one wake, all served.
+TEST_F(SleepingEngineTest, RequestsAtASleepingEngineShareOneWake) {
+  std::unique_ptr<tools::ModelServer> engine = Engine("llama");
+  const std::string pod = Serve(*engine);
+  Start();
+  proxy_->WakeEngines(&waker_);
+  router_->SetTargets(kEp, {pod}, 64);
+  constexpr int kRequests = 24;
+  std::atomic<int> served = 0;
+  std::vector<std::thread> clients;
+  for (int i = 0; i < kRequests; ++i) {
+    clients.emplace_back([&, i] {
+      const httplib::Result r = Client().Post(
+          "/ml/llama/v1/completions",
+          absl::StrCat(R"({"prompt": "request )", i, R"(", "max_tokens": 2})"),
+          "application/json");
+      if (r && r->status == 200 && absl::StrContains(r->body, "tok1")) {
+        ++served;
+      }
+    });
+  }
+  for (std::thread& c : clients) {
+    c.join();
+  }
+  EXPECT_EQ(served, kRequests);
+  EXPECT_EQ(waker_.wakes(), 1);
+  EXPECT_EQ(Wakes("woken"), kRequests);
+  EXPECT_FALSE(Asleep(pod));
+}
+
+// A wake the pod refuses -- another engine awake holds the GPU -- is
+// answered 503 with Retry-After and what the pod said; nothing is lost
+// silently, and the engine awake is left alone.
+TEST_F(SleepingEngineTest, AWakeRefusedIs503WithWhatThePodSaid) {
+  auto gpu = std::make_shared<tools::SharedGpu>(80, 200);
+  std::unique_ptr<tools::ModelServer> awake = Engine("other", gpu, false);
+  std::unique_ptr<tools::ModelServer> asleep = Engine("llama", gpu, true);
+  Serve(*awake);
+  const std::string pod = Serve(*asleep);
+  Start();
+  proxy_->WakeEngines(&waker_);
+  router_->SetTargets(kEp, {pod}, 4);
+  const httplib::Result r = Client().Post(
+      "/ml/llama/v1/completions", R"({"prompt": "hello", "max_tokens": 3})",
+      "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 503);
+  EXPECT_FALSE(r->get_header_value("Retry-After").empty());
+  EXPECT_THAT(r->body, HasSubstr("is asleep and did not wake: POST /wake_up "
+                                 "answered 507: GPU memory taken"));
+  EXPECT_EQ(Wakes("failed"), 1);
+  EXPECT_EQ(metrics_.rejections.Add({{"reason", "wake_failed"}}).Value(), 1);
+  EXPECT_TRUE(Asleep(pod));
+}
+
+// A pod's own 503 (an engine without sleep mode: /is_sleeping is 404)
+// goes to the client as it came, without a wake.
+TEST_F(SleepingEngineTest, AnEnginesOwn503PassesThrough) {
+  httplib::Server busy;
+  busy.Post("/v1/completions",
+            [](const httplib::Request&, httplib::Response& res) {
+              res.status = 503;
+              res.set_header("Retry-After", "7");
+              res.set_content("{\"error\": {\"message\": \"overloaded\"}}",
+                              "application/json");
+            });
+  busy.set_keep_alive_max_count(1);  // stop() waits for no kept connection
+  const int port = busy.bind_to_any_port("127.0.0.1");
+  std::thread t([&busy] { busy.listen_after_bind(); });
+  Start();
+  proxy_->WakeEngines(&waker_);
+  router_->SetTargets(kEp, {absl::StrCat("127.0.0.1:", port)}, 4);
+  const httplib::Result r =
+      Client().Post("/ml/llama/v1/completions", "{}", "application/json");
+  busy.stop();
+  t.join();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 503);
+  EXPECT_EQ(r->get_header_value("Retry-After"), "7");
+  EXPECT_THAT(r->body, HasSubstr("overloaded"));
+  EXPECT_EQ(waker_.wakes(), 0);
+  EXPECT_EQ(Wakes("woken") + Wakes("failed"), 0);
 }
 
 }  // namespace

@@ -1,0 +1,130 @@
+#include "controller/activator/waker.h"
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "controller/base/host_port.h"
+#include "httplib.h"
+#include "nlohmann/json.hpp"
+
+namespace pilotlight::activator {
+namespace {
+
+void SetTimeouts(httplib::Client& c, absl::Duration d) {
+  const int64_t us = std::max<int64_t>(1000, absl::ToInt64Microseconds(d));
+  c.set_connection_timeout(us / 1000000, us % 1000000);
+  c.set_read_timeout(us / 1000000, us % 1000000);
+  c.set_write_timeout(us / 1000000, us % 1000000);
+}
+
+// The error message of an answer in the OpenAI shape, else its body.
+std::string Said(const httplib::Response& r) {
+  const nlohmann::json j = nlohmann::json::parse(r.body, nullptr, false);
+  if (j.is_object() && j.contains("error") && j["error"].is_object() &&
+      j["error"].contains("message") && j["error"]["message"].is_string()) {
+    return j["error"]["message"].get<std::string>();
+  }
+  return r.body.substr(0, 200);
+}
+
+// Longer than any request waits for its pod's first byte.
+constexpr absl::Duration kForget = absl::Minutes(30);
+
+}  // namespace
+
+Waker::Outcome Waker::Run(const std::string& address,
+                          absl::Time deadline) const {
+  Outcome out;
+  const absl::StatusOr<std::pair<std::string, int>> pod =
+      SplitHostPort(address, "pod");
+  if (!pod.ok()) {
+    return out;
+  }
+  httplib::Client c(pod->first, pod->second);
+  SetTimeouts(c, std::min(options_.probe_timeout, deadline - absl::Now()));
+  const httplib::Result asleep = c.Get("/is_sleeping");
+  if (!asleep || asleep->status != 200) {
+    return out;  // no sleep mode (404), or no answer: not a sleeping engine
+  }
+  const nlohmann::json j = nlohmann::json::parse(asleep->body, nullptr, false);
+  if (!j.is_object() || !j.value("is_sleeping", false)) {
+    return out;
+  }
+  out.waited = true;
+  SetTimeouts(c, deadline - absl::Now());
+  const httplib::Result woke = c.Post("/wake_up", "", "text/plain");
+  if (woke && woke->status == 200) {
+    out.result = Result::kWoken;
+    return out;
+  }
+  out.result = Result::kFailed;
+  out.error =
+      woke ? absl::StrCat("POST /wake_up answered ", woke->status, ": ",
+                          Said(*woke))
+           : absl::StrCat("POST /wake_up: ", httplib::to_string(woke.error()));
+  return out;
+}
+
+Waker::Outcome Waker::WakeIfAsleep(const std::string& address, absl::Time sent,
+                                   absl::Time deadline,
+                                   const std::atomic<bool>* gone) {
+  std::shared_ptr<Wake> wake;
+  bool mine = false;
+  {
+    const std::lock_guard<std::mutex> lock(mu_);
+    const auto woken = woken_at_.find(address);
+    if (woken != woken_at_.end() && woken->second > sent) {
+      // Answered asleep before a wake that has ended since: send again.
+      return {Result::kWoken, "", true};
+    }
+    std::shared_ptr<Wake>& running = running_[address];
+    if (running == nullptr) {
+      running = std::make_shared<Wake>();
+      mine = true;
+    }
+    wake = running;
+  }
+  if (mine) {
+    Outcome out = Run(address, deadline);
+    const std::lock_guard<std::mutex> lock(mu_);
+    if (out.waited) {
+      ++wakes_;
+      if (out.result == Result::kFailed) {
+        ++failed_;
+      } else {
+        const absl::Time now = absl::Now();
+        // Pods come and go: what no request in flight can predate goes.
+        std::erase_if(woken_at_, [now](const auto& kv) {
+          return now - kv.second > kForget;
+        });
+        woken_at_[address] = now;
+      }
+    }
+    running_.erase(address);
+    {
+      const std::lock_guard<std::mutex> w(wake->mu);
+      wake->done = true;
+      wake->outcome = out;
+    }
+    wake->cv.notify_all();
+    return out;
+  }
+  // Another request's wake of the same pod: its outcome (looking at the
+  // client every 50 ms).
+  std::unique_lock<std::mutex> w(wake->mu);
+  while (!wake->done && absl::Now() < deadline && (gone == nullptr || !*gone)) {
+    wake->cv.wait_for(w, std::chrono::milliseconds(50));
+  }
+  if (wake->done) {
+    return wake->outcome;
+  }
+  return {Result::kFailed,
+          gone != nullptr && *gone ? "the client hung up"
+                                   : "no wake within the activation timeout",
+          true};
+}
+
+}  // namespace pilotlight::activator

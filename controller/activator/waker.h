@@ -1,0 +1,76 @@
+// Waker: wakes a pod's engine that sleeps (vLLM's sleep mode, level 1:
+// weights in host memory, the server up) for the proxy. An engine asleep
+// answers requests 503; the proxy then asks the Waker, which asks the pod
+// GET /is_sleeping and, if it is asleep, POST /wake_up; once that answers
+// 200 the proxy sends the request again, on the same lease.
+//
+// One wake per pod at a time: requests that find the pod asleep while a
+// wake is under way wait for that wake. A request sent before the pod's
+// last wake ended was answered by the engine asleep: it is sent again
+// without asking (the pod says it is awake by then). An engine without
+// sleep mode (404) or awake is not asleep, and its 503 goes to the client
+// as it came. A wake refused (vLLM's error; the model-server stand-in's
+// 507 when the GPU's memory is taken) or not answered by the deadline
+// fails with what the pod said: the proxy answers 503 with Retry-After.
+//
+// Thread-safety: WakeIfAsleep may be called from any thread.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "absl/time/time.h"
+
+namespace pilotlight::activator {
+
+struct WakerOptions {
+  // For GET /is_sleeping (a wake itself may take until the deadline).
+  absl::Duration probe_timeout = absl::Seconds(1);
+};
+
+class Waker {
+ public:
+  enum class Result { kNotAsleep, kWoken, kFailed };
+  struct Outcome {
+    Result result = Result::kNotAsleep;
+    std::string error;    // kFailed: what the pod said, or why it did not
+    bool waited = false;  // for a wake: this request's or another's
+  };
+
+  explicit Waker(WakerOptions options = {}) : options_(options) {}
+
+  // `address` ("ip:port") answered 503 to a request sent at `sent`: awake
+  // it again if its engine sleeps, by `deadline`. Gives up (kFailed) when
+  // `gone` turns true (the client hung up).
+  Outcome WakeIfAsleep(const std::string& address, absl::Time sent,
+                       absl::Time deadline, const std::atomic<bool>* gone);
+
+  // Wakes sent (POST /wake_up), and those that failed.
+  int64_t wakes() const { return wakes_; }
+  int64_t failed() const { return failed_; }
+
+ private:
+  struct Wake {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    Outcome outcome;
+  };
+  // One pod's wake, on the caller's thread.
+  Outcome Run(const std::string& address, absl::Time deadline) const;
+
+  const WakerOptions options_;
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<Wake>> running_;
+  // When each pod's last successful wake ended.
+  std::map<std::string, absl::Time> woken_at_;
+  std::atomic<int64_t> wakes_{0};
+  std::atomic<int64_t> failed_{0};
+};
+
+}  // namespace pilotlight::activator
