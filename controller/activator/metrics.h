@@ -38,9 +38,9 @@ struct Metrics {
                         .Register(r)),
         wakes(prometheus::BuildCounter()
                   .Name("pilotlight_activator_wakes_total")
-                  .Help("Requests that met a pod's engine asleep and waited "
-                        "for it to wake, by endpoint and result (woken, "
-                        "failed)")
+                  .Help("Wakes of pods' engines asleep (POST /wake_up, one "
+                        "for all the requests that met it asleep), by "
+                        "endpoint and result (woken, failed)")
                   .Register(r)),
         rejections(prometheus::BuildCounter()
                        .Name("pilotlight_activator_rejections_total")

@@ -311,8 +311,11 @@ void Proxy::Handle(const httplib::Request& req, httplib::Response& res,
       }
       f->Cancel();
       held_for += absl::Now() - asked;
-      metrics_.wakes.Add({{"endpoint", endpoint}, {"result", WakeResult(woke)}})
-          .Increment();
+      if (woke.sent) {
+        metrics_.wakes
+            .Add({{"endpoint", endpoint}, {"result", WakeResult(woke)}})
+            .Increment();
+      }
       if (waiting->gone) {
         break;
       }

@@ -54,6 +54,7 @@ Waker::Outcome Waker::Run(const std::string& address,
     return out;
   }
   out.waited = true;
+  out.sent = true;
   SetTimeouts(c, deadline - absl::Now());
   const httplib::Result woke = c.Post("/wake_up", "", "text/plain");
   if (woke && woke->status == 200) {
@@ -78,7 +79,7 @@ Waker::Outcome Waker::WakeIfAsleep(const std::string& address, absl::Time sent,
     const auto woken = woken_at_.find(address);
     if (woken != woken_at_.end() && woken->second > sent) {
       // Answered asleep before a wake that has ended since: send again.
-      return {Result::kWoken, "", true};
+      return {Result::kWoken, "", true, false};
     }
     std::shared_ptr<Wake>& running = running_[address];
     if (running == nullptr) {
@@ -119,12 +120,14 @@ Waker::Outcome Waker::WakeIfAsleep(const std::string& address, absl::Time sent,
     wake->cv.wait_for(w, std::chrono::milliseconds(50));
   }
   if (wake->done) {
-    return wake->outcome;
+    Outcome shared = wake->outcome;
+    shared.sent = false;  // counted by the request that sent it
+    return shared;
   }
   return {Result::kFailed,
           gone != nullptr && *gone ? "the client hung up"
                                    : "no wake within the activation timeout",
-          true};
+          true, false};
 }
 
 }  // namespace pilotlight::activator

@@ -40,6 +40,7 @@ class Waker {
     Result result = Result::kNotAsleep;
     std::string error;    // kFailed: what the pod said, or why it did not
     bool waited = false;  // for a wake: this request's or another's
+    bool sent = false;    // this call sent the POST /wake_up
   };
 
   explicit Waker(WakerOptions options = {}) : options_(options) {}

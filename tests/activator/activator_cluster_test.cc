@@ -4,6 +4,10 @@
 // cold start), Prometheus. An endpoint at zero receives a burst through the
 // activator: held, the controller poked over gRPC, scaled up, every request
 // answered with its own body.
+#include "controller/model/catalog.h"
+#include "controller/model/model_profile.h"
+#include "controller/model/sizing.h"
+#include "controller/model/sleep.h"
 #include "tests/activator/activator_fixture.h"
 
 namespace pilotlight::activator {
@@ -287,6 +291,75 @@ TEST_F(ActivatorClusterTest, PodKilledMidStreamEndsTheStreamPromptly) {
   // The replacement serves the next request.
   const Outcome o = Complete(port, Path(), 3, false);
   EXPECT_EQ(o.status, 200) << o.detail;
+}
+
+// An engine put to sleep (vLLM's sleep mode, the stand-in's) behind a
+// Ready pod: requests through the activator wake it and are served, with
+// one wake for a burst of them, within the wake time and a second.
+TEST_F(ActivatorClusterTest, AnEngineAsleepIsWokenForItsRequests) {
+  ASSERT_TRUE(
+      CreateDeployment("chat-l4", 1, "l4", "on-demand", {"--enable-sleep-mode"})
+          .ok());
+  ASSERT_TRUE(CreateAutoscaler("chat", OneVariantSpec("chat-l4", 1)).ok());
+  const std::unique_ptr<Process> controller = StartController();
+  const int grpc_port = controller->LogInt("controller started", "grpc_port");
+  const std::unique_ptr<Process> activator = StartActivator(Local(grpc_port));
+  const int port = activator->LogInt("activator started", "port");
+  const int admin = activator->LogInt("activator started", "admin_port");
+  ASSERT_TRUE(WaitFor(absl::Seconds(60),
+                      [&] { return ReadyReplicas("chat-l4") == 1; }));
+  // Served awake first (the activator has found its pod).
+  ASSERT_EQ(Complete(port, Path(), 2, false).status, 200);
+  std::string pod;
+  for (const json& p : Pods()) {
+    pod = absl::StrCat(p["status"].value("podIP", ""), ":8000");
+  }
+  httplib::Client engine("http://" + pod);
+  const auto sleep = [&] {
+    const httplib::Result r = engine.Post("/sleep?level=1", "", "text/plain");
+    return r && r->status == 200;
+  };
+  // A wake is not a cold start (the first request may have been one,
+  // while the activator probed the pod).
+  const double cold =
+      Process::Metric(admin, "pilotlight_activator_cold_starts_total");
+  ASSERT_TRUE(sleep()) << pod;
+  // One request: answered within the wake time and a second (the sleep
+  // model's wake for llama-3.1-8b on l4, as `pilotlight size` prints it).
+  const model::ReplicaModel replica(*model::FindPreset("llama-3.1-8b"),
+                                    **model::Catalog::Default()->Get("l4"), 1,
+                                    model::Precision::kBf16,
+                                    model::Precision::kBf16, {});
+  const absl::Duration wake =
+      model::EstimateSleep(replica.weight_bytes_per_gpu(), 1,
+                           **model::Catalog::Default()->Get("l4"), {})
+          .wake;
+  const Outcome one = Complete(port, Path(), 2, false);
+  EXPECT_EQ(one.status, 200) << one.detail;
+  EXPECT_LT(one.latency, wake + absl::Seconds(1));
+  std::cout << "[sleep] a request at an engine asleep: "
+            << absl::FormatDuration(one.latency) << " (wake "
+            << absl::FormatDuration(wake) << ")\n";
+  ASSERT_TRUE(sleep());
+  const absl::Time t0 = absl::Now();
+  const std::vector<Outcome> out = Burst(port, 10);
+  const absl::Duration took = absl::Now() - t0;
+  Report("requests at an engine asleep", out);
+  for (const Outcome& o : out) {
+    EXPECT_EQ(o.status, 200) << o.detail;
+    EXPECT_TRUE(o.body_ok) << o.detail;
+  }
+  // llama-3.1-8b on l4: the sleep model's wake (weights over PCIe, plus
+  // 0.5 s), then the requests themselves.
+  std::cout << "[sleep] 10 requests at an engine asleep served in "
+            << absl::FormatDuration(took) << "\n";
+  // One wake each time it slept, however many requests met it asleep.
+  EXPECT_EQ(Process::Metric(admin, "pilotlight_activator_wakes_total"), 2);
+  const httplib::Result awake = engine.Get("/is_sleeping");
+  ASSERT_TRUE(awake);
+  EXPECT_THAT(awake->body, ::testing::HasSubstr("false"));
+  EXPECT_EQ(Process::Metric(admin, "pilotlight_activator_cold_starts_total"),
+            cold);
 }
 
 // The activator killed while it holds requests: its clients get a prompt
