@@ -191,11 +191,16 @@ Counterfactual CounterfactualReplayer::Replay(
   return out;
 }
 
-std::optional<size_t> CheaperAsGood(const Counterfactual& c) {
+const CounterfactualRow* RunningRow(const Counterfactual& c) {
   const auto running =
       std::find_if(c.rows.begin(), c.rows.end(),
                    [](const CounterfactualRow& r) { return r.running; });
-  if (running == c.rows.end()) {
+  return running == c.rows.end() ? nullptr : &*running;
+}
+
+std::optional<size_t> CheaperAsGood(const Counterfactual& c) {
+  const CounterfactualRow* running = RunningRow(c);
+  if (running == nullptr) {
     return std::nullopt;
   }
   std::optional<size_t> best;
@@ -235,9 +240,7 @@ json CounterfactualJson(const Counterfactual& c) {
   json cheaper;  // null: none
   if (const std::optional<size_t> i = CheaperAsGood(c)) {
     const CounterfactualRow& r = c.rows[*i];
-    const auto running =
-        std::find_if(c.rows.begin(), c.rows.end(),
-                     [](const CounterfactualRow& x) { return x.running; });
+    const CounterfactualRow* running = RunningRow(c);  // there is one
     cheaper = {{"policy", r.policy},
                {"setting", r.knob},
                {"name", CandidateName(r)},

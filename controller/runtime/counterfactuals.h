@@ -123,6 +123,8 @@ class CounterfactualReplayer {
   std::thread thread_;
 };
 
+// The row of what the controller runs (nullptr: none).
+const CounterfactualRow* RunningRow(const Counterfactual& c);
 // The cheapest candidate replayed as it runs that did at least as well as
 // the one running -- SLO attainment as high or higher, cold-start share as
 // low or lower -- for less (nullopt: none did, or no row runs). The

@@ -365,11 +365,8 @@ void Reconciler::PublishCounterfactual(Endpoint& e,
     return;
   }
   const Endpoint::Gauges& g = *e.gauges;
-  const auto running =
-      cf ? std::find_if(cf->rows.begin(), cf->rows.end(),
-                        [](const CounterfactualRow& r) { return r.running; })
-         : std::vector<CounterfactualRow>::const_iterator();
-  if (!cf || running == cf->rows.end()) {
+  const CounterfactualRow* running = cf ? RunningRow(*cf) : nullptr;
+  if (running == nullptr) {
     g.cf_running->Set(std::numeric_limits<double>::quiet_NaN());
     g.cf_cheapest->Set(std::numeric_limits<double>::quiet_NaN());
     return;

@@ -591,10 +591,11 @@ TEST_F(ProxyTest, ClientThatHangsUpBeforeThePodAnswersCancelsIt) {
 class SleepingEngineTest : public ProxyTest {
  protected:
   static constexpr double kScale = 0.2;  // a wake of ~0.23 s
-  // An engine with sleep mode, on `gpu` when given, asleep from the start.
-  static std::unique_ptr<tools::ModelServer> Engine(
-      const std::string& name, std::shared_ptr<tools::SharedGpu> gpu = nullptr,
-      bool asleep = true) {
+  // An engine with sleep mode, on `gpu` when given, asleep from the start;
+  // the fixture's until the test has ended (its server stopped first).
+  tools::ModelServer* Engine(const std::string& name,
+                             std::shared_ptr<tools::SharedGpu> gpu = nullptr,
+                             bool asleep = true) {
     tools::ModelServerOptions o;
     o.time_scale = kScale;
     o.enable_sleep_mode = true;
@@ -604,24 +605,28 @@ class SleepingEngineTest : public ProxyTest {
     absl::StatusOr<std::unique_ptr<tools::ModelServer>> s =
         tools::ModelServer::Create(o);
     EXPECT_TRUE(s.ok()) << s.status();
-    return s.ok() ? *std::move(s) : nullptr;
+    if (!s.ok()) {
+      return nullptr;
+    }
+    owned_.push_back(*std::move(s));
+    return owned_.back().get();
   }
   // Serves `s` until the test ends; its address.
   std::string Serve(tools::ModelServer& s) {
     const int port = *s.Bind();
-    engines_.emplace_back([&s] { s.Serve(); });
-    stops_.push_back(&s);
+    serving_.emplace_back([&s] { s.Serve(); });
     return absl::StrCat("127.0.0.1:", port);
   }
   void TearDown() override {
     ProxyTest::TearDown();
     proxy_.reset();  // its kept connections to the engines close
-    for (tools::ModelServer* s : stops_) {
+    for (const std::unique_ptr<tools::ModelServer>& s : owned_) {
       s->Stop();
     }
-    for (std::thread& t : engines_) {
+    for (std::thread& t : serving_) {
       t.join();
     }
+    owned_.clear();
   }
   static bool Asleep(const std::string& address) {
     httplib::Client c("http://" + address);
@@ -629,27 +634,36 @@ class SleepingEngineTest : public ProxyTest {
     return r && r->status == 200 &&
            absl::StrContains(r->body, "\"is_sleeping\":true");
   }
+  // The front, waking engines, with `pod` the endpoint's one target; a
+  // completion sent through it.
+  void StartWaking(const std::string& pod, int cap = 4) {
+    Start();
+    proxy_->WakeEngines(&waker_);
+    router_->SetTargets(kEp, {pod}, cap);
+  }
+  httplib::Result Hello() const {
+    return Client().Post("/ml/llama/v1/completions",
+                         R"({"prompt": "hello", "max_tokens": 3})",
+                         "application/json");
+  }
   double Wakes(const char* result) {
     return metrics_.wakes.Add({{"endpoint", kEp}, {"result", result}}).Value();
   }
 
   Waker waker_;
-  std::vector<tools::ModelServer*> stops_;
-  std::vector<std::thread> engines_;
+  std::vector<std::unique_ptr<tools::ModelServer>> owned_;
+  std::vector<std::thread> serving_;
 };
 
 // A request for an engine asleep is held while the activator wakes it,
 // then served: 200, the wake in its hold time, the engine awake after.
 TEST_F(SleepingEngineTest, AsleepEngineIsWokenAndTheRequestServed) {
-  std::unique_ptr<tools::ModelServer> engine = Engine("llama");
+  tools::ModelServer* engine = Engine("llama");
+  ASSERT_NE(engine, nullptr);
   const std::string pod = Serve(*engine);
   ASSERT_TRUE(Asleep(pod));
-  Start();
-  proxy_->WakeEngines(&waker_);
-  router_->SetTargets(kEp, {pod}, 4);
-  const httplib::Result r = Client().Post(
-      "/ml/llama/v1/completions", R"({"prompt": "hello", "max_tokens": 3})",
-      "application/json");
+  StartWaking(pod);
+  const httplib::Result r = Hello();
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200) << r->body;
   EXPECT_THAT(r->body, HasSubstr("tok2"));
@@ -663,11 +677,10 @@ TEST_F(SleepingEngineTest, AsleepEngineIsWokenAndTheRequestServed) {
 
 // Many requests at once for one engine asleep: one wake, all served.
 TEST_F(SleepingEngineTest, RequestsAtASleepingEngineShareOneWake) {
-  std::unique_ptr<tools::ModelServer> engine = Engine("llama");
+  tools::ModelServer* engine = Engine("llama");
+  ASSERT_NE(engine, nullptr);
   const std::string pod = Serve(*engine);
-  Start();
-  proxy_->WakeEngines(&waker_);
-  router_->SetTargets(kEp, {pod}, 64);
+  StartWaking(pod, 64);
   constexpr int kRequests = 24;
   std::atomic<int> served = 0;
   std::vector<std::thread> clients;
@@ -696,16 +709,13 @@ TEST_F(SleepingEngineTest, RequestsAtASleepingEngineShareOneWake) {
 // silently, and the engine awake is left alone.
 TEST_F(SleepingEngineTest, AWakeRefusedIs503WithWhatThePodSaid) {
   auto gpu = std::make_shared<tools::SharedGpu>(80, 200);
-  std::unique_ptr<tools::ModelServer> awake = Engine("other", gpu, false);
-  std::unique_ptr<tools::ModelServer> asleep = Engine("llama", gpu, true);
+  tools::ModelServer* awake = Engine("other", gpu, false);
+  tools::ModelServer* asleep = Engine("llama", gpu, true);
+  ASSERT_TRUE(awake != nullptr && asleep != nullptr);
   Serve(*awake);
   const std::string pod = Serve(*asleep);
-  Start();
-  proxy_->WakeEngines(&waker_);
-  router_->SetTargets(kEp, {pod}, 4);
-  const httplib::Result r = Client().Post(
-      "/ml/llama/v1/completions", R"({"prompt": "hello", "max_tokens": 3})",
-      "application/json");
+  StartWaking(pod);
+  const httplib::Result r = Hello();
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 503);
   EXPECT_FALSE(r->get_header_value("Retry-After").empty());
@@ -730,9 +740,7 @@ TEST_F(SleepingEngineTest, AnEnginesOwn503PassesThrough) {
   busy.set_keep_alive_max_count(1);  // stop() waits for no kept connection
   const int port = busy.bind_to_any_port("127.0.0.1");
   std::thread t([&busy] { busy.listen_after_bind(); });
-  Start();
-  proxy_->WakeEngines(&waker_);
-  router_->SetTargets(kEp, {absl::StrCat("127.0.0.1:", port)}, 4);
+  StartWaking(absl::StrCat("127.0.0.1:", port));
   const httplib::Result r =
       Client().Post("/ml/llama/v1/completions", "{}", "application/json");
   busy.stop();
