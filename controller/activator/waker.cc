@@ -53,7 +53,6 @@ Waker::Outcome Waker::Run(const std::string& address,
   if (!j.is_object() || !j.value("is_sleeping", false)) {
     return out;
   }
-  out.waited = true;
   out.sent = true;
   SetTimeouts(c, deadline - absl::Now());
   const httplib::Result woke = c.Post("/wake_up", "", "text/plain");
@@ -79,7 +78,7 @@ Waker::Outcome Waker::WakeIfAsleep(const std::string& address, absl::Time sent,
     const auto woken = woken_at_.find(address);
     if (woken != woken_at_.end() && woken->second > sent) {
       // Answered asleep before a wake that has ended since: send again.
-      return {Result::kWoken, "", true, false};
+      return {Result::kWoken, "", false};
     }
     std::shared_ptr<Wake>& running = running_[address];
     if (running == nullptr) {
@@ -91,11 +90,9 @@ Waker::Outcome Waker::WakeIfAsleep(const std::string& address, absl::Time sent,
   if (mine) {
     Outcome out = Run(address, deadline);
     const std::lock_guard<std::mutex> lock(mu_);
-    if (out.waited) {
+    if (out.sent) {
       ++wakes_;
-      if (out.result == Result::kFailed) {
-        ++failed_;
-      } else {
+      if (out.result == Result::kWoken) {
         const absl::Time now = absl::Now();
         // Pods come and go: what no request in flight can predate goes.
         std::erase_if(woken_at_, [now](const auto& kv) {
@@ -127,7 +124,7 @@ Waker::Outcome Waker::WakeIfAsleep(const std::string& address, absl::Time sent,
   return {Result::kFailed,
           gone != nullptr && *gone ? "the client hung up"
                                    : "no wake within the activation timeout",
-          true, false};
+          false};
 }
 
 }  // namespace pilotlight::activator

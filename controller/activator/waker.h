@@ -38,9 +38,8 @@ class Waker {
   enum class Result { kNotAsleep, kWoken, kFailed };
   struct Outcome {
     Result result = Result::kNotAsleep;
-    std::string error;    // kFailed: what the pod said, or why it did not
-    bool waited = false;  // for a wake: this request's or another's
-    bool sent = false;    // this call sent the POST /wake_up
+    std::string error;  // kFailed: what the pod said, or why it did not
+    bool sent = false;  // this call sent the POST /wake_up
   };
 
   explicit Waker(WakerOptions options = {}) : options_(options) {}
@@ -51,9 +50,8 @@ class Waker {
   Outcome WakeIfAsleep(const std::string& address, absl::Time sent,
                        absl::Time deadline, const std::atomic<bool>* gone);
 
-  // Wakes sent (POST /wake_up), and those that failed.
+  // Wakes sent (POST /wake_up).
   int64_t wakes() const { return wakes_; }
-  int64_t failed() const { return failed_; }
 
  private:
   struct Wake {
@@ -71,7 +69,6 @@ class Waker {
   // When each pod's last successful wake ended.
   std::map<std::string, absl::Time> woken_at_;
   std::atomic<int64_t> wakes_{0};
-  std::atomic<int64_t> failed_{0};
 };
 
 }  // namespace pilotlight::activator

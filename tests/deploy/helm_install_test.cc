@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "controller/cluster/pod_facts.h"
 #include "httplib.h"
 #include "tests/cluster/endpoint_fixture.h"
 #include "tests/deploy/dashboard_checks.h"
@@ -114,15 +115,6 @@ class HelmInstallTest : public testcluster::EndpointFixture {
     EndpointFixture::TearDown();
   }
 
-  // A node's or pod's Ready condition is True.
-  static bool IsReady(const json& object) {
-    for (const json& c : object["status"].value("conditions", json::array())) {
-      if (c.value("type", "") == "Ready" && c.value("status", "") == "True") {
-        return true;
-      }
-    }
-    return false;
-  }
   // The image the chart names by default, as containerd names it.
   static std::string ChartImage() {
     return absl::StrCat("docker.io/library/pilotlight:", PILOTLIGHT_VERSION);
@@ -140,7 +132,7 @@ class HelmInstallTest : public testcluster::EndpointFixture {
     }
     int holding = 0;
     for (const json& n : nodes.value("items", json::array())) {
-      const bool ready = IsReady(n);
+      const bool ready = cluster::ConditionTime(n, "Ready").has_value();
       bool has = false;
       for (const json& i : n["status"].value("images", json::array())) {
         for (const json& name : i.value("names", json::array())) {
@@ -221,10 +213,10 @@ class HelmInstallTest : public testcluster::EndpointFixture {
       return out;
     }
     for (const json& p : pods["items"]) {
-      if (p["metadata"].contains("deletionTimestamp")) {
+      if (cluster::PodTerminating(p)) {
         continue;
       }
-      if (IsReady(p)) {
+      if (cluster::PodReady(p)) {
         out[p["metadata"].value("name", "")] = p["status"].value("podIP", "");
       }
     }
@@ -250,7 +242,7 @@ class HelmInstallTest : public testcluster::EndpointFixture {
     const json target = svc["spec"]["ports"][0]["targetPort"];
     const json pods = GetJson(absl::StrCat("pods -l ", selector));
     for (const json& p : pods.value("items", json::array())) {
-      if (!IsReady(p) || p["metadata"].contains("deletionTimestamp")) {
+      if (!cluster::PodReady(p) || cluster::PodTerminating(p)) {
         continue;
       }
       for (const json& port : p["spec"]["containers"][0]["ports"]) {
