@@ -60,6 +60,16 @@ class Activator::Impl {
         replicasets_(Informer("/apis/apps/v1/replicasets", kube::KeepMetadata)),
         pods_(Informer("/api/v1/pods")),
         targets_(o.targets, router_, *autoscalers_, *pods_, index_),
+        waker_({},
+               [this](const std::string& address) {
+                 std::vector<std::string> idle;
+                 for (std::string& n : targets_.Neighbours(address)) {
+                   if (router_.InFlightAt(n) == 0) {
+                     idle.push_back(std::move(n));
+                   }
+                 }
+                 return idle;
+               }),
         proxy_(
             o.proxy, router_,
             [this](const std::string& endpoint) {
@@ -100,7 +110,7 @@ class Activator::Impl {
   cluster::ClusterIndex index_;
   Targets targets_;
   http::ClientWatch client_watch_;  // clients that hang up while held
-  Waker waker_;                     // engines asleep that requests meet
+  Waker waker_;  // engines asleep that requests meet (and their neighbours)
   Proxy proxy_;
   std::atomic<bool> draining_{false};
   httplib::Server admin_;

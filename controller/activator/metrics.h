@@ -42,6 +42,12 @@ struct Metrics {
                         "for all the requests that met it asleep), by "
                         "endpoint and result (woken, failed)")
                   .Register(r)),
+        room_sleeps(prometheus::BuildCounter()
+                        .Name("pilotlight_activator_room_sleeps_total")
+                        .Help("Idle engines put to sleep (POST /sleep) to "
+                              "make room on a pool pod's GPU for a wake, by "
+                              "the endpoint whose wake needed it")
+                        .Register(r)),
         rejections(prometheus::BuildCounter()
                        .Name("pilotlight_activator_rejections_total")
                        .Help("Requests refused, by reason (queue_full, "
@@ -133,6 +139,7 @@ struct Metrics {
   prometheus::Family<prometheus::Histogram>& hold;
   prometheus::Family<prometheus::Counter>& cold_starts;
   prometheus::Family<prometheus::Counter>& wakes;
+  prometheus::Family<prometheus::Counter>& room_sleeps;
 
   // An endpoint's hold histogram (its buckets in one place).
   prometheus::Histogram& HoldOf(const std::string& endpoint) {

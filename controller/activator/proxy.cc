@@ -315,6 +315,11 @@ void Proxy::Handle(const httplib::Request& req, httplib::Response& res,
         metrics_.wakes
             .Add({{"endpoint", endpoint}, {"result", WakeResult(woke)}})
             .Increment();
+        if (!woke.put_to_sleep.empty()) {
+          metrics_.room_sleeps.Add({{"endpoint", endpoint}}).Increment();
+        }
+        // The controller hears of a wake as of a request held at zero.
+        router_.PokeNow(endpoint);
       }
       if (waiting->gone) {
         break;

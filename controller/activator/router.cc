@@ -298,6 +298,24 @@ EndpointDemand Router::DemandOf(const std::string& endpoint,
   return LoadLocked(endpoint, *it->second, now);
 }
 
+int Router::InFlightAt(const std::string& address) const {
+  const std::lock_guard<std::mutex> lock(mu_);
+  int n = 0;
+  for (const auto& [key, e] : endpoints_) {
+    auto it = e->targets.find(address);
+    if (it != e->targets.end()) {
+      n += it->second.in_flight;
+    }
+  }
+  return n;
+}
+
+void Router::PokeNow(const std::string& endpoint) const {
+  if (poke_) {
+    poke_(endpoint);
+  }
+}
+
 int Router::held_total() const {
   const std::lock_guard<std::mutex> lock(mu_);
   return held_total_;

@@ -125,6 +125,12 @@ class Router {
   // Held requests of `endpoint` look at their `cancelled` again.
   void Wake(const std::string& endpoint);
 
+  // Requests in flight on the target `address` (any endpoint's).
+  int InFlightAt(const std::string& address) const;
+  // Tells the controller about `endpoint` at once, as a request held at
+  // zero does (an engine of its woken instead).
+  void PokeNow(const std::string& endpoint) const;
+
   std::vector<EndpointDemand> Demand(absl::Time now) const;
   EndpointDemand DemandOf(const std::string& endpoint, absl::Time now) const;
   int held_total() const;

@@ -188,9 +188,18 @@ Targets::Plan Targets::Collect(const std::string& key) {
   }
   const std::string ns = key.substr(0, key.find('/'));
   const std::map<std::string, std::string>& before = answered_[key];
+  std::vector<std::pair<std::string, int64_t>> deployments;  // 0: its own
   for (const json& v : ArrayField(*ia, {"spec", "variants"})) {
-    const std::string dep =
-        absl::StrCat(ns, "/", StringField(v, {"deployment"}));
+    deployments.emplace_back(StringField(v, {"deployment"}), 0);
+  }
+  const json& pool = Field(*ia, {"spec", "sleepPool"});
+  const int64_t pool_port = IntField(pool, {"port"});
+  if (!StringField(pool, {"deployment"}).empty() && pool_port > 0 &&
+      pool_port <= 65535) {
+    deployments.emplace_back(StringField(pool, {"deployment"}), pool_port);
+  }
+  for (const auto& [name, port] : deployments) {
+    const std::string dep = absl::StrCat(ns, "/", name);
     for (const std::string& pk : index_.PodsOf(dep)) {
       const kube::ObjectCache::ObjectPtr pod = pods_.Get(pk);
       if (pod == nullptr || !cluster::PodReady(*pod) ||
@@ -201,7 +210,12 @@ Targets::Plan Targets::Collect(const std::string& key) {
       if (pe.address.empty()) {
         continue;
       }
+      if (port > 0) {  // the endpoint's engine on a pool pod
+        pe.address =
+            absl::StrCat(StringField(*pod, {"status", "podIP"}), ":", port);
+      }
       Candidate c;
+      c.pool = port > 0;
       c.uid = StringField(*pod, {"metadata", "uid"});
       auto it = before.find(c.uid);
       c.answered = it != before.end() && it->second == pe.address;
@@ -247,28 +261,84 @@ bool Targets::Apply(const Plan& plan) {
     router_.SetTargets(plan.key, {}, 1);
     const std::lock_guard<std::mutex> lock(mu_);
     count_.erase(plan.key);
+    SetPoolEnginesLocked(plan.key, {});
     return false;
   }
   std::map<std::string, std::string> answered;  // this pass's, by pod uid
   std::vector<std::string> addresses;
   std::vector<std::string> leaving;
+  std::vector<std::string> pool;
+  std::map<std::string, std::string> engines;  // pool pod uid -> address
   bool pending = false;
   for (const Candidate& c : plan.pods) {
+    if (c.pool) {
+      engines[c.uid] = c.address;
+    }
     if (c.answered) {
       answered[c.uid] = c.address;
-      (c.leaving ? leaving : addresses).push_back(c.address);
+      (c.pool ? pool : c.leaving ? leaving : addresses).push_back(c.address);
     } else {
       pending = true;  // Ready, model not answering yet
     }
   }
+  // Better than holding: a pod of its own that is leaving, then its
+  // engine in the pool (which may have to wake).
   if (addresses.empty()) {
-    addresses = std::move(leaving);  // better than holding
+    addresses = std::move(leaving);
+  }
+  if (addresses.empty()) {
+    addresses = std::move(pool);
   }
   answered_[plan.key] = std::move(answered);
   router_.SetTargets(plan.key, addresses, plan.concurrency);
   const std::lock_guard<std::mutex> lock(mu_);
   count_[plan.key] = addresses.size();
+  SetPoolEnginesLocked(plan.key, engines);
   return pending;
+}
+
+void Targets::SetPoolEnginesLocked(
+    const std::string& endpoint,
+    const std::map<std::string, std::string>& engines) {
+  std::set<std::string>& pods = endpoint_pool_pods_[endpoint];
+  for (const std::string& uid : pods) {
+    auto pod = pool_pods_.find(uid);
+    if (pod == pool_pods_.end()) {
+      continue;
+    }
+    auto e = pod->second.find(endpoint);
+    if (e != pod->second.end()) {
+      engine_pod_.erase(e->second);
+      pod->second.erase(e);
+    }
+    if (pod->second.empty()) {
+      pool_pods_.erase(pod);
+    }
+  }
+  pods.clear();
+  for (const auto& [uid, address] : engines) {
+    pool_pods_[uid][endpoint] = address;
+    engine_pod_[address] = uid;
+    pods.insert(uid);
+  }
+  if (pods.empty()) {
+    endpoint_pool_pods_.erase(endpoint);
+  }
+}
+
+std::vector<std::string> Targets::Neighbours(const std::string& address) const {
+  const std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> out;
+  auto pod = engine_pod_.find(address);
+  if (pod == engine_pod_.end()) {
+    return out;
+  }
+  for (const auto& [endpoint, a] : pool_pods_.at(pod->second)) {
+    if (a != address) {
+      out.push_back(a);
+    }
+  }
+  return out;
 }
 
 void Targets::Run(const std::atomic<bool>& stop) {

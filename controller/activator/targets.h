@@ -10,6 +10,12 @@
 // leaving (its node announced its end) gets new requests only while its
 // endpoint has no other target; its requests in flight finish.
 //
+// An endpoint with a spec.sleepPool also has its engine on each of the
+// pool Deployment's pods (the pod's IP at the pool's port), probed the
+// same way: those are its targets while it has no pod of its own to send
+// to. An engine there may sleep (the Waker wakes it), and the engines of
+// one pool pod share its GPU (Neighbours: the others of a pod).
+//
 // Per endpoint it also reads from the InferenceAutoscaler's status what
 // the controller decided: the admission cap per pod
 // (status.concurrencyPerReplica) and the predicted cold start
@@ -88,6 +94,9 @@ class Targets {
 
   EndpointTimeouts TimeoutsOf(const std::string& endpoint) const;
   size_t CountOf(const std::string& endpoint) const;
+  // The other endpoints' engines on the pool pod that runs the engine at
+  // `address` (empty for an address that is no pool engine).
+  std::vector<std::string> Neighbours(const std::string& address) const;
 
  private:
   // A Ready pod of an endpoint, and whether its model answers (trusted
@@ -100,6 +109,9 @@ class Targets {
     // On a node that announced its end (pilotlight.dev/leaving): a target
     // only while the endpoint has no other.
     bool leaving = false;
+    // The endpoint's engine on a pool pod: a target while it has no pod
+    // of its own to send to.
+    bool pool = false;
   };
   struct Plan {
     std::string key;
@@ -112,6 +124,9 @@ class Targets {
   void ProbeAll(const std::vector<Candidate*>& todo);
   // Sets the endpoint's targets; true while one of its pods is pending.
   bool Apply(const Plan& plan);
+  // The endpoint's engines on pool pods now: pod uid -> address.
+  void SetPoolEnginesLocked(const std::string& endpoint,
+                            const std::map<std::string, std::string>& engines);
   static constexpr size_t kMaxParallelProbes = 16;
 
   const TargetOptions options_;
@@ -130,6 +145,12 @@ class Targets {
   // while Ready).
   std::map<std::string, std::map<std::string, std::string>> answered_;
   std::map<std::string, size_t> count_;  // under mu_
+  // Pool engines, under mu_: each pool pod's (by uid) engines by endpoint,
+  // the pod of each engine's address, and the pods each endpoint has an
+  // engine on.
+  std::map<std::string, std::map<std::string, std::string>> pool_pods_;
+  std::map<std::string, std::string> engine_pod_;
+  std::map<std::string, std::set<std::string>> endpoint_pool_pods_;
 };
 
 }  // namespace pilotlight::activator

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -30,10 +31,50 @@ std::string Said(const httplib::Response& r) {
   return r.body.substr(0, 200);
 }
 
+// GET /is_sleeping: true or false, unset when it has no sleep mode (404)
+// or does not answer.
+std::optional<bool> IsSleeping(httplib::Client& c) {
+  const httplib::Result r = c.Get("/is_sleeping");
+  if (!r || r->status != 200) {
+    return std::nullopt;
+  }
+  const nlohmann::json j = nlohmann::json::parse(r->body, nullptr, false);
+  if (!j.is_object() || !j.contains("is_sleeping") ||
+      !j["is_sleeping"].is_boolean()) {
+    return std::nullopt;
+  }
+  return j["is_sleeping"].get<bool>();
+}
+
 // Longer than any request waits for its pod's first byte.
 constexpr absl::Duration kForget = absl::Minutes(30);
 
 }  // namespace
+
+std::string Waker::MakeRoom(const std::string& address,
+                            absl::Time deadline) const {
+  if (idle_ == nullptr) {
+    return "";
+  }
+  for (const std::string& n : idle_(address)) {
+    const absl::StatusOr<std::pair<std::string, int>> pod =
+        SplitHostPort(n, "pod");
+    if (!pod.ok() || absl::Now() >= deadline) {
+      continue;
+    }
+    httplib::Client c(pod->first, pod->second);
+    SetTimeouts(c, std::min(options_.probe_timeout, deadline - absl::Now()));
+    if (IsSleeping(c) != false) {
+      continue;  // asleep already, waking, or no answer
+    }
+    SetTimeouts(c, deadline - absl::Now());
+    const httplib::Result slept = c.Post("/sleep?level=1", "", "text/plain");
+    if (slept && slept->status == 200) {
+      return n;
+    }
+  }
+  return "";
+}
 
 Waker::Outcome Waker::Run(const std::string& address,
                           absl::Time deadline) const {
@@ -45,17 +86,20 @@ Waker::Outcome Waker::Run(const std::string& address,
   }
   httplib::Client c(pod->first, pod->second);
   SetTimeouts(c, std::min(options_.probe_timeout, deadline - absl::Now()));
-  const httplib::Result asleep = c.Get("/is_sleeping");
-  if (!asleep || asleep->status != 200) {
-    return out;  // no sleep mode (404), or no answer: not a sleeping engine
-  }
-  const nlohmann::json j = nlohmann::json::parse(asleep->body, nullptr, false);
-  if (!j.is_object() || !j.value("is_sleeping", false)) {
-    return out;
+  if (IsSleeping(c) != true) {
+    return out;  // no sleep mode (404), no answer, or awake
   }
   out.sent = true;
   SetTimeouts(c, deadline - absl::Now());
-  const httplib::Result woke = c.Post("/wake_up", "", "text/plain");
+  httplib::Result woke = c.Post("/wake_up", "", "text/plain");
+  if (woke && woke->status == 507) {
+    // The GPU is taken: an idle engine beside it goes to sleep first.
+    out.put_to_sleep = MakeRoom(address, deadline);
+    if (!out.put_to_sleep.empty()) {
+      SetTimeouts(c, deadline - absl::Now());
+      woke = c.Post("/wake_up", "", "text/plain");
+    }
+  }
   if (woke && woke->status == 200) {
     out.result = Result::kWoken;
     return out;
@@ -65,6 +109,10 @@ Waker::Outcome Waker::Run(const std::string& address,
       woke ? absl::StrCat("POST /wake_up answered ", woke->status, ": ",
                           Said(*woke))
            : absl::StrCat("POST /wake_up: ", httplib::to_string(woke.error()));
+  if (woke && woke->status == 507 && out.put_to_sleep.empty()) {
+    absl::StrAppend(&out.error,
+                    " (no other engine of the pod was idle to put to sleep)");
+  }
   return out;
 }
 
@@ -78,7 +126,7 @@ Waker::Outcome Waker::WakeIfAsleep(const std::string& address, absl::Time sent,
     const auto woken = woken_at_.find(address);
     if (woken != woken_at_.end() && woken->second > sent) {
       // Answered asleep before a wake that has ended since: send again.
-      return {Result::kWoken, "", false};
+      return {Result::kWoken, "", false, ""};
     }
     std::shared_ptr<Wake>& running = running_[address];
     if (running == nullptr) {
@@ -124,7 +172,7 @@ Waker::Outcome Waker::WakeIfAsleep(const std::string& address, absl::Time sent,
   return {Result::kFailed,
           gone != nullptr && *gone ? "the client hung up"
                                    : "no wake within the activation timeout",
-          false};
+          false, ""};
 }
 
 }  // namespace pilotlight::activator

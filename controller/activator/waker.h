@@ -13,16 +13,23 @@
 // 507 when the GPU's memory is taken) or not answered by the deadline
 // fails with what the pod said: the proxy answers 503 with Retry-After.
 //
+// Engines on one pool pod share its GPU: a wake refused for want of GPU
+// memory (507) puts to sleep one of the pod's other engines that is awake
+// and has nothing in flight (IdleNeighbours, in the order given), then
+// asks again, once.
+//
 // Thread-safety: WakeIfAsleep may be called from any thread.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "absl/time/time.h"
 
@@ -40,9 +47,16 @@ class Waker {
     Result result = Result::kNotAsleep;
     std::string error;  // kFailed: what the pod said, or why it did not
     bool sent = false;  // this call sent the POST /wake_up
+    // The engine ("ip:port") put to sleep to make room on the GPU.
+    std::string put_to_sleep;
   };
+  // The engines ("ip:port") that share the GPU of the engine at `address`
+  // and have no request in flight.
+  using IdleNeighbours =
+      std::function<std::vector<std::string>(const std::string& address)>;
 
-  explicit Waker(WakerOptions options = {}) : options_(options) {}
+  explicit Waker(WakerOptions options = {}, IdleNeighbours idle = nullptr)
+      : options_(options), idle_(std::move(idle)) {}
 
   // `address` ("ip:port") answered 503 to a request sent at `sent`: awake
   // it again if its engine sleeps, by `deadline`. Gives up (kFailed) when
@@ -62,8 +76,11 @@ class Waker {
   };
   // One pod's wake, on the caller's thread.
   Outcome Run(const std::string& address, absl::Time deadline) const;
+  // Puts an idle awake neighbour of `address` to sleep: which, or "".
+  std::string MakeRoom(const std::string& address, absl::Time deadline) const;
 
   const WakerOptions options_;
+  const IdleNeighbours idle_;
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<Wake>> running_;
   // When each pod's last successful wake ended.

@@ -419,6 +419,35 @@ absl::Status ParseMetrics(const json& spec, AutoscalerResource& r) {
   return absl::OkStatus();
 }
 
+// spec.sleepPool: optional; the schema checks the same.
+absl::Status ParseSleepPool(const json& spec, AutoscalerResource& r) {
+  const json& pool = Field(spec, {"sleepPool"});
+  if (pool.is_null()) {
+    return absl::OkStatus();
+  }
+  const std::string xp = "spec.sleepPool.";
+  SleepPoolSpec p;
+  PL_ASSIGN_OR_RETURN(p.deployment, String(pool, "deployment", xp, {}));
+  PL_ASSIGN_OR_RETURN(p.port, Int(pool, "port", xp, 0));
+  if (p.deployment.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(xp, "deployment: required"));
+  }
+  if (p.port < 1 || p.port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(xp, "port: want 1-65535, got ", p.port));
+  }
+  for (const policy::VariantSpec& v : r.spec.variants) {
+    if (v.deployment == p.deployment) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(xp, "deployment: \"", p.deployment,
+                       "\" is one of the endpoint's variants; the pool is "
+                       "a Deployment of its own"));
+    }
+  }
+  r.sleep_pool = std::move(p);
+  return absl::OkStatus();
+}
+
 // What the schema cannot know: the classes named can run this model.
 absl::Status CheckRuns(const policy::EndpointSpec& s,
                        const std::map<std::string, GpuClassResource>& classes) {
@@ -484,6 +513,7 @@ absl::StatusOr<AutoscalerResource> ParseInferenceAutoscaler(
   PL_RETURN_IF_ERROR(ParseServing(spec, s));
   PL_RETURN_IF_ERROR(ParseVariants(spec, classes, s));
   PL_RETURN_IF_ERROR(ParseMetrics(spec, r));
+  PL_RETURN_IF_ERROR(ParseSleepPool(spec, r));
   PL_RETURN_IF_ERROR(CheckRuns(s, classes));
   return r;
 }

@@ -59,6 +59,13 @@ struct MetricsSpec {
   std::string arrival_rate_query;  // custom only
 };
 
+// spec.sleepPool: a Deployment of pool pods, each running this endpoint's
+// engine (sleep mode on) at `port` beside other endpoints' engines.
+struct SleepPoolSpec {
+  std::string deployment;  // in the endpoint's namespace
+  int port = 0;
+};
+
 struct AutoscalerResource {
   std::string ns;
   std::string name;
@@ -66,6 +73,7 @@ struct AutoscalerResource {
   std::string uid;
   policy::EndpointSpec spec;  // spec.name is "namespace/name"
   MetricsSpec metrics;
+  std::optional<SleepPoolSpec> sleep_pool;
 };
 
 // An InferenceAutoscaler object, checked against the GPUClasses it names.

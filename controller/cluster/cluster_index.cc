@@ -33,6 +33,12 @@ ClusterIndex::Keys ClusterIndex::OnAutoscaler(EventType type, const json& ia) {
     for (const json& v : ArrayField(ia, {"spec", "variants"})) {
       deps.insert(absl::StrCat(ns, "/", StringField(v, {"deployment"})));
     }
+    // Its engines on the pool's pods are targets too (the activator's).
+    const std::string pool =
+        StringField(ia, {"spec", "sleepPool", "deployment"});
+    if (!pool.empty()) {
+      deps.insert(absl::StrCat(ns, "/", pool));
+    }
   }
   const std::lock_guard<std::mutex> lock(mu_);
   for (const std::string& d : endpoint_deployments_[key]) {

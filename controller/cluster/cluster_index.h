@@ -1,5 +1,6 @@
 // ClusterIndex: the joins the reconciler needs over the informer caches,
-// kept up to date from their events -- which endpoints name a Deployment,
+// kept up to date from their events -- which endpoints name a Deployment
+// (as a variant, or as their spec.sleepPool),
 // which pods a Deployment owns (pod -> ReplicaSet -> Deployment, following
 // ownerReferences), when a Deployment's pods were last taken away, the
 // GPUs free on the nodes a GPUClass selects, and which pods sit on a node

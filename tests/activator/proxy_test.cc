@@ -175,7 +175,8 @@ class ProxyTest : public ::testing::Test {
   void Start(HoldLimits limits = {},
              absl::Duration activation = absl::Seconds(10),
              http::ClientWatch* watch = nullptr) {
-    router_ = std::make_unique<Router>(limits);
+    router_ = std::make_unique<Router>(
+        limits, [this](const std::string&) { ++pokes_; });
     router_->SetEndpoints({kEp});
     EndpointTimeouts t;
     t.activation = activation;
@@ -254,6 +255,7 @@ class ProxyTest : public ::testing::Test {
   prometheus::Registry registry_;
   Metrics metrics_{registry_};
   std::unique_ptr<Router> router_;
+  std::atomic<int> pokes_{0};  // the controller told at once
   std::unique_ptr<Proxy> proxy_;
   std::unique_ptr<http::FrontServer> front_;
   int port_ = 0;
@@ -722,8 +724,38 @@ TEST_F(SleepingEngineTest, AWakeRefusedIs503WithWhatThePodSaid) {
   EXPECT_THAT(r->body, HasSubstr("is asleep and did not wake: POST /wake_up "
                                  "answered 507: GPU memory taken"));
   EXPECT_EQ(Wakes("failed"), 1);
+  EXPECT_THAT(r->body, HasSubstr("no other engine of the pod was idle"));
   EXPECT_EQ(metrics_.rejections.Add({{"reason", "wake_failed"}}).Value(), 1);
   EXPECT_TRUE(Asleep(pod));
+}
+
+// Engines on one pool pod share its GPU: a wake refused for want of GPU
+// memory puts an idle neighbour to sleep, then wakes, and the request is
+// served; the controller hears of the wake at once.
+TEST_F(SleepingEngineTest, AWakeMakesRoomByPuttingAnIdleNeighbourToSleep) {
+  auto gpu = std::make_shared<tools::SharedGpu>(80, 200);
+  tools::ModelServer* awake = Engine("other", gpu, false);
+  tools::ModelServer* asleep = Engine("llama", gpu, true);
+  ASSERT_TRUE(awake != nullptr && asleep != nullptr);
+  const std::string neighbour = Serve(*awake);
+  const std::string pod = Serve(*asleep);
+  std::vector<std::string> asked;
+  Waker room({}, [&](const std::string& address) {
+    asked.push_back(address);
+    return std::vector<std::string>{neighbour};
+  });
+  StartWaking(pod);
+  proxy_->WakeEngines(&room);
+  const httplib::Result r = Hello();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+  EXPECT_THAT(r->body, HasSubstr("tok2"));
+  EXPECT_THAT(asked, ::testing::ElementsAre(pod));
+  EXPECT_FALSE(Asleep(pod));
+  EXPECT_TRUE(Asleep(neighbour));
+  EXPECT_EQ(Wakes("woken"), 1);
+  EXPECT_EQ(metrics_.room_sleeps.Add({{"endpoint", kEp}}).Value(), 1);
+  EXPECT_EQ(pokes_, 1);
 }
 
 // A pod's own 503 (an engine without sleep mode: /is_sleeping is 404)

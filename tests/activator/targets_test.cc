@@ -156,6 +156,86 @@ TEST_F(TargetsTest, ALeavingPodIsATargetOnlyWhenThereIsNoOther) {
   EXPECT_EQ(l->address(), "10.0.0.1:8080");
 }
 
+// An endpoint with a spec.sleepPool sends to its engine on each pool pod
+// (the pod's IP at the pool's port) while it has no pod of its own to send
+// to; the engines of one pool pod are each other's neighbours.
+TEST_F(TargetsTest, PoolEnginesServeWhileTheEndpointHasNoPodOfItsOwn) {
+  const auto autoscaler = [&](const std::string& name, const std::string& dep,
+                              int port) {
+    json ia = {{"metadata", {{"namespace", "ml"}, {"name", name}}},
+               {"spec",
+                {{"variants", {{{"deployment", dep}}}},
+                 {"sleepPool", {{"deployment", "pool"}, {"port", port}}}}}};
+    index_.OnAutoscaler(EventType::kModified, ia);
+    autoscalers_.Put(ia);
+  };
+  autoscaler("chat", "d", 8001);
+  autoscaler("code", "e", 8002);
+  index_.OnReplicaSet(EventType::kAdded, {{"metadata",
+                                           {{"namespace", "ml"},
+                                            {"name", "pool-abc"},
+                                            {"ownerReferences",
+                                             {{{"kind", "Deployment"},
+                                               {"name", "pool"},
+                                               {"controller", true}}}}}}});
+  const auto pool_pod = [&](const std::string& name, const std::string& ip) {
+    json pod = Pod("ml", name, ip, true);
+    pod["metadata"]["ownerReferences"][0]["name"] = "pool-abc";
+    for (const std::string& k :
+         index_.OnPod(pods_.Put(pod), pod, absl::Now())) {
+      targets_.Changed(k);
+    }
+  };
+  pool_pod("p1", "10.0.1.1");
+  pool_pod("p2", "10.0.1.2");
+  for (const char* a : {"10.0.1.1:8001", "10.0.1.2:8001", "10.0.1.1:8002",
+                        "10.0.1.2:8002", "10.0.0.1:8080"}) {
+    answers_[a] = true;
+  }
+  targets_.ChangedAll();
+  EXPECT_EQ(targets_.Refresh(), 0);
+  // Probed at each endpoint's own port, on the pod's health path.
+  EXPECT_THAT(probed_, UnorderedElementsAre("10.0.1.1:8001/v1/health",
+                                            "10.0.1.2:8001/v1/health",
+                                            "10.0.1.1:8002/v1/health",
+                                            "10.0.1.2:8002/v1/health"));
+  EXPECT_EQ(targets_.CountOf("ml/chat"), 2U);
+  const absl::StatusOr<Lease> l = router_.Acquire("ml/chat", 0, absl::Now());
+  ASSERT_TRUE(l.ok()) << l.status();
+  EXPECT_THAT(l->address(), ::testing::StartsWith("10.0.1."));
+  EXPECT_THAT(l->address(), ::testing::EndsWith(":8001"));
+  EXPECT_EQ(router_.InFlightAt(l->address()), 1);
+  EXPECT_THAT(targets_.Neighbours("10.0.1.1:8001"),
+              ElementsAre("10.0.1.1:8002"));
+  EXPECT_THAT(targets_.Neighbours("10.0.1.2:8002"),
+              ElementsAre("10.0.1.2:8001"));
+  EXPECT_THAT(targets_.Neighbours("10.0.0.1:8080"), IsEmpty());
+  // A pod of its own answers: the pool is no target of it any more, and
+  // its engines there are still the pool pods' neighbours.
+  AddPod(Pod("ml", "a", "10.0.0.1", true));
+  targets_.Refresh();
+  EXPECT_EQ(targets_.CountOf("ml/chat"), 1U);
+  const absl::StatusOr<Lease> own = router_.Acquire("ml/chat", 0, absl::Now());
+  ASSERT_TRUE(own.ok()) << own.status();
+  EXPECT_EQ(own->address(), "10.0.0.1:8080");
+  EXPECT_THAT(targets_.Neighbours("10.0.1.1:8002"),
+              ElementsAre("10.0.1.1:8001"));
+  // A pool pod gone: so are its engines.
+  for (const std::string& k :
+       index_.OnPod(EventType::kDeleted, *pods_.Erase("ml/p2"), absl::Now())) {
+    targets_.Changed(k);
+  }
+  targets_.Refresh();
+  EXPECT_THAT(targets_.Neighbours("10.0.1.2:8002"), IsEmpty());
+  EXPECT_EQ(targets_.CountOf("ml/code"), 1U);
+  // The endpoint deleted: its engines are no one's neighbours.
+  index_.OnAutoscaler(EventType::kDeleted, *autoscalers_.Get("ml/code"));
+  autoscalers_.Erase("ml/code");
+  targets_.Changed("ml/code");
+  targets_.Refresh();
+  EXPECT_THAT(targets_.Neighbours("10.0.1.1:8001"), IsEmpty());
+}
+
 TEST_F(TargetsTest, ARefusedPodIsProbedAgainBeforeItIsTrusted) {
   answers_["10.0.0.1:8080"] = true;
   AddPod(Pod("ml", "a", "10.0.0.1", true));

@@ -1,5 +1,9 @@
 #include "controller/api/resources.h"
 
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/files.h"
@@ -114,6 +118,38 @@ TEST(AutoscalerTest, KeepAliveSpendBoundIsRead) {
   ASSERT_FALSE(a.ok());
   EXPECT_THAT(std::string(a.status().message()),
               HasSubstr("maxKeepAliveCostPerDayUSD"));
+}
+
+// spec.sleepPool is optional; given, it names a Deployment of its own and
+// a port, and nonsense is refused with the field.
+TEST(AutoscalerTest, SleepPoolIsReadAndChecked) {
+  absl::StatusOr<AutoscalerResource> a =
+      ParseInferenceAutoscaler(Autoscaler(), Classes());
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_FALSE(a->sleep_pool.has_value());
+  json ia = Autoscaler();
+  ia["spec"]["sleepPool"] = {{"deployment", "pool-l4"}, {"port", 8001}};
+  a = ParseInferenceAutoscaler(ia, Classes());
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(a->sleep_pool.has_value());
+  EXPECT_EQ(a->sleep_pool->deployment, "pool-l4");
+  EXPECT_EQ(a->sleep_pool->port, 8001);
+  const std::vector<std::pair<json, std::string>> bad = {
+      {{{"deployment", "pool-l4"}}, "spec.sleepPool.port: want 1-65535"},
+      {{{"deployment", "pool-l4"}, {"port", 70000}}, "got 70000"},
+      {{{"deployment", "pool-l4"}, {"port", "8001"}}, "want an integer"},
+      {{{"port", 8001}}, "spec.sleepPool.deployment: required"},
+      {{{"deployment", ia["spec"]["variants"][0]["deployment"]},
+        {"port", 8001}},
+       "is one of the endpoint's variants"},
+  };
+  for (const auto& [pool, want] : bad) {
+    ia["spec"]["sleepPool"] = pool;
+    a = ParseInferenceAutoscaler(ia, Classes());
+    ASSERT_FALSE(a.ok()) << pool.dump();
+    EXPECT_THAT(std::string(a.status().message()), HasSubstr(want))
+        << pool.dump();
+  }
 }
 
 TEST(AutoscalerTest, WhatTheSchemaCannotSayIsRefusedWithTheField) {
