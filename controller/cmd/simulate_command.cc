@@ -23,6 +23,7 @@
 #include "controller/model/model_profile.h"
 #include "controller/model/sizing.h"
 #include "controller/model/sleep.h"
+#include "controller/policy/variant_model.h"
 #include "controller/sim/load_trace.h"
 #include "controller/sim/match.h"
 #include "controller/sim/run.h"
@@ -304,25 +305,13 @@ absl::Status CheckRanges(const sim::SimConfig& c) {
   return absl::OkStatus();
 }
 
-// The pool the endpoint's engines sleep in: the first variant's class, at
-// the sleep model's wake time (or `wake`) and share of a pool GPU.
+// The pool the endpoint's engines sleep in (policy::PoolSleep), at the
+// sleep model's wake time or `wake`.
 absl::StatusOr<sim::SleepTier> SleepTierFor(
     const policy::EndpointSpec& s, const model::Catalog& catalog,
     const std::optional<absl::Duration>& wake) {
-  const policy::VariantSpec& v = s.variants.front();
-  PL_ASSIGN_OR_RETURN(const model::GpuClass* gpu, catalog.Get(v.gpu_class));
-  const int tp = std::max(1, v.gpus_per_replica);
-  const double per_gpu = model::WeightBytes(s.model, s.weights) / tp;
-  const model::SleepEstimate e =
-      model::EstimateSleep(per_gpu, tp, *gpu, model::SleepAssumptions{});
-  if (e.engines_per_gpu <= 0) {
-    return absl::FailedPreconditionError(absl::StrFormat(
-        "--sleep-pool: %s's nodes (%.0f GiB of memory a GPU) cannot hold "
-        "%s's %.1f GiB of weights asleep; choose a class whose nodes can "
-        "(pilotlight size shows ASLEEP/GPU)",
-        gpu->name, gpu->host_memory_gib_per_gpu, s.model.name,
-        per_gpu / model::kGiB));
-  }
+  PL_ASSIGN_OR_RETURN(const model::SleepEstimate e,
+                      policy::PoolSleep(s, catalog, "--sleep-pool"));
   if (wake && *wake <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("--wake must be > 0");
   }

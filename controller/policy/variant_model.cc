@@ -1,6 +1,9 @@
 #include "controller/policy/variant_model.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "controller/model/cold_start.h"
 
 namespace pilotlight::policy {
@@ -38,6 +41,30 @@ absl::StatusOr<VariantModel> DeriveVariant(const EndpointSpec& spec, size_t i,
                          spec.workload, absl::ToDoubleSeconds(spec.slo.tpot));
   m.ttft_s = m.replica.TtftSeconds(spec.workload.prompt_tokens);
   return m;
+}
+
+absl::StatusOr<model::SleepEstimate> PoolSleep(const EndpointSpec& spec,
+                                               const model::Catalog& catalog,
+                                               const char* what) {
+  const VariantSpec& v = spec.variants.front();
+  const model::GpuClass* gpu = catalog.Find(v.gpu_class);
+  if (gpu == nullptr) {
+    return absl::NotFoundError(
+        absl::StrCat("GPU class ", v.gpu_class, " not in the catalog"));
+  }
+  const int tp = std::max(1, v.gpus_per_replica);
+  const double per_gpu = model::WeightBytes(spec.model, spec.weights) / tp;
+  const model::SleepEstimate e =
+      model::EstimateSleep(per_gpu, tp, *gpu, model::SleepAssumptions{});
+  if (e.engines_per_gpu <= 0) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "%s: %s's nodes (%.0f GiB of memory a GPU) cannot hold %s's %.1f GiB "
+        "of weights asleep; choose a class whose nodes can (pilotlight size "
+        "shows ASLEEP/GPU)",
+        what, gpu->name, gpu->host_memory_gib_per_gpu, spec.model.name,
+        per_gpu / model::kGiB));
+  }
+  return e;
 }
 
 }  // namespace pilotlight::policy

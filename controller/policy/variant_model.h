@@ -13,6 +13,7 @@
 #include "absl/time/time.h"
 #include "controller/model/catalog.h"
 #include "controller/model/sizing.h"
+#include "controller/model/sleep.h"
 #include "controller/policy/endpoint_spec.h"
 
 namespace pilotlight::policy {
@@ -32,5 +33,14 @@ struct VariantModel {
 absl::StatusOr<VariantModel> DeriveVariant(const EndpointSpec& spec, size_t i,
                                            const model::Catalog& catalog,
                                            const model::EngineTuning& tuning);
+
+// The shared pool the endpoint's engines sleep in, of its first variant's
+// class: the sleep model's wake time and an engine's share of a pool GPU.
+// FailedPrecondition when the class's nodes cannot hold the weights asleep
+// (`what` names the setting in the message: "--sleep-pool",
+// "spec.sleepPool").
+absl::StatusOr<model::SleepEstimate> PoolSleep(const EndpointSpec& spec,
+                                               const model::Catalog& catalog,
+                                               const char* what);
 
 }  // namespace pilotlight::policy

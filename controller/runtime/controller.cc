@@ -27,6 +27,7 @@
 #include "controller/runtime/kube_writers.h"
 #include "controller/runtime/merged_demand.h"
 #include "controller/runtime/metrics.h"
+#include "controller/runtime/pool_engines.h"
 #include "controller/runtime/prom_demand.h"
 #include "controller/runtime/reconciler.h"
 #include "grpcpp/server_builder.h"
@@ -180,6 +181,10 @@ class Controller::Impl : public api::DemandReceiver {
   cluster::ClusterIndex index_{options_.notice_taints};
   // Before the reconciler, which points to it: gone after it.
   std::unique_ptr<CounterfactualReplayer> counterfactuals_;
+  // Endpoints' engines in their sleep pools, seen and steered off the
+  // reconciling threads (its own thread, from Run).
+  HttpEngineClient engine_client_;
+  std::unique_ptr<PoolEngines> pool_engines_;
   std::unique_ptr<Reconciler> reconciler_;
 
   std::atomic<double> tick_cpu_acc_{0};
@@ -213,6 +218,17 @@ void Controller::Impl::Wire() {
     counterfactuals_ = std::make_unique<CounterfactualReplayer>(c);
     reconciler_->set_counterfactuals(counterfactuals_.get());
   }
+  pool_engines_ = std::make_unique<PoolEngines>(
+      engine_client_,
+      [this](const std::string& address, const absl::Status& st) {
+        metrics_.pool_engine_sleeps.Add({{"result", st.ok() ? "ok" : "failed"}})
+            .Increment();
+        process::LogJson(
+            st.ok() ? "info" : "warn",
+            st.ok() ? "pool engine put to sleep" : "pool engine did not sleep",
+            {{"engine", address}, {"error", st.ok() ? "" : st.ToString()}});
+      });
+  reconciler_->set_pool_engines(pool_engines_.get());
 
   autoscalers_->AddHandler([this](EventType t, const json& ia) {
     Enqueue(index_.OnAutoscaler(t, ia));
@@ -415,6 +431,8 @@ absl::Status Controller::Impl::Run(const std::atomic<bool>& stop) {
   for (int i = 0; i < std::max(1, options_.workers); ++i) {
     workers.emplace_back([this] { Worker(); });
   }
+  std::thread pool_thread(
+      [this, &stop] { pool_engines_->Run(stop, absl::Seconds(1)); });
   process::LogJson("info", "controller started",
                    {{"prometheus", options_.prometheus_url},
                     {"tick_seconds", absl::ToDoubleSeconds(options_.tick)},
@@ -427,6 +445,7 @@ absl::Status Controller::Impl::Run(const std::atomic<bool>& stop) {
   for (std::thread& w : workers) {
     w.join();
   }
+  pool_thread.join();
   stop_election = true;
   if (election.joinable()) {
     election.join();

@@ -43,7 +43,8 @@ json ToMergePatch(const EndpointStatus& s, const DecisionNote& note) {
     for (const char* k :
          {"variants", "replicas", "tier", "warmPool", "concurrencyPerReplica",
           "keepAliveSeconds", "keepAliveUntil", "costPerHour", "coldStart",
-          "lastDecision", "economics", "trafficHistory", "counterfactual"}) {
+          "lastDecision", "economics", "trafficHistory", "counterfactual",
+          "sleepPool"}) {
       out[k] = nullptr;
     }
     return out;
@@ -85,6 +86,17 @@ json ToMergePatch(const EndpointStatus& s, const DecisionNote& note) {
   out["economics"] = note.economics;
   out["trafficHistory"] = note.history;
   out["counterfactual"] = note.counterfactual;
+  out["sleepPool"] =
+      s.pool
+          ? json{{"deployment", s.pool->deployment},
+                 {"awake", s.pool->awake},
+                 {"asleep", s.pool->asleep},
+                 {"wakeSeconds",
+                  std::round(absl::ToDoubleSeconds(s.pool->wake) * 100) / 100},
+                 {"asleepCostPerHour",
+                  static_cast<double>(s.pool->asleep_cost_milli_per_hour) /
+                      1000}}
+          : json();
   return out;
 }
 

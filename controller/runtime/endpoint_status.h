@@ -34,6 +34,7 @@ class Conditions {
   // Returns whether anything of the condition changed.
   bool Set(const std::string& type, bool status, const std::string& reason,
            const std::string& message, absl::Time now);
+  void Remove(const std::string& type) { by_type_.erase(type); }
   const std::map<std::string, Condition>& all() const { return by_type_; }
   bool operator==(const Conditions&) const = default;
 
@@ -49,6 +50,16 @@ struct VariantStatus {
   int32_t ready = 0;
   bool node_free = true;
   bool operator==(const VariantStatus&) const = default;
+};
+
+// Its engines in spec.sleepPool (status.sleepPool).
+struct PoolStatus {
+  std::string deployment;
+  int32_t awake = 0;
+  int32_t asleep = 0;
+  absl::Duration wake;  // the sleep model's
+  int64_t asleep_cost_milli_per_hour = 0;
+  bool operator==(const PoolStatus&) const = default;
 };
 
 struct EndpointStatus {
@@ -74,6 +85,7 @@ struct EndpointStatus {
   // The replay status.counterfactual shows, when it has candidates (a new
   // one is a change).
   std::optional<absl::Time> counterfactual_at;
+  std::optional<PoolStatus> pool;
   bool operator==(const EndpointStatus&) const = default;
 };
 

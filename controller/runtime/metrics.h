@@ -183,6 +183,13 @@ struct Metrics {
                       "running policy's SLO attainment and cold-start "
                       "share or better (the running one's cost when none "
                       "is cheaper)")
+                .Register(r)),
+        pool_engine_sleeps(
+            prometheus::BuildCounter()
+                .Name("pilotlight_pool_engine_sleeps_total")
+                .Help("Engines in endpoints' sleep pools the controller put "
+                      "to sleep (POST /sleep?level=1), by result (ok, "
+                      "failed)")
                 .Register(r)) {}
 
   prometheus::Family<prometheus::Gauge>& desired;
@@ -224,6 +231,7 @@ struct Metrics {
   prometheus::Counter& counterfactual_cpu;
   prometheus::Family<prometheus::Gauge>& counterfactual_running_cost;
   prometheus::Family<prometheus::Gauge>& counterfactual_cheapest_cost;
+  prometheus::Family<prometheus::Counter>& pool_engine_sleeps;
 };
 
 }  // namespace pilotlight::runtime

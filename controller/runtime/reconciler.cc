@@ -18,12 +18,14 @@
 #include "controller/policy/decider.h"
 #include "controller/policy/decision_record.h"
 #include "controller/policy/knative_autoscaler.h"
+#include "controller/policy/variant_model.h"
 #include "controller/process/log.h"
 #include "controller/runtime/counterfactuals.h"
 #include "controller/runtime/disruption_guard.h"
 #include "controller/runtime/endpoint_status.h"
 #include "controller/runtime/leaving_pods.h"
 #include "controller/runtime/observe.h"
+#include "controller/runtime/pool_engines.h"
 #include "controller/runtime/reconciler_state.h"
 
 namespace pilotlight::runtime {
@@ -162,6 +164,7 @@ void Reconciler::ParseSpec(Endpoint& e, const json& ia) {
                StringField(ia, {"metadata", "uid"})};
   e.catalog.reset();
   e.classes.clear();
+  e.pool_sleep = absl::FailedPreconditionError("no sleepPool");
   if (!e.parsed.ok()) {
     if (e.parsed.status().code() == absl::StatusCode::kNotFound &&
         !gpu->errors.empty()) {
@@ -181,6 +184,10 @@ void Reconciler::ParseSpec(Endpoint& e, const json& ia) {
     return;
   }
   e.catalog = std::make_shared<const model::Catalog>(*std::move(catalog));
+  if (e.parsed->sleep_pool) {
+    e.pool_sleep =
+        policy::PoolSleep(e.parsed->spec, *e.catalog, "spec.sleepPool");
+  }
 }
 
 // Every variant's Deployment, or the first that is missing.
@@ -272,7 +279,100 @@ Reconciler::Observed Reconciler::Observe(
     }
     o.snap.variants.push_back(std::move(v.state));
   }
+  ObservePool(e, o, now);
   return o;
+}
+
+// Its engines in spec.sleepPool (pool_engines.h): at zero, an engine awake
+// is a ready replica of the first variant and the ones asleep its
+// SleepState; the SleepPool condition says what the pool gives, or why
+// the endpoint's own replicas serve from zero without it.
+void Reconciler::ObservePool(Endpoint& e, Observed& o, absl::Time now) {
+  const api::AutoscalerResource& a = *e.parsed;
+  const std::string key = absl::StrCat(a.ns, "/", a.name);
+  e.status.pool.reset();
+  if (!a.sleep_pool || pool_engines_ == nullptr) {
+    e.status.conditions.Remove("SleepPool");
+    if (pool_engines_ != nullptr) {
+      pool_engines_->Forget(key);
+    }
+    return;
+  }
+  const api::SleepPoolSpec& pool = *a.sleep_pool;
+  // Engines not answering are still looked at (probed until they do).
+  const auto unused = [&](const std::string& reason, const std::string& why) {
+    e.status.conditions.Set(
+        "SleepPool", false, reason,
+        absl::StrCat(why, ": its own replicas serve from zero"), now);
+  };
+  if (!e.pool_sleep.ok()) {
+    pool_engines_->Forget(key);
+    unused("NoRoomAsleep", std::string(e.pool_sleep.status().message()));
+    return;
+  }
+  std::vector<std::string> addresses;
+  for (const std::string& pk :
+       in_.index.PodsOf(absl::StrCat(a.ns, "/", pool.deployment))) {
+    const kube::ObjectCache::ObjectPtr p = in_.pods.Get(pk);
+    const std::string ip =
+        p == nullptr ? "" : StringField(*p, {"status", "podIP"});
+    if (p != nullptr && cluster::PodReady(*p) && !cluster::PodTerminating(*p) &&
+        !ip.empty()) {
+      addresses.push_back(absl::StrCat(ip, ":", pool.port));
+    }
+  }
+  if (addresses.empty()) {
+    pool_engines_->Forget(key);
+    unused("NoPoolPods", absl::StrCat("no Ready pod of Deployment ", a.ns, "/",
+                                      pool.deployment));
+    return;
+  }
+  const std::vector<PoolEngines::State> states =
+      pool_engines_->Look(key, addresses);
+  for (size_t i = 0; i < addresses.size(); ++i) {
+    if (states[i] == PoolEngines::State::kAwake) {
+      o.pool_awake.push_back(addresses[i]);
+    } else if (states[i] == PoolEngines::State::kAsleep) {
+      o.pool_asleep.push_back(addresses[i]);
+    }
+  }
+  if (o.pool_awake.empty() && o.pool_asleep.empty()) {
+    unused("EnginesNotAnswering",
+           absl::StrCat("no engine at port ", pool.port, " of the ",
+                        addresses.size(), " Ready pod(s) of ", pool.deployment,
+                        " answers GET /is_sleeping (not up yet, or no sleep "
+                        "mode)"));
+    return;
+  }
+  o.pool = true;
+  for (const policy::VariantState& v : o.snap.variants) {
+    o.own_ready += v.ready;
+  }
+  const bool at_zero = std::all_of(o.replicas.begin(), o.replicas.end(),
+                                   [](int32_t r) { return r == 0; });
+  const auto awake = static_cast<int32_t>(o.pool_awake.size());
+  const auto asleep = static_cast<int32_t>(o.pool_asleep.size());
+  policy::VariantState& first = o.snap.variants.front();
+  if (at_zero) {
+    first.ready += awake;
+    first.desired += awake;
+  }
+  // Past zero its engines serve no more once its own replicas do: each
+  // one a wake away.
+  first.sleep = {.wake = e.pool_sleep->wake,
+                 .asleep = at_zero ? asleep : asleep + awake,
+                 .asleep_price_per_hour = e.pool_sleep->asleep_price_per_hour};
+  e.status.pool =
+      PoolStatus{pool.deployment, awake, asleep, e.pool_sleep->wake,
+                 std::llround(e.pool_sleep->asleep_price_per_hour * 1000)};
+  e.status.conditions.Set(
+      "SleepPool", true, "EnginesFound",
+      absl::StrFormat("%d engine(s) in %s at port %d; a wake takes %s, an "
+                      "engine asleep costs $%.2f/h",
+                      awake + asleep, pool.deployment, pool.port,
+                      absl::FormatDuration(e.pool_sleep->wake),
+                      e.pool_sleep->asleep_price_per_hour),
+      now);
 }
 
 // The Ready replicas a replay of the record starts from, and every

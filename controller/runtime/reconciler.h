@@ -62,6 +62,7 @@ inline constexpr char kScaledByAnnotation[] = "pilotlight.dev/scaled-by";
 
 class CounterfactualReplayer;
 struct Counterfactual;
+class PoolEngines;
 
 class Reconciler {
  public:
@@ -88,6 +89,11 @@ class Reconciler {
   void set_counterfactuals(CounterfactualReplayer* replayer) {
     counterfactuals_ = replayer;
   }
+
+  // Sees and steers endpoints' engines in their sleep pools
+  // (spec.sleepPool; pool_engines.h). Set before the first Reconcile;
+  // null: pools are not used (each endpoint scales its own replicas).
+  void set_pool_engines(PoolEngines* engines) { pool_engines_ = engines; }
 
   // The endpoint's last decision (unset before the first).
   std::optional<policy::Decision> LastDecision(const std::string& key) const;
@@ -117,6 +123,7 @@ class Reconciler {
                        const Observed& o, const std::string& scaled, Writers& w,
                        bool leading, absl::Time now);
   void SubmitCounterfactual(Endpoint& e, const Observed& o, absl::Time now);
+  void ObservePool(Endpoint& e, Observed& o, absl::Time now);
   void UpdateGauges(Endpoint& e, const std::vector<int>& desired,
                     const Observed& o, const policy::Decision& d);
   void RemoveGauges(Endpoint& e);
@@ -134,6 +141,7 @@ class Reconciler {
   Metrics& metrics_;
   std::function<void(const std::string&)> decision_log_;
   CounterfactualReplayer* counterfactuals_ = nullptr;
+  PoolEngines* pool_engines_ = nullptr;
   mutable std::mutex mu_;  // the map; each Endpoint is its worker's
   std::map<std::string, std::unique_ptr<Endpoint>> endpoints_;
 };

@@ -6,6 +6,7 @@
 #include "controller/base/status_macros.h"
 #include "controller/process/log.h"
 #include "controller/runtime/leaving_pods.h"
+#include "controller/runtime/pool_engines.h"
 #include "controller/runtime/reconciler.h"
 #include "controller/runtime/reconciler_state.h"
 
@@ -96,8 +97,18 @@ absl::Status Reconciler::Act(const Endpoint& e, const policy::Decision& d,
     decided.push_back(d.variants[i].replicas);
     ready.push_back(o.snap.variants[i].ready);
   }
-  const std::vector<int32_t> to = policy::ReplicasWithLeaving(
+  std::vector<int32_t> to = policy::ReplicasWithLeaving(
       decided, ready, o.leaving, d.load_replicas + d.warm_pool);
+  if (o.pool && pool_engines_ != nullptr) {
+    // Its engines in the pool first, from zero (pool_engines.h); the
+    // engine client acts off this thread and logs what it did.
+    const PoolPlan plan =
+        PlanPool(to, o.replicas, o.own_ready, o.pool_awake, o.pool_asleep);
+    to = plan.own;
+    for (const std::string& a : plan.sleep) {
+      pool_engines_->Sleep(a);
+    }
+  }
   for (size_t i = 0; i < d.variants.size(); ++i) {
     const policy::VariantDecision& v = d.variants[i];
     const int32_t from = o.replicas[i];

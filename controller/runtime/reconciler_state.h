@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "controller/api/resources.h"
 #include "controller/model/catalog.h"
+#include "controller/model/sleep.h"
 #include "controller/policy/decider.h"
 #include "controller/policy/knative_autoscaler.h"
 #include "controller/runtime/endpoint_status.h"
@@ -57,6 +58,10 @@ struct Reconciler::Endpoint {
   // next replay is due.
   sim::ReplicaHistory replicas;
   absl::Time next_counterfactual = absl::InfinitePast();
+  // spec.sleepPool's wake time and share of a pool GPU (the policy's
+  // SleepState), or why its engines cannot sleep there.
+  absl::StatusOr<model::SleepEstimate> pool_sleep =
+      absl::FailedPreconditionError("no sleepPool");
   // The cheaper candidate the last Event named ("": none).
   std::string cheaper_announced;
   EndpointStatus status;
@@ -90,6 +95,11 @@ struct Reconciler::Observed {
   std::vector<int32_t> replicas;  // per variant, its Deployment's
   std::vector<int32_t> leaving;   // per variant
   std::vector<LeavingPod> leaving_pods;
+  // Its engines in spec.sleepPool (pool_engines.h), when the pool is used.
+  bool pool = false;
+  std::vector<std::string> pool_awake;
+  std::vector<std::string> pool_asleep;
+  int32_t own_ready = 0;  // its own Ready pods, every variant
 };
 
 }  // namespace pilotlight::runtime

@@ -362,6 +362,104 @@ TEST_F(ActivatorClusterTest, AnEngineAsleepIsWokenForItsRequests) {
             cold);
 }
 
+// Two endpoints share one pool pod: the stand-in runs both engines
+// (llama-3.1-8b on one a100-80gb, room awake for one at a time). A request
+// for the engine asleep is answered within its wake time, the idle
+// neighbour's sleep before it and a second -- not a cold start: the
+// activator puts the neighbour to sleep to make room. The controller
+// counts the engine awake as the endpoint's one replica (none of its own
+// starts), and puts it to sleep once idle past the grace.
+TEST_F(ActivatorClusterTest, EndpointsShareAPoolPodOneEngineAwakeAtATime) {
+  ASSERT_TRUE(CreateDeployment("pool-a100", 1, "a100-80gb", "on-demand",
+                               {"--enable-sleep-mode", "--models", "chat,code"})
+                  .ok());
+  const std::vector<std::pair<std::string, int>> endpoints = {{"chat", 8000},
+                                                              {"code", 8001}};
+  for (const auto& [name, port] : endpoints) {
+    ASSERT_TRUE(CreateDeployment(name + "-l4", 0, "l4", "on-demand").ok());
+    json spec = OneVariantSpec(name + "-l4", 0);
+    spec["sleepPool"] = {{"deployment", "pool-a100"}, {"port", port}};
+    ASSERT_TRUE(CreateAutoscaler(name, spec).ok());
+  }
+  const std::unique_ptr<Process> controller = StartController();
+  const int grpc_port = controller->LogInt("controller started", "grpc_port");
+  const int metrics = controller->LogInt("controller started", "metrics_port");
+  const std::unique_ptr<Process> activator = StartActivator(Local(grpc_port));
+  const int port = activator->LogInt("activator started", "port");
+  const int admin = activator->LogInt("activator started", "admin_port");
+  // The controller has found both engines (and the activator its targets).
+  ASSERT_TRUE(WaitFor(absl::Seconds(60), [&] {
+    return Condition(Autoscaler("chat"), "SleepPool") == "True" &&
+           Condition(Autoscaler("code"), "SleepPool") == "True";
+  })) << Autoscaler("chat").dump();
+  std::string ip;
+  for (const json& p : Pods()) {
+    if (absl::StartsWith(p["metadata"].value("name", ""), "pool-a100")) {
+      ip = p["status"].value("podIP", "");
+    }
+  }
+  ASSERT_FALSE(ip.empty());
+  const auto asleep = [&](int engine_port) {
+    httplib::Client c(ip, engine_port);
+    const httplib::Result r = c.Get("/is_sleeping");
+    return r && absl::StrContains(r->body, "\"is_sleeping\":true");
+  };
+  const auto path = [&](const std::string& name) {
+    return absl::StrCat("/", ns_, "/", name, "/v1/completions");
+  };
+  // The first engine started awake, the second asleep (no room beside it).
+  ASSERT_FALSE(asleep(8000));
+  ASSERT_TRUE(asleep(8001));
+  const model::ReplicaModel replica(
+      *model::FindPreset("llama-3.1-8b"),
+      **model::Catalog::Default()->Get("a100-80gb"), 1, model::Precision::kBf16,
+      model::Precision::kBf16, {});
+  const absl::Duration wake =
+      model::EstimateSleep(replica.weight_bytes_per_gpu(), 1,
+                           **model::Catalog::Default()->Get("a100-80gb"), {})
+          .wake;
+  // The stand-in's sleep copies the weights out: the wake less its resume.
+  const absl::Duration bound =
+      wake + (wake - model::SleepAssumptions{}.resume) + absl::Seconds(1);
+  const Outcome first = Complete(port, path("chat"), 2, false);
+  ASSERT_EQ(first.status, 200) << first.detail;
+  const double cold =
+      Process::Metric(admin, "pilotlight_activator_cold_starts_total");
+  for (int round = 0; round < 2; ++round) {
+    for (const auto& [name, engine_port] : {endpoints[1], endpoints[0]}) {
+      const Outcome o = Complete(port, path(name), 3, round == 1);
+      EXPECT_EQ(o.status, 200) << name << ": " << o.detail;
+      EXPECT_TRUE(o.body_ok) << name << ": " << o.detail;
+      EXPECT_LT(o.latency, bound) << name;
+      EXPECT_FALSE(asleep(engine_port)) << name;
+      std::cout << "[pool] " << name << " (its engine asleep, the other "
+                << "awake): " << absl::FormatDuration(o.latency) << " (bound "
+                << absl::FormatDuration(bound) << ")\n";
+    }
+  }
+  EXPECT_EQ(Process::Metric(admin, "pilotlight_activator_wakes_total"), 4);
+  EXPECT_EQ(Process::Metric(admin, "pilotlight_activator_room_sleeps_total"),
+            4);
+  EXPECT_EQ(Process::Metric(admin, "pilotlight_activator_cold_starts_total"),
+            cold);
+  // Idle: the controller puts the engine awake (chat's) to sleep after
+  // the grace; neither endpoint started a replica of its own.
+  const absl::Time idle_from = absl::Now();
+  EXPECT_TRUE(WaitFor(absl::Seconds(120), [&] { return asleep(8000); }));
+  std::cout << "[pool] the engine awake put to sleep "
+            << absl::FormatDuration(absl::Now() - idle_from)
+            << " after its last request\n";
+  EXPECT_EQ(Process::Metric(metrics, "pilotlight_pool_engine_sleeps_total",
+                            "result=\"ok\""),
+            1);
+  EXPECT_EQ(Replicas("chat-l4"), 0);
+  EXPECT_EQ(Replicas("code-l4"), 0);
+  // Both asleep: a request is one wake away.
+  const Outcome again = Complete(port, path("chat"), 2, false);
+  EXPECT_EQ(again.status, 200) << again.detail;
+  EXPECT_LT(again.latency, wake + absl::Seconds(1));
+}
+
 // The activator killed while it holds requests: its clients get a prompt
 // error (the connection closes), and a new activator serves new requests.
 TEST_F(ActivatorClusterTest, ActivatorRestartFailsHeldPromptlyThenServes) {

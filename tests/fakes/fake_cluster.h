@@ -303,7 +303,10 @@ class FakeCluster {
            {{"containers",
              {{{"name", "server"},
                {"resources", {{"limits", {{"nvidia.com/gpu", 1}}}}}}}}}},
-          {"status", {{"phase", "Pending"}}}};
+          {"status",
+           {{"phase", "Pending"},
+            {"podIP",
+             absl::StrCat("10.0.", serial_ / 256, ".", serial_ % 256)}}}};
       live.push_back(absl::StrCat(ns, "/", pod_name));
       index.OnPod(pods.Put(pod), pod, now);
     }

@@ -58,12 +58,13 @@ class ReconcilerTest : public ::testing::Test {
   void Endpoint(std::vector<json> variants,
                 const std::string& mode = "Realtime",
                 ReplicaPolicy policy = ReplicaPolicy::kPilotlight) {
+    json spec = {{"model", {{"preset", "llama-3.1-8b"}}},
+                 {"mode", mode},
+                 {"variants", std::move(variants)}};
+    spec.update(extra_spec_);
     cluster_.PutAutoscaler(
         {{"metadata", {{"namespace", "ml"}, {"name", "chat"}}},
-         {"spec",
-          {{"model", {{"preset", "llama-3.1-8b"}}},
-           {"mode", mode},
-           {"variants", std::move(variants)}}}});
+         {"spec", std::move(spec)}});
     // The pods asked for before the controller started are up.
     cluster_.Settle(clock_.Now());
     cluster_.Settle(clock_.Now() + kColdStart);
@@ -179,8 +180,9 @@ class ReconcilerTest : public ::testing::Test {
   fakes::RecordingWriters out_;
   std::unique_ptr<Reconciler> reconciler_;
   std::optional<policy::Decision> last_;
-  // The controller's flags, read by Endpoint().
+  // The controller's flags, and more of the spec, read by Endpoint().
   policy::DeciderConfig decider_config_;
+  json extra_spec_ = json::object();
 };
 
 inline const policy::CapacityType kOnDemand = policy::CapacityType::kOnDemand;

@@ -5,8 +5,10 @@
 // no sleeps: each Tick() settles the cluster, opens a demand epoch and
 // reconciles once, then moves the fake clock.
 #include <cmath>
+#include <set>
 
 #include "controller/runtime/counterfactuals.h"
+#include "controller/runtime/pool_engines.h"
 #include "tests/runtime/reconciler_fixture.h"
 
 namespace pilotlight::runtime {
@@ -591,6 +593,112 @@ TEST_F(ReconcilerTest, KnativePolicySetsReplicasTheKpaWay) {
   });
   Tick(absl::Milliseconds(10));
   EXPECT_EQ(Replicas("chat-a100"), 1);
+}
+
+// Engines asleep in a shared pool, seen as their GET /is_sleeping says
+// (every address starts asleep); sleeps are counted. The test wakes an
+// engine as the activator does, for a request.
+class SleepingEngines : public EngineClient {
+ public:
+  std::optional<bool> IsSleeping(const std::string& a) override {
+    return !awake.contains(a);
+  }
+  absl::Status Sleep(const std::string& a) override {
+    awake.erase(a);
+    ++sleeps;
+    return absl::OkStatus();
+  }
+  std::set<std::string> awake;
+  int sleeps = 0;
+};
+
+// spec.sleepPool: its engine there is its first replica from zero. Woken
+// for a request (by the activator), it is counted as the one replica asked
+// for, and none of its own starts; idle past the grace, the controller puts
+// it to sleep again; more load than the engine starts its own replicas,
+// and the engine sleeps once one is Ready.
+TEST_F(ReconcilerTest, APoolEngineIsTheFirstReplicaFromZero) {
+  Pool("chat-a100", "a100-80gb", kOnDemand, 0);
+  cluster_.AddDeployment("ml", "pool", 1, {{"pool", "chat-a100"}}, kColdStart);
+  extra_spec_ = {{"sleepPool", {{"deployment", "pool"}, {"port", 8001}}}};
+  Endpoint({Variant("chat-a100", ClassName("a100-80gb", kOnDemand))});
+  SleepingEngines fake;
+  PoolEngines engines(fake);
+  reconciler_->set_pool_engines(&engines);
+  // The pool engines' own thread, once a tick.
+  const auto tick = [&] {
+    Tick();
+    engines.RunOnce();
+  };
+  demand_.Set([](absl::Time, int) { return InFlight(0); });
+  tick();
+  tick();
+  EXPECT_EQ(out_.Condition("SleepPool"), "True EnginesFound")
+      << out_.status().dump();
+  EXPECT_EQ(out_.status()["sleepPool"]["asleep"], 1);
+  EXPECT_GT(out_.status()["sleepPool"]["wakeSeconds"].get<double>(), 0);
+  const std::vector<std::string> pool = cluster_.index.PodsOf("ml/pool");
+  ASSERT_EQ(pool.size(), 1U);
+  const std::string engine = absl::StrCat(
+      StringField(*cluster_.pods.Get(pool[0]), {"status", "podIP"}), ":8001");
+  // A request at zero: the activator wakes the engine and sends it there;
+  // none of its own starts.
+  demand_.Set([](absl::Time, int) {
+    policy::DemandSample s = InFlight(1);
+    s.arrivals = 1;
+    return s;
+  });
+  fake.awake.insert(engine);
+  for (int i = 0; i < 3; ++i) {
+    tick();
+  }
+  EXPECT_EQ(Replicas("chat-a100"), 0);
+  EXPECT_TRUE(out_.patches.empty());
+  EXPECT_EQ(out_.status()["variants"][0]["ready"], 1) << "the engine";
+  // Idle: back to sleep after the grace, not the keep-alive.
+  demand_.Set([](absl::Time, int) { return InFlight(0); });
+  const absl::Time idle_from = clock_.Now();
+  while (fake.sleeps == 0 && clock_.Now() < idle_from + absl::Minutes(30)) {
+    tick();
+  }
+  ASSERT_EQ(fake.sleeps, 1) << last_->message;
+  EXPECT_LT(clock_.Now() - idle_from, absl::Minutes(2));
+  EXPECT_TRUE(fake.awake.empty());
+  EXPECT_TRUE(out_.patches.empty());
+  // Three replicas' load: the engine is woken for the first requests, and
+  // its own replicas start; once one is Ready the engine sleeps.
+  demand_.Set([](absl::Time, int) {
+    policy::DemandSample s = InFlight(1);
+    s.arrivals = 1;
+    return s;
+  });
+  fake.awake.insert(engine);
+  tick();
+  tick();
+  ASSERT_EQ(fake.awake.size(), 1U);
+  const int capacity = last_->capacity_per_replica;
+  ASSERT_GT(capacity, 0);
+  demand_.Set(
+      [capacity](absl::Time, int) { return InFlight(2.5 * capacity, 20); });
+  while (Replicas("chat-a100") == 0 &&
+         clock_.Now() < idle_from + absl::Hours(1)) {
+    tick();
+  }
+  ASSERT_GT(Replicas("chat-a100"), 1) << last_->message;
+  EXPECT_EQ(fake.sleeps, 1) << "the engine serves while they start";
+  RunFor(kColdStart + 2 * kTick);
+  engines.RunOnce();
+  tick();
+  EXPECT_GE(Ready("chat-a100"), 1);
+  EXPECT_EQ(fake.sleeps, 2);
+  EXPECT_TRUE(fake.awake.empty());
+  // A pool with no Ready pod: its own replicas serve from zero, and the
+  // condition says why.
+  cluster_.SetReplicas("ml/pool", 0);
+  tick();
+  tick();
+  EXPECT_EQ(out_.Condition("SleepPool"), "False NoPoolPods");
+  EXPECT_TRUE(out_.status()["sleepPool"].is_null());
 }
 
 }  // namespace
