@@ -46,6 +46,12 @@ std::optional<bool> IsSleeping(httplib::Client& c) {
   return j["is_sleeping"].get<bool>();
 }
 
+// How often a wake waiting for room on its pod's GPU looks again, and
+// how long an engine that answered 503 and says it is awake is watched
+// for falling asleep.
+constexpr absl::Duration kRoomPoll = absl::Milliseconds(100);
+constexpr absl::Duration kFallingAsleep = absl::Seconds(1);
+
 // Longer than any request waits for its pod's first byte.
 constexpr absl::Duration kForget = absl::Minutes(30);
 
@@ -86,19 +92,36 @@ Waker::Outcome Waker::Run(const std::string& address,
   }
   httplib::Client c(pod->first, pod->second);
   SetTimeouts(c, std::min(options_.probe_timeout, deadline - absl::Now()));
-  if (IsSleeping(c) != true) {
+  std::optional<bool> asleep = IsSleeping(c);
+  // An engine with sleep mode that says it is awake may be falling asleep
+  // (its weights still going out): the 503 was that. Asked again a few
+  // times before its 503 goes to the client.
+  const absl::Time falling = std::min(deadline, absl::Now() + kFallingAsleep);
+  while (asleep == false && absl::Now() < falling) {
+    absl::SleepFor(kRoomPoll);
+    asleep = IsSleeping(c);
+  }
+  if (asleep != true) {
     return out;  // no sleep mode (404), no answer, or awake
   }
   out.sent = true;
   SetTimeouts(c, deadline - absl::Now());
   httplib::Result woke = c.Post("/wake_up", "", "text/plain");
-  if (woke && woke->status == 507) {
-    // The GPU is taken: an idle engine beside it goes to sleep first.
-    out.put_to_sleep = MakeRoom(address, deadline);
-    if (!out.put_to_sleep.empty()) {
-      SetTimeouts(c, deadline - absl::Now());
-      woke = c.Post("/wake_up", "", "text/plain");
+  // Refused: the GPU is taken (the stand-in's 507; vLLM's wake fails
+  // with CUDA out of memory, a 500). An idle engine beside it goes to
+  // sleep first; while none is idle (their requests run), it waits for
+  // one, up to the deadline.
+  while (idle_ != nullptr && woke &&
+         (woke->status == 507 || woke->status == 500) &&
+         absl::Now() < deadline) {
+    std::string room = MakeRoom(address, deadline);
+    if (room.empty()) {
+      absl::SleepFor(std::min(kRoomPoll, deadline - absl::Now()));
+      continue;
     }
+    out.put_to_sleep = std::move(room);
+    SetTimeouts(c, deadline - absl::Now());
+    woke = c.Post("/wake_up", "", "text/plain");
   }
   if (woke && woke->status == 200) {
     out.result = Result::kWoken;
@@ -109,9 +132,11 @@ Waker::Outcome Waker::Run(const std::string& address,
       woke ? absl::StrCat("POST /wake_up answered ", woke->status, ": ",
                           Said(*woke))
            : absl::StrCat("POST /wake_up: ", httplib::to_string(woke.error()));
-  if (woke && woke->status == 507 && out.put_to_sleep.empty()) {
+  if (woke && (woke->status == 507 || woke->status == 500) &&
+      idle_ != nullptr) {
     absl::StrAppend(&out.error,
-                    " (no other engine of the pod was idle to put to sleep)");
+                    " (no other engine of the pod was idle to put to sleep "
+                    "by the activation timeout)");
   }
   return out;
 }

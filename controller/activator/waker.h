@@ -8,15 +8,18 @@
 // wake is under way wait for that wake. A request sent before the pod's
 // last wake ended was answered by the engine asleep: it is sent again
 // without asking (the pod says it is awake by then). An engine without
-// sleep mode (404) or awake is not asleep, and its 503 goes to the client
-// as it came. A wake refused (vLLM's error; the model-server stand-in's
-// 507 when the GPU's memory is taken) or not answered by the deadline
-// fails with what the pod said: the proxy answers 503 with Retry-After.
+// sleep mode (404) is not asleep, nor one still awake a second after its
+// 503 (one falling asleep says so once its weights are out): its 503 goes
+// to the client as it came. A wake refused (vLLM's error; the model-server
+// stand-in's 507 when the GPU's memory is taken) or not answered by the
+// deadline fails with what the pod said: the proxy answers 503 with
+// Retry-After.
 //
 // Engines on one pool pod share its GPU: a wake refused for want of GPU
-// memory (507) puts to sleep one of the pod's other engines that is awake
-// and has nothing in flight (IdleNeighbours, in the order given), then
-// asks again, once.
+// memory (the stand-in's 507, vLLM's 500) puts to sleep one of the pod's other
+// engines that is awake and has nothing in flight (IdleNeighbours, in the order
+// given), then asks again; while none is idle it waits for one, until the
+// deadline.
 //
 // Thread-safety: WakeIfAsleep may be called from any thread.
 #pragma once

@@ -597,9 +597,9 @@ class SleepingEngineTest : public ProxyTest {
   // the fixture's until the test has ended (its server stopped first).
   tools::ModelServer* Engine(const std::string& name,
                              std::shared_ptr<tools::SharedGpu> gpu = nullptr,
-                             bool asleep = true) {
+                             bool asleep = true, double scale = kScale) {
     tools::ModelServerOptions o;
-    o.time_scale = kScale;
+    o.time_scale = scale;
     o.enable_sleep_mode = true;
     o.served_model_name = name;
     o.gpu = std::move(gpu);
@@ -638,8 +638,9 @@ class SleepingEngineTest : public ProxyTest {
   }
   // The front, waking engines, with `pod` the endpoint's one target; a
   // completion sent through it.
-  void StartWaking(const std::string& pod, int cap = 4) {
-    Start();
+  void StartWaking(const std::string& pod, int cap = 4,
+                   absl::Duration activation = absl::Seconds(10)) {
+    Start({}, activation);
     proxy_->WakeEngines(&waker_);
     router_->SetTargets(kEp, {pod}, cap);
   }
@@ -724,7 +725,6 @@ TEST_F(SleepingEngineTest, AWakeRefusedIs503WithWhatThePodSaid) {
   EXPECT_THAT(r->body, HasSubstr("is asleep and did not wake: POST /wake_up "
                                  "answered 507: GPU memory taken"));
   EXPECT_EQ(Wakes("failed"), 1);
-  EXPECT_THAT(r->body, HasSubstr("no other engine of the pod was idle"));
   EXPECT_EQ(metrics_.rejections.Add({{"reason", "wake_failed"}}).Value(), 1);
   EXPECT_TRUE(Asleep(pod));
 }
@@ -756,6 +756,66 @@ TEST_F(SleepingEngineTest, AWakeMakesRoomByPuttingAnIdleNeighbourToSleep) {
   EXPECT_EQ(Wakes("woken"), 1);
   EXPECT_EQ(metrics_.room_sleeps.Add({{"endpoint", kEp}}).Value(), 1);
   EXPECT_EQ(pokes_, 1);
+}
+
+// No neighbour idle yet (their requests run): the wake waits for one, and
+// is answered 503 only when none is by the activation timeout.
+TEST_F(SleepingEngineTest, AWakeWaitsForANeighbourToBeIdle) {
+  auto gpu = std::make_shared<tools::SharedGpu>(80, 200);
+  tools::ModelServer* awake = Engine("other", gpu, false);
+  tools::ModelServer* asleep = Engine("llama", gpu, true);
+  ASSERT_TRUE(awake != nullptr && asleep != nullptr);
+  const std::string neighbour = Serve(*awake);
+  const std::string pod = Serve(*asleep);
+  std::atomic<bool> idle{false};
+  Waker room({}, [&](const std::string&) {
+    return idle ? std::vector<std::string>{neighbour}
+                : std::vector<std::string>{};
+  });
+  StartWaking(pod, 4, absl::Seconds(2));
+  proxy_->WakeEngines(&room);
+  // Never idle within the activation timeout: 503, and why.
+  httplib::Result r = Hello();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 503);
+  EXPECT_THAT(r->body, HasSubstr("no other engine of the pod was idle to put "
+                                 "to sleep by the activation timeout"));
+  EXPECT_TRUE(Asleep(pod));
+  // Idle 0.5 s into the wait: served after it.
+  std::thread later([&idle] {
+    absl::SleepFor(absl::Milliseconds(500));
+    idle = true;
+  });
+  const absl::Time t0 = absl::Now();
+  r = Hello();
+  later.join();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+  EXPECT_GE(absl::Now() - t0, absl::Milliseconds(500));
+  EXPECT_TRUE(Asleep(neighbour));
+  EXPECT_FALSE(Asleep(pod));
+}
+
+// A request that meets an engine falling asleep (its weights still going
+// out, /is_sleeping still false) is held until it is asleep, then woken
+// and served: not the engine's 503.
+TEST_F(SleepingEngineTest, ARequestMeetingAnEngineFallingAsleepIsServed) {
+  // Slowed down: the weights take ~0.6 s to go out.
+  tools::ModelServer* engine = Engine("llama", nullptr, false, 1.0);
+  ASSERT_NE(engine, nullptr);
+  const std::string pod = Serve(*engine);
+  StartWaking(pod);
+  std::thread sleep([&pod] {
+    httplib::Client c("http://" + pod);
+    c.Post("/sleep?level=1", "", "text/plain");
+  });
+  absl::SleepFor(absl::Milliseconds(100));
+  const httplib::Result r = Hello();
+  sleep.join();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(Wakes("woken"), 1);
+  EXPECT_FALSE(Asleep(pod));
 }
 
 // A pod's own 503 (an engine without sleep mode: /is_sleeping is 404)
