@@ -420,7 +420,9 @@ absl::Status ParseMetrics(const json& spec, AutoscalerResource& r) {
 }
 
 // spec.sleepPool: optional; the schema checks the same.
-absl::Status ParseSleepPool(const json& spec, AutoscalerResource& r) {
+absl::Status ParseSleepPool(
+    const json& spec, const std::map<std::string, GpuClassResource>& classes,
+    AutoscalerResource& r) {
   const json& pool = Field(spec, {"sleepPool"});
   if (pool.is_null()) {
     return absl::OkStatus();
@@ -429,6 +431,12 @@ absl::Status ParseSleepPool(const json& spec, AutoscalerResource& r) {
   SleepPoolSpec p;
   PL_ASSIGN_OR_RETURN(p.deployment, String(pool, "deployment", xp, {}));
   PL_ASSIGN_OR_RETURN(p.port, Int(pool, "port", xp, 0));
+  PL_ASSIGN_OR_RETURN(p.gpu_class, String(pool, "gpuClass", xp,
+                                          r.spec.variants.front().gpu_class));
+  if (!classes.contains(p.gpu_class)) {
+    return absl::NotFoundError(
+        absl::StrCat(xp, "gpuClass: GPUClass \"", p.gpu_class, "\" not found"));
+  }
   if (p.deployment.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(xp, "deployment: required"));
   }
@@ -513,7 +521,7 @@ absl::StatusOr<AutoscalerResource> ParseInferenceAutoscaler(
   PL_RETURN_IF_ERROR(ParseServing(spec, s));
   PL_RETURN_IF_ERROR(ParseVariants(spec, classes, s));
   PL_RETURN_IF_ERROR(ParseMetrics(spec, r));
-  PL_RETURN_IF_ERROR(ParseSleepPool(spec, r));
+  PL_RETURN_IF_ERROR(ParseSleepPool(spec, classes, r));
   PL_RETURN_IF_ERROR(CheckRuns(s, classes));
   return r;
 }

@@ -64,6 +64,7 @@ struct MetricsSpec {
 struct SleepPoolSpec {
   std::string deployment;  // in the endpoint's namespace
   int port = 0;
+  std::string gpu_class;  // default: the first variant's
 };
 
 struct AutoscalerResource {

@@ -310,8 +310,10 @@ absl::Status CheckRanges(const sim::SimConfig& c) {
 absl::StatusOr<sim::SleepTier> SleepTierFor(
     const policy::EndpointSpec& s, const model::Catalog& catalog,
     const std::optional<absl::Duration>& wake) {
-  PL_ASSIGN_OR_RETURN(const model::SleepEstimate e,
-                      policy::PoolSleep(s, catalog, "--sleep-pool"));
+  PL_ASSIGN_OR_RETURN(
+      const model::SleepEstimate e,
+      policy::PoolSleep(s, catalog, s.variants.front().gpu_class,
+                        "--sleep-pool"));
   if (wake && *wake <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("--wake must be > 0");
   }

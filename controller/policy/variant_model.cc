@@ -45,12 +45,13 @@ absl::StatusOr<VariantModel> DeriveVariant(const EndpointSpec& spec, size_t i,
 
 absl::StatusOr<model::SleepEstimate> PoolSleep(const EndpointSpec& spec,
                                                const model::Catalog& catalog,
+                                               const std::string& gpu_class,
                                                const char* what) {
   const VariantSpec& v = spec.variants.front();
-  const model::GpuClass* gpu = catalog.Find(v.gpu_class);
+  const model::GpuClass* gpu = catalog.Find(gpu_class);
   if (gpu == nullptr) {
     return absl::NotFoundError(
-        absl::StrCat("GPU class ", v.gpu_class, " not in the catalog"));
+        absl::StrCat(what, ": GPU class ", gpu_class, " not in the catalog"));
   }
   const int tp = std::max(1, v.gpus_per_replica);
   const double per_gpu = model::WeightBytes(spec.model, spec.weights) / tp;

@@ -34,13 +34,15 @@ absl::StatusOr<VariantModel> DeriveVariant(const EndpointSpec& spec, size_t i,
                                            const model::Catalog& catalog,
                                            const model::EngineTuning& tuning);
 
-// The shared pool the endpoint's engines sleep in, of its first variant's
-// class: the sleep model's wake time and an engine's share of a pool GPU.
-// FailedPrecondition when the class's nodes cannot hold the weights asleep
-// (`what` names the setting in the message: "--sleep-pool",
-// "spec.sleepPool").
+// The shared pool of class `gpu_class` the endpoint's engines sleep in:
+// the sleep model's wake time and an engine's share of a pool GPU, each
+// engine on as many GPUs as a replica of the first variant. NotFound for
+// a class not in `catalog`; FailedPrecondition when the class's nodes
+// cannot hold the weights asleep (`what` names the setting in the
+// message: "--sleep-pool", "spec.sleepPool").
 absl::StatusOr<model::SleepEstimate> PoolSleep(const EndpointSpec& spec,
                                                const model::Catalog& catalog,
+                                               const std::string& gpu_class,
                                                const char* what);
 
 }  // namespace pilotlight::policy

@@ -70,6 +70,9 @@ void Reconciler::Forget(const std::string& key) {
   if (counterfactuals_ != nullptr) {
     counterfactuals_->Forget(key);
   }
+  if (pool_engines_ != nullptr) {
+    pool_engines_->Forget(key);  // its engines are probed no more
+  }
   const std::lock_guard<std::mutex> lock(mu_);
   auto it = endpoints_.find(key);
   if (it == endpoints_.end()) {
@@ -178,6 +181,10 @@ void Reconciler::ParseSpec(Endpoint& e, const json& ia) {
     used.emplace(v.gpu_class, gpu->classes.at(v.gpu_class));
     e.classes.push_back(gpu->classes.at(v.gpu_class));
   }
+  if (e.parsed->sleep_pool) {
+    const std::string& c = e.parsed->sleep_pool->gpu_class;
+    used.emplace(c, gpu->classes.at(c));
+  }
   absl::StatusOr<model::Catalog> catalog = api::CatalogOf(used);
   if (!catalog.ok()) {
     e.parsed = catalog.status();
@@ -186,7 +193,8 @@ void Reconciler::ParseSpec(Endpoint& e, const json& ia) {
   e.catalog = std::make_shared<const model::Catalog>(*std::move(catalog));
   if (e.parsed->sleep_pool) {
     e.pool_sleep =
-        policy::PoolSleep(e.parsed->spec, *e.catalog, "spec.sleepPool");
+        policy::PoolSleep(e.parsed->spec, *e.catalog,
+                          e.parsed->sleep_pool->gpu_class, "spec.sleepPool");
   }
 }
 

@@ -4,6 +4,7 @@
 // cold start), Prometheus. An endpoint at zero receives a burst through the
 // activator: held, the controller poked over gRPC, scaled up, every request
 // answered with its own body.
+#include "absl/strings/str_format.h"
 #include "controller/model/catalog.h"
 #include "controller/model/model_profile.h"
 #include "controller/model/sizing.h"
@@ -378,7 +379,9 @@ TEST_F(ActivatorClusterTest, EndpointsShareAPoolPodOneEngineAwakeAtATime) {
   for (const auto& [name, port] : endpoints) {
     ASSERT_TRUE(CreateDeployment(name + "-l4", 0, "l4", "on-demand").ok());
     json spec = OneVariantSpec(name + "-l4", 0);
-    spec["sleepPool"] = {{"deployment", "pool-a100"}, {"port", port}};
+    spec["sleepPool"] = {{"deployment", "pool-a100"},
+                         {"port", port},
+                         {"gpuClass", "a100-80gb-on-demand"}};
     ASSERT_TRUE(CreateAutoscaler(name, spec).ok());
   }
   const std::unique_ptr<Process> controller = StartController();
@@ -449,7 +452,7 @@ TEST_F(ActivatorClusterTest, EndpointsShareAPoolPodOneEngineAwakeAtATime) {
   std::cout << "[pool] the engine awake put to sleep "
             << absl::FormatDuration(absl::Now() - idle_from)
             << " after its last request\n";
-  EXPECT_EQ(Process::Metric(metrics, "pilotlight_pool_engine_sleeps_total",
+  EXPECT_GE(Process::Metric(metrics, "pilotlight_pool_engine_sleeps_total",
                             "result=\"ok\""),
             1);
   EXPECT_EQ(Replicas("chat-l4"), 0);
@@ -458,6 +461,94 @@ TEST_F(ActivatorClusterTest, EndpointsShareAPoolPodOneEngineAwakeAtATime) {
   const Outcome again = Complete(port, path("chat"), 2, false);
   EXPECT_EQ(again.status, 200) << again.detail;
   EXPECT_LT(again.latency, wake + absl::Seconds(1));
+}
+
+// Twenty endpoints share two pool pods (ten engines each of llama-3.1-8b,
+// one awake at a time on its a100-80gb -- the others' CUDA contexts take
+// the rest of it -- and nine asleep in 200 GiB of host memory). 200
+// requests at once, ten per endpoint (one replica's worth): every one is
+// answered with its own body -- the wakes queue behind the requests of the
+// engine awake -- and none of the endpoints starts a replica of its own.
+TEST_F(ActivatorClusterTest, TwentyEndpointsOnTwoPoolPodsServeABurst) {
+  constexpr int kEndpoints = 20;
+  constexpr int kPerPod = 10;
+  for (int pod = 0; pod < kEndpoints / kPerPod; ++pod) {
+    std::string models;
+    for (int i = pod * kPerPod; i < (pod + 1) * kPerPod; ++i) {
+      absl::StrAppend(&models, models.empty() ? "" : ",",
+                      absl::StrFormat("e%02d", i));
+    }
+    ASSERT_TRUE(CreateDeployment(absl::StrCat("pool-", pod), 1, "a100-80gb",
+                                 "on-demand",
+                                 {"--enable-sleep-mode", "--models", models,
+                                  "--host-memory-gib", "200"})
+                    .ok());
+  }
+  for (int i = 0; i < kEndpoints; ++i) {
+    const std::string name = absl::StrFormat("e%02d", i);
+    ASSERT_TRUE(CreateDeployment(name + "-l4", 0, "l4", "on-demand").ok());
+    json spec = OneVariantSpec(name + "-l4", 0);
+    // One replica (an engine) takes an endpoint's ten: the engine queues
+    // what its two slots cannot run.
+    spec["concurrencyPerReplica"] = 10;
+    spec["sleepPool"] = {{"deployment", absl::StrCat("pool-", i / kPerPod)},
+                         {"port", 8000 + i % kPerPod},
+                         {"gpuClass", "a100-80gb-on-demand"}};
+    ASSERT_TRUE(CreateAutoscaler(name, spec).ok());
+  }
+  const std::unique_ptr<Process> controller = StartController();
+  const int grpc_port = controller->LogInt("controller started", "grpc_port");
+  const std::unique_ptr<Process> activator = StartActivator(Local(grpc_port));
+  const int port = activator->LogInt("activator started", "port");
+  const int admin = activator->LogInt("activator started", "admin_port");
+  std::string waiting;
+  ASSERT_TRUE(WaitFor(absl::Seconds(90), [&] {
+    for (int i = 0; i < kEndpoints; ++i) {
+      std::string reason;
+      std::string message;
+      if (Condition(Autoscaler(absl::StrFormat("e%02d", i)), "SleepPool",
+                    &reason, &message) != "True") {
+        waiting = absl::StrCat("e", i, ": ", reason, " ", message);
+        return false;
+      }
+    }
+    return true;
+  })) << waiting;
+  std::vector<Outcome> out(10 * kEndpoints);
+  std::vector<std::thread> clients;
+  const absl::Time t0 = absl::Now();
+  for (size_t i = 0; i < out.size(); ++i) {
+    clients.emplace_back([&, i] {
+      const std::string path =
+          absl::StrFormat("/%s/e%02d/v1/completions", ns_, i % kEndpoints);
+      out[i] = Complete(port, path, 2 + static_cast<int>(i % 5), i % 2 == 0);
+    });
+  }
+  for (std::thread& t : clients) {
+    t.join();
+  }
+  const absl::Duration took = absl::Now() - t0;
+  Report("200 requests over 20 endpoints on 2 pool pods", out);
+  int served = 0;
+  for (const Outcome& o : out) {
+    EXPECT_EQ(o.status, 200) << o.detail;
+    EXPECT_TRUE(o.body_ok) << o.detail;
+    served += o.status == 200 && o.body_ok ? 1 : 0;
+  }
+  const double wakes =
+      Process::Metric(admin, "pilotlight_activator_wakes_total");
+  std::cout << "[pool] " << served << " of " << out.size()
+            << " served with their own body in " << absl::FormatDuration(took)
+            << ", " << wakes << " wakes, "
+            << Process::Metric(admin, "pilotlight_activator_room_sleeps_total")
+            << " engines put to sleep for room\n";
+  EXPECT_GE(wakes, kEndpoints - 2) << "all but the two awake at the start";
+  EXPECT_EQ(Process::Metric(admin, "pilotlight_activator_wakes_total",
+                            "result=\"failed\""),
+            0);
+  for (int i = 0; i < kEndpoints; ++i) {
+    EXPECT_EQ(Replicas(absl::StrFormat("e%02d-l4", i)), 0) << i;
+  }
 }
 
 // The activator killed while it holds requests: its clients get a prompt

@@ -134,11 +134,14 @@ TEST(AutoscalerTest, SleepPoolIsReadAndChecked) {
   ASSERT_TRUE(a->sleep_pool.has_value());
   EXPECT_EQ(a->sleep_pool->deployment, "pool-l4");
   EXPECT_EQ(a->sleep_pool->port, 8001);
+  EXPECT_EQ(a->sleep_pool->gpu_class, "l4-spot") << "the first variant's";
   const std::vector<std::pair<json, std::string>> bad = {
       {{{"deployment", "pool-l4"}}, "spec.sleepPool.port: want 1-65535"},
       {{{"deployment", "pool-l4"}, {"port", 70000}}, "got 70000"},
       {{{"deployment", "pool-l4"}, {"port", "8001"}}, "want an integer"},
       {{{"port", 8001}}, "spec.sleepPool.deployment: required"},
+      {{{"deployment", "pool-l4"}, {"port", 8001}, {"gpuClass", "h100"}},
+       "spec.sleepPool.gpuClass: GPUClass \"h100\" not found"},
       {{{"deployment", ia["spec"]["variants"][0]["deployment"]},
         {"port", 8001}},
        "is one of the endpoint's variants"},
