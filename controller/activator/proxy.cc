@@ -287,6 +287,7 @@ void Proxy::Handle(const httplib::Request& req, httplib::Response& res,
     auto held = std::make_shared<Lease>(*std::move(lease));
     const std::string pod = held->address();
     std::shared_ptr<http::Forward> f;
+    std::string pod_gone;  // why, when its pod went while waking the engine
     http::Forward::Start start = http::Forward::Start::kFailed;
     // Sent again after a wake of the pod's engine (once more if it was put
     // to sleep again meanwhile).
@@ -324,6 +325,10 @@ void Proxy::Handle(const httplib::Request& req, httplib::Response& res,
       if (waiting->gone) {
         break;
       }
+      if (woke.result == Waker::Result::kFailed && woke.unreachable) {
+        pod_gone = woke.error;
+        break;
+      }
       if (woke.result == Waker::Result::kFailed) {
         Refuse(res, endpoint, 503, "wake_failed",
                absl::StrCat("the engine of ", endpoint, " on ", pod,
@@ -337,6 +342,15 @@ void Proxy::Handle(const httplib::Request& req, httplib::Response& res,
       // to be taken out for refusing).
       Abandoned(res, endpoint, "sent");
       return;
+    }
+    if (!pod_gone.empty()) {
+      // Its pod went while waking the engine: as a refused connection.
+      last_error = absl::StrCat(pod, ": ", pod_gone);
+      metrics_.upstream_errors.Add({{"reason", "connect"}}).Increment();
+      router_.Remove(endpoint, pod);
+      pool_.Forget(pod);
+      metrics_.retries.Increment();
+      continue;
     }
     ConnectionCounter(metrics_, *f).Increment();
     if (start == http::Forward::Start::kConnectFailed) {

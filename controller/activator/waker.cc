@@ -117,6 +117,13 @@ Waker::Outcome Waker::Run(const std::string& address,
     std::string room = MakeRoom(address, deadline);
     if (room.empty()) {
       absl::SleepFor(std::min(kRoomPoll, deadline - absl::Now()));
+      SetTimeouts(c, std::min(options_.probe_timeout, deadline - absl::Now()));
+      if (!IsSleeping(c).has_value()) {
+        out.result = Result::kFailed;
+        out.error = "the pod stopped answering while its wake waited for room";
+        out.unreachable = true;
+        return out;
+      }
       continue;
     }
     out.put_to_sleep = std::move(room);
@@ -128,6 +135,7 @@ Waker::Outcome Waker::Run(const std::string& address,
     return out;
   }
   out.result = Result::kFailed;
+  out.unreachable = !woke;
   out.error =
       woke ? absl::StrCat("POST /wake_up answered ", woke->status, ": ",
                           Said(*woke))
@@ -151,7 +159,7 @@ Waker::Outcome Waker::WakeIfAsleep(const std::string& address, absl::Time sent,
     const auto woken = woken_at_.find(address);
     if (woken != woken_at_.end() && woken->second > sent) {
       // Answered asleep before a wake that has ended since: send again.
-      return {Result::kWoken, "", false, ""};
+      return {Result::kWoken, "", false, "", false};
     }
     std::shared_ptr<Wake>& running = running_[address];
     if (running == nullptr) {
@@ -197,7 +205,7 @@ Waker::Outcome Waker::WakeIfAsleep(const std::string& address, absl::Time sent,
   return {Result::kFailed,
           gone != nullptr && *gone ? "the client hung up"
                                    : "no wake within the activation timeout",
-          false, ""};
+          false, "", false};
 }
 
 }  // namespace pilotlight::activator

@@ -52,6 +52,9 @@ class Waker {
     bool sent = false;  // this call sent the POST /wake_up
     // The engine ("ip:port") put to sleep to make room on the GPU.
     std::string put_to_sleep;
+    // kFailed because the pod stopped answering (gone): the request may
+    // go to another.
+    bool unreachable = false;
   };
   // The engines ("ip:port") that share the GPU of the engine at `address`
   // and have no request in flight.

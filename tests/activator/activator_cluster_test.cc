@@ -551,6 +551,68 @@ TEST_F(ActivatorClusterTest, TwentyEndpointsOnTwoPoolPodsServeABurst) {
   }
 }
 
+// A pool pod killed while it wakes an engine: the requests meeting that
+// engine are held again, as at a pod that refused the connection, and
+// served elsewhere (the pool pod that replaces it, or a replica of the
+// endpoint's own) -- or answered 503 with Retry-After; none lost silently,
+// none a bare connection error.
+TEST_F(ActivatorClusterTest, APoolPodKilledMidWakeLosesNoRequestSilently) {
+  ASSERT_TRUE(
+      CreateDeployment("pool-a100", 1, "a100-80gb", "on-demand",
+                       {"--enable-sleep-mode", "--models", "other,chat"})
+          .ok());
+  ASSERT_TRUE(CreateDeployment("chat-l4", 0, "l4", "on-demand").ok());
+  json spec = OneVariantSpec("chat-l4", 0);
+  spec["sleepPool"] = {{"deployment", "pool-a100"},
+                       {"port", 8001},
+                       {"gpuClass", "a100-80gb-on-demand"}};
+  ASSERT_TRUE(CreateAutoscaler("chat", spec).ok());
+  const std::unique_ptr<Process> controller = StartController();
+  const int grpc_port = controller->LogInt("controller started", "grpc_port");
+  const std::unique_ptr<Process> activator = StartActivator(Local(grpc_port));
+  const int port = activator->LogInt("activator started", "port");
+  ASSERT_TRUE(WaitFor(absl::Seconds(60), [&] {
+    return Condition(Autoscaler("chat"), "SleepPool") == "True";
+  }));
+  std::string pod;
+  for (const json& p : Pods()) {
+    if (absl::StartsWith(p["metadata"].value("name", ""), "pool-a100")) {
+      pod = p["metadata"].value("name", "");
+    }
+  }
+  ASSERT_FALSE(pod.empty());
+  // chat's engine is asleep, "other" awake beside it: its wake first puts
+  // "other" to sleep (0.6 s), then copies chat's weights back (1.1 s).
+  std::vector<Outcome> out(6);
+  std::vector<std::thread> clients;
+  for (size_t i = 0; i < out.size(); ++i) {
+    clients.emplace_back([&, i] {
+      out[i] = Complete(port, Path(), 2 + static_cast<int>(i % 3), i % 2 == 0);
+    });
+  }
+  absl::SleepFor(absl::Milliseconds(800));
+  ASSERT_TRUE(Request("DELETE",
+                      absl::StrCat("/api/v1/namespaces/", ns_, "/pods/", pod,
+                                   "?gracePeriodSeconds=0"),
+                      json::object())
+                  .ok());
+  for (std::thread& t : clients) {
+    t.join();
+  }
+  Report("requests at an engine whose pool pod was killed mid-wake", out);
+  for (const Outcome& o : out) {
+    std::cout << "[pool] killed mid-wake: " << o.status << " after "
+              << absl::FormatDuration(o.latency) << ": "
+              << o.detail.substr(0, 160) << "\n";
+    if (o.status == 200) {
+      EXPECT_TRUE(o.body_ok) << o.detail;
+    } else {
+      EXPECT_EQ(o.status, 503) << o.detail;
+      EXPECT_FALSE(o.retry_after.empty()) << o.detail;
+    }
+  }
+}
+
 // The activator killed while it holds requests: its clients get a prompt
 // error (the connection closes), and a new activator serves new requests.
 TEST_F(ActivatorClusterTest, ActivatorRestartFailsHeldPromptlyThenServes) {
