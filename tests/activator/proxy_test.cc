@@ -172,9 +172,10 @@ Streamed SendStream(httplib::Client& c) {
 
 class ProxyTest : public ::testing::Test {
  protected:
+  // `waker`: set before the front serves (no request may see it change).
   void Start(HoldLimits limits = {},
              absl::Duration activation = absl::Seconds(10),
-             http::ClientWatch* watch = nullptr) {
+             http::ClientWatch* watch = nullptr, Waker* waker = nullptr) {
     router_ = std::make_unique<Router>(
         limits, [this](const std::string&) { ++pokes_; });
     router_->SetEndpoints({kEp});
@@ -186,6 +187,7 @@ class ProxyTest : public ::testing::Test {
         ProxyOptions{}, *router_, [t](const std::string&) { return t; },
         metrics_);
     proxy_->WatchClients(watch);
+    proxy_->WakeEngines(waker);
     // The activator's own front, as it runs.
     http::FrontServerOptions o;
     o.max_body_bytes = ProxyOptions{}.max_body_bytes;
@@ -198,7 +200,10 @@ class ProxyTest : public ::testing::Test {
     port_ = *front_->Bind("127.0.0.1", 0);
     thread_ = std::thread([this] { front_->Serve(); });
   }
-  void TearDown() override {
+  void TearDown() override { StopFront(); }
+  // The front stopped and its threads joined: what they touched of the
+  // test's own (a callback's captures) may go.
+  void StopFront() {
     if (router_ != nullptr) {
       router_->Close();
     }
@@ -208,6 +213,7 @@ class ProxyTest : public ::testing::Test {
     if (thread_.joinable()) {
       thread_.join();
     }
+    front_.reset();
   }
   // A client on a socket of its own: a completion request sent, its
   // connection left open (the caller closes it).
@@ -639,9 +645,9 @@ class SleepingEngineTest : public ProxyTest {
   // The front, waking engines, with `pod` the endpoint's one target; a
   // completion sent through it.
   void StartWaking(const std::string& pod, int cap = 4,
-                   absl::Duration activation = absl::Seconds(10)) {
-    Start({}, activation);
-    proxy_->WakeEngines(&waker_);
+                   absl::Duration activation = absl::Seconds(10),
+                   Waker* waker = nullptr) {
+    Start({}, activation, nullptr, waker != nullptr ? waker : &waker_);
     router_->SetTargets(kEp, {pod}, cap);
   }
   httplib::Result Hello() const {
@@ -739,23 +745,28 @@ TEST_F(SleepingEngineTest, AWakeMakesRoomByPuttingAnIdleNeighbourToSleep) {
   ASSERT_TRUE(awake != nullptr && asleep != nullptr);
   const std::string neighbour = Serve(*awake);
   const std::string pod = Serve(*asleep);
+  std::mutex mu;  // the callback runs on the front's threads
   std::vector<std::string> asked;
   Waker room({}, [&](const std::string& address) {
+    const std::lock_guard<std::mutex> lock(mu);
     asked.push_back(address);
     return std::vector<std::string>{neighbour};
   });
-  StartWaking(pod);
-  proxy_->WakeEngines(&room);
+  StartWaking(pod, 4, absl::Seconds(10), &room);
   const httplib::Result r = Hello();
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200) << r->body;
   EXPECT_THAT(r->body, HasSubstr("tok2"));
-  EXPECT_THAT(asked, ::testing::ElementsAre(pod));
+  {
+    const std::lock_guard<std::mutex> lock(mu);
+    EXPECT_THAT(asked, ::testing::ElementsAre(pod));
+  }
   EXPECT_FALSE(Asleep(pod));
   EXPECT_TRUE(Asleep(neighbour));
   EXPECT_EQ(Wakes("woken"), 1);
   EXPECT_EQ(metrics_.room_sleeps.Add({{"endpoint", kEp}}).Value(), 1);
   EXPECT_EQ(pokes_, 1);
+  StopFront();  // before `room` and what its callback reads go
 }
 
 // No neighbour idle yet (their requests run): the wake waits for one, and
@@ -772,8 +783,7 @@ TEST_F(SleepingEngineTest, AWakeWaitsForANeighbourToBeIdle) {
     return idle ? std::vector<std::string>{neighbour}
                 : std::vector<std::string>{};
   });
-  StartWaking(pod, 4, absl::Seconds(2));
-  proxy_->WakeEngines(&room);
+  StartWaking(pod, 4, absl::Seconds(2), &room);
   // Never idle within the activation timeout: 503, and why.
   httplib::Result r = Hello();
   ASSERT_TRUE(r);
@@ -794,6 +804,7 @@ TEST_F(SleepingEngineTest, AWakeWaitsForANeighbourToBeIdle) {
   EXPECT_GE(absl::Now() - t0, absl::Milliseconds(500));
   EXPECT_TRUE(Asleep(neighbour));
   EXPECT_FALSE(Asleep(pod));
+  StopFront();  // before `room` and what its callback reads go
 }
 
 // A request that meets an engine falling asleep (its weights still going
