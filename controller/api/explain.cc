@@ -52,7 +52,7 @@ json ExplainJson(const json& ia) {
               {"conditions", ArrayField(ia, {"status", "conditions"})}};
   for (const char* k : {"lastDecision", "replicas", "tier", "keepAliveSeconds",
                         "keepAliveUntil", "coldStart", "economics",
-                        "trafficHistory", "counterfactual"}) {
+                        "trafficHistory", "counterfactual", "sleepPool"}) {
     out[k] = Field(ia, {"status", k});
   }
   return out;
@@ -85,6 +85,22 @@ std::string KeepAliveText(const json& status, const json& e) {
           : "Keeping longer than T* costs more in idle GPU than the cold "
             "start it avoids; shorter risks a cold start that costs more "
             "than the idle time saved.");
+}
+
+// Its engines in spec.sleepPool: "" without one in use.
+std::string SleepPoolText(const json& status) {
+  const json& p = Field(status, {"sleepPool"});
+  if (!p.is_object()) {
+    return "";
+  }
+  return absl::StrFormat(
+      "\nSleep pool %s: %d engine(s) awake, %d asleep. A wake takes %.2f s "
+      "against a cold start's %s lead; an engine asleep costs $%.4f/h (its "
+      "share of a pool GPU). At zero an engine is its first replica.\n",
+      Or(StringField(p, {"deployment"}), "?"), IntField(p, {"awake"}),
+      IntField(p, {"asleep"}), DoubleField(p, {"wakeSeconds"}),
+      Seconds(DoubleField(status, {"coldStart", "leadSeconds"})),
+      DoubleField(p, {"asleepCostPerHour"}));
 }
 
 // The warm pool against the cold starts it prevents.
@@ -269,10 +285,10 @@ std::string ExplainText(const json& ia) {
           od_replicas, spot_replicas, Or(StringField(status, {"tier"}), "?"),
           cost, always_on, cost <= always_on ? "saving" : "spending",
           std::abs(always_on - cost)));
-  absl::StrAppend(&out, KeepAliveText(status, e), WarmPoolText(e),
-                  TiersText(status, e), SpotText(e, spot_replicas),
-                  HistoryText(status), CounterfactualText(status),
-                  "\nConditions: ", Conditions(status), "\n");
+  absl::StrAppend(
+      &out, KeepAliveText(status, e), SleepPoolText(status), WarmPoolText(e),
+      TiersText(status, e), SpotText(e, spot_replicas), HistoryText(status),
+      CounterfactualText(status), "\nConditions: ", Conditions(status), "\n");
   return out;
 }
 

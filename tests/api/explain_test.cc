@@ -172,6 +172,23 @@ TEST(ExplainTest, CounterfactualInDollars) {
             "10 min of unbroken history; a replay needs 30 min");
 }
 
+// With a sleep pool: its engines, the wake against the cold start, and
+// an engine's price asleep; without one, nothing about it.
+TEST(ExplainTest, SleepPoolEnginesAndTheirWake) {
+  json ia = Decided(false);
+  EXPECT_THAT(ExplainText(ia), Not(HasSubstr("Sleep pool")));
+  ia["status"]["sleepPool"] = {{"deployment", "pool-a100"},
+                               {"awake", 1},
+                               {"asleep", 2},
+                               {"wakeSeconds", 1.13},
+                               {"asleepCostPerHour", 0.49}};
+  EXPECT_THAT(ExplainText(ia),
+              HasSubstr("Sleep pool pool-a100: 1 engine(s) awake, 2 asleep. "
+                        "A wake takes 1.13 s against a cold start's 60 s "
+                        "lead; an engine asleep costs $0.4900/h"));
+  EXPECT_EQ(ExplainJson(ia)["sleepPool"]["asleep"], 2);
+}
+
 TEST(ExplainTest, JsonCarriesTheFacts) {
   const json j = ExplainJson(Decided(false));
   EXPECT_EQ(j["endpoint"], "demo/chat");
