@@ -8,18 +8,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "controller/base/host_port.h"
+#include "controller/http/sleep_mode.h"
 #include "httplib.h"
 #include "nlohmann/json.hpp"
 
 namespace pilotlight::activator {
 namespace {
-
-void SetTimeouts(httplib::Client& c, absl::Duration d) {
-  const int64_t us = std::max<int64_t>(1000, absl::ToInt64Microseconds(d));
-  c.set_connection_timeout(us / 1000000, us % 1000000);
-  c.set_read_timeout(us / 1000000, us % 1000000);
-  c.set_write_timeout(us / 1000000, us % 1000000);
-}
 
 // The error message of an answer in the OpenAI shape, else its body.
 std::string Said(const httplib::Response& r) {
@@ -29,21 +23,6 @@ std::string Said(const httplib::Response& r) {
     return j["error"]["message"].get<std::string>();
   }
   return r.body.substr(0, 200);
-}
-
-// GET /is_sleeping: true or false, unset when it has no sleep mode (404)
-// or does not answer.
-std::optional<bool> IsSleeping(httplib::Client& c) {
-  const httplib::Result r = c.Get("/is_sleeping");
-  if (!r || r->status != 200) {
-    return std::nullopt;
-  }
-  const nlohmann::json j = nlohmann::json::parse(r->body, nullptr, false);
-  if (!j.is_object() || !j.contains("is_sleeping") ||
-      !j["is_sleeping"].is_boolean()) {
-    return std::nullopt;
-  }
-  return j["is_sleeping"].get<bool>();
 }
 
 // How often a wake waiting for room on its pod's GPU looks again, and
@@ -69,11 +48,12 @@ std::string Waker::MakeRoom(const std::string& address,
       continue;
     }
     httplib::Client c(pod->first, pod->second);
-    SetTimeouts(c, std::min(options_.probe_timeout, deadline - absl::Now()));
-    if (IsSleeping(c) != false) {
+    http::SetClientTimeouts(
+        c, std::min(options_.probe_timeout, deadline - absl::Now()));
+    if (http::IsSleeping(c) != false) {
       continue;  // asleep already, waking, or no answer
     }
-    SetTimeouts(c, deadline - absl::Now());
+    http::SetClientTimeouts(c, deadline - absl::Now());
     const httplib::Result slept = c.Post("/sleep?level=1", "", "text/plain");
     if (slept && slept->status == 200) {
       return n;
@@ -91,21 +71,22 @@ Waker::Outcome Waker::Run(const std::string& address,
     return out;
   }
   httplib::Client c(pod->first, pod->second);
-  SetTimeouts(c, std::min(options_.probe_timeout, deadline - absl::Now()));
-  std::optional<bool> asleep = IsSleeping(c);
+  http::SetClientTimeouts(
+      c, std::min(options_.probe_timeout, deadline - absl::Now()));
+  std::optional<bool> asleep = http::IsSleeping(c);
   // An engine with sleep mode that says it is awake may be falling asleep
   // (its weights still going out): the 503 was that. Asked again a few
   // times before its 503 goes to the client.
   const absl::Time falling = std::min(deadline, absl::Now() + kFallingAsleep);
   while (asleep == false && absl::Now() < falling) {
     absl::SleepFor(kRoomPoll);
-    asleep = IsSleeping(c);
+    asleep = http::IsSleeping(c);
   }
   if (asleep != true) {
     return out;  // no sleep mode (404), no answer, or awake
   }
   out.sent = true;
-  SetTimeouts(c, deadline - absl::Now());
+  http::SetClientTimeouts(c, deadline - absl::Now());
   httplib::Result woke = c.Post("/wake_up", "", "text/plain");
   // Refused: the GPU is taken (the stand-in's 507; vLLM's wake fails
   // with CUDA out of memory, a 500). An idle engine beside it goes to
@@ -117,8 +98,9 @@ Waker::Outcome Waker::Run(const std::string& address,
     std::string room = MakeRoom(address, deadline);
     if (room.empty()) {
       absl::SleepFor(std::min(kRoomPoll, deadline - absl::Now()));
-      SetTimeouts(c, std::min(options_.probe_timeout, deadline - absl::Now()));
-      if (!IsSleeping(c).has_value()) {
+      http::SetClientTimeouts(
+          c, std::min(options_.probe_timeout, deadline - absl::Now()));
+      if (!http::IsSleeping(c).has_value()) {
         out.result = Result::kFailed;
         out.error = "the pod stopped answering while its wake waited for room";
         out.unreachable = true;
@@ -127,7 +109,7 @@ Waker::Outcome Waker::Run(const std::string& address,
       continue;
     }
     out.put_to_sleep = std::move(room);
-    SetTimeouts(c, deadline - absl::Now());
+    http::SetClientTimeouts(c, deadline - absl::Now());
     woke = c.Post("/wake_up", "", "text/plain");
   }
   if (woke && woke->status == 200) {

@@ -8,8 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "controller/base/host_port.h"
+#include "controller/http/sleep_mode.h"
 #include "httplib.h"
-#include "nlohmann/json.hpp"
 
 namespace pilotlight::runtime {
 
@@ -55,17 +55,6 @@ PoolPlan PlanPool(const std::vector<int32_t>& decided,
   return p;
 }
 
-namespace {
-
-void SetTimeouts(httplib::Client& c, absl::Duration d) {
-  const int64_t us = std::max<int64_t>(1000, absl::ToInt64Microseconds(d));
-  c.set_connection_timeout(us / 1000000, us % 1000000);
-  c.set_read_timeout(us / 1000000, us % 1000000);
-  c.set_write_timeout(us / 1000000, us % 1000000);
-}
-
-}  // namespace
-
 std::optional<bool> HttpEngineClient::IsSleeping(const std::string& address) {
   const absl::StatusOr<std::pair<std::string, int>> hp =
       SplitHostPort(address, "engine");
@@ -73,17 +62,8 @@ std::optional<bool> HttpEngineClient::IsSleeping(const std::string& address) {
     return std::nullopt;
   }
   httplib::Client c(hp->first, hp->second);
-  SetTimeouts(c, probe_timeout_);
-  const httplib::Result r = c.Get("/is_sleeping");
-  if (!r || r->status != 200) {
-    return std::nullopt;
-  }
-  const nlohmann::json j = nlohmann::json::parse(r->body, nullptr, false);
-  if (!j.is_object() || !j.contains("is_sleeping") ||
-      !j["is_sleeping"].is_boolean()) {
-    return std::nullopt;
-  }
-  return j["is_sleeping"].get<bool>();
+  http::SetClientTimeouts(c, probe_timeout_);
+  return http::IsSleeping(c);
 }
 
 absl::Status HttpEngineClient::Sleep(const std::string& address) {
@@ -93,7 +73,7 @@ absl::Status HttpEngineClient::Sleep(const std::string& address) {
     return hp.status();
   }
   httplib::Client c(hp->first, hp->second);
-  SetTimeouts(c, action_timeout_);
+  http::SetClientTimeouts(c, action_timeout_);
   const httplib::Result r = c.Post("/sleep?level=1", "", "text/plain");
   if (!r) {
     return absl::UnavailableError(absl::StrCat(
