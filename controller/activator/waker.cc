@@ -98,9 +98,14 @@ Waker::Outcome Waker::Run(const std::string& address,
     std::string room = MakeRoom(address, deadline);
     if (room.empty()) {
       absl::SleepFor(std::min(kRoomPoll, deadline - absl::Now()));
+      if (absl::Now() >= deadline) {
+        break;
+      }
       http::SetClientTimeouts(
           c, std::min(options_.probe_timeout, deadline - absl::Now()));
-      if (!http::IsSleeping(c).has_value()) {
+      // No answer with time left: the pod is gone (one cut short by the
+      // deadline is the wait's end, not the pod's).
+      if (!http::IsSleeping(c).has_value() && absl::Now() < deadline) {
         out.result = Result::kFailed;
         out.error = "the pod stopped answering while its wake waited for room";
         out.unreachable = true;
