@@ -343,19 +343,14 @@ void Proxy::Handle(const httplib::Request& req, httplib::Response& res,
       Abandoned(res, endpoint, "sent");
       return;
     }
-    if (!pod_gone.empty()) {
-      // Its pod went while waking the engine: as a refused connection.
-      last_error = absl::StrCat(pod, ": ", pod_gone);
-      metrics_.upstream_errors.Add({{"reason", "connect"}}).Increment();
-      router_.Remove(endpoint, pod);
-      pool_.Forget(pod);
-      metrics_.retries.Increment();
-      continue;
+    if (pod_gone.empty()) {
+      ConnectionCounter(metrics_, *f).Increment();
     }
-    ConnectionCounter(metrics_, *f).Increment();
-    if (start == http::Forward::Start::kConnectFailed) {
-      // Nothing was answered: take the pod out, try the next one.
-      last_error = absl::StrCat(pod, ": ", f->error());
+    if (!pod_gone.empty() || start == http::Forward::Start::kConnectFailed) {
+      // Nothing was answered (or its pod went while waking the engine):
+      // take the pod out, try the next one.
+      last_error =
+          absl::StrCat(pod, ": ", pod_gone.empty() ? f->error() : pod_gone);
       metrics_.upstream_errors.Add({{"reason", "connect"}}).Increment();
       router_.Remove(endpoint, pod);
       pool_.Forget(pod);

@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 #include <vector>
@@ -636,6 +637,21 @@ class SleepingEngineTest : public ProxyTest {
     }
     owned_.clear();
   }
+  // Two engines on one 80 GiB GPU (200 GiB of host memory), served until
+  // the test ends: "other" awake, holding the GPU, and "llama" asleep.
+  struct EnginePair {
+    std::string awake;
+    std::string asleep;
+  };
+  std::optional<EnginePair> EnginesSharingAGpu() {
+    auto gpu = std::make_shared<tools::SharedGpu>(80, 200);
+    tools::ModelServer* awake = Engine("other", gpu, false);
+    tools::ModelServer* asleep = Engine("llama", gpu, true);
+    if (awake == nullptr || asleep == nullptr) {
+      return std::nullopt;
+    }
+    return EnginePair{Serve(*awake), Serve(*asleep)};
+  }
   static bool Asleep(const std::string& address) {
     httplib::Client c("http://" + address);
     const httplib::Result r = c.Get("/is_sleeping");
@@ -717,12 +733,9 @@ TEST_F(SleepingEngineTest, RequestsAtASleepingEngineShareOneWake) {
 // answered 503 with Retry-After and what the pod said; nothing is lost
 // silently, and the engine awake is left alone.
 TEST_F(SleepingEngineTest, AWakeRefusedIs503WithWhatThePodSaid) {
-  auto gpu = std::make_shared<tools::SharedGpu>(80, 200);
-  tools::ModelServer* awake = Engine("other", gpu, false);
-  tools::ModelServer* asleep = Engine("llama", gpu, true);
-  ASSERT_TRUE(awake != nullptr && asleep != nullptr);
-  Serve(*awake);
-  const std::string pod = Serve(*asleep);
+  const std::optional<EnginePair> engines = EnginesSharingAGpu();
+  ASSERT_TRUE(engines.has_value());
+  const std::string& pod = engines->asleep;
   StartWaking(pod);
   const httplib::Result r = Hello();
   ASSERT_TRUE(r);
@@ -739,12 +752,10 @@ TEST_F(SleepingEngineTest, AWakeRefusedIs503WithWhatThePodSaid) {
 // memory puts an idle neighbour to sleep, then wakes, and the request is
 // served; the controller hears of the wake at once.
 TEST_F(SleepingEngineTest, AWakeMakesRoomByPuttingAnIdleNeighbourToSleep) {
-  auto gpu = std::make_shared<tools::SharedGpu>(80, 200);
-  tools::ModelServer* awake = Engine("other", gpu, false);
-  tools::ModelServer* asleep = Engine("llama", gpu, true);
-  ASSERT_TRUE(awake != nullptr && asleep != nullptr);
-  const std::string neighbour = Serve(*awake);
-  const std::string pod = Serve(*asleep);
+  const std::optional<EnginePair> engines = EnginesSharingAGpu();
+  ASSERT_TRUE(engines.has_value());
+  const std::string& neighbour = engines->awake;
+  const std::string& pod = engines->asleep;
   std::mutex mu;  // the callback runs on the front's threads
   std::vector<std::string> asked;
   Waker room({}, [&](const std::string& address) {
@@ -772,12 +783,10 @@ TEST_F(SleepingEngineTest, AWakeMakesRoomByPuttingAnIdleNeighbourToSleep) {
 // No neighbour idle yet (their requests run): the wake waits for one, and
 // is answered 503 only when none is by the activation timeout.
 TEST_F(SleepingEngineTest, AWakeWaitsForANeighbourToBeIdle) {
-  auto gpu = std::make_shared<tools::SharedGpu>(80, 200);
-  tools::ModelServer* awake = Engine("other", gpu, false);
-  tools::ModelServer* asleep = Engine("llama", gpu, true);
-  ASSERT_TRUE(awake != nullptr && asleep != nullptr);
-  const std::string neighbour = Serve(*awake);
-  const std::string pod = Serve(*asleep);
+  const std::optional<EnginePair> engines = EnginesSharingAGpu();
+  ASSERT_TRUE(engines.has_value());
+  const std::string& neighbour = engines->awake;
+  const std::string& pod = engines->asleep;
   std::atomic<bool> idle{false};
   Waker room({}, [&](const std::string&) {
     return idle ? std::vector<std::string>{neighbour}
