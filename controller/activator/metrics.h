@@ -155,6 +155,8 @@ struct Metrics {
     cold_starts.Add({{"endpoint", endpoint}});
     client_retries.Add({{"endpoint", endpoint}});
     requests.Add({{"endpoint", endpoint}, {"code", "200"}});
+    wakes.Add({{"endpoint", endpoint}, {"result", "woken"}});
+    room_sleeps.Add({{"endpoint", endpoint}});
   }
   prometheus::Family<prometheus::Counter>& rejections;
   prometheus::Family<prometheus::Counter>& upstream_errors;

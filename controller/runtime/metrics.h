@@ -190,7 +190,29 @@ struct Metrics {
                 .Help("Engines in endpoints' sleep pools the controller put "
                       "to sleep (POST /sleep?level=1), by result (ok, "
                       "failed)")
-                .Register(r)) {}
+                .Register(r)),
+        serving_state(
+            prometheus::BuildGauge()
+                .Name("pilotlight_serving_state")
+                .Help("1 for what serves the endpoint's next request, 0 for "
+                      "the others, by state: replicas (its own Ready "
+                      "replicas), engine_awake (none; an engine of its "
+                      "sleep pool awake), engine_asleep (a wake away), zero "
+                      "(a cold start away)")
+                .Register(r)),
+        sleep_pool_engines(
+            prometheus::BuildGauge()
+                .Name("pilotlight_sleep_pool_engines")
+                .Help("The endpoint's engines on its sleep pool's Ready pods, "
+                      "by pool (the pool Deployment; empty without one) and "
+                      "state (awake, asleep)")
+                .Register(r)) {
+    // At zero from the start: a dashboard's rate() finds them before the
+    // first sleep.
+    for (const char* result : {"ok", "failed"}) {
+      pool_engine_sleeps.Add({{"result", result}});
+    }
+  }
 
   prometheus::Family<prometheus::Gauge>& desired;
   prometheus::Family<prometheus::Gauge>& ready;
@@ -232,6 +254,8 @@ struct Metrics {
   prometheus::Family<prometheus::Gauge>& counterfactual_running_cost;
   prometheus::Family<prometheus::Gauge>& counterfactual_cheapest_cost;
   prometheus::Family<prometheus::Counter>& pool_engine_sleeps;
+  prometheus::Family<prometheus::Gauge>& serving_state;
+  prometheus::Family<prometheus::Gauge>& sleep_pool_engines;
 };
 
 }  // namespace pilotlight::runtime

@@ -1,6 +1,7 @@
 #include "controller/runtime/reconciler.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <set>
@@ -131,14 +132,38 @@ absl::Status Reconciler::Reconcile(const std::string& key, Writers& w,
 }
 
 namespace {
-bool SameSeriesLabels(const std::vector<policy::VariantSpec>& a,
-                      const std::vector<policy::VariantSpec>& b) {
-  return std::equal(
-      a.begin(), a.end(), b.begin(), b.end(),
-      [](const policy::VariantSpec& x, const policy::VariantSpec& y) {
-        return x.deployment == y.deployment && x.gpu_class == y.gpu_class &&
-               x.capacity == y.capacity;
-      });
+std::string PoolName(const api::AutoscalerResource& a) {
+  return a.sleep_pool ? a.sleep_pool->deployment : "";
+}
+
+bool SameSeriesLabels(const api::AutoscalerResource& a,
+                      const api::AutoscalerResource& b) {
+  return PoolName(a) == PoolName(b) &&
+         std::equal(
+             a.spec.variants.begin(), a.spec.variants.end(),
+             b.spec.variants.begin(), b.spec.variants.end(),
+             [](const policy::VariantSpec& x, const policy::VariantSpec& y) {
+               return x.deployment == y.deployment &&
+                      x.gpu_class == y.gpu_class && x.capacity == y.capacity;
+             });
+}
+
+// pilotlight_serving_state's states, and which one serves the next
+// request: the endpoint's own Ready replicas, else an engine of its pool
+// awake, else one asleep (a wake away), else none (a cold start away).
+constexpr std::array<const char*, 4> kServingStates = {
+    "replicas", "engine_awake", "engine_asleep", "zero"};
+
+size_t ServingState(const std::vector<policy::VariantState>& variants,
+                    bool pool, int32_t own_ready, size_t awake, size_t asleep) {
+  int32_t own = own_ready;
+  if (!pool) {  // at zero the pool's engines awake count as ready
+    own = 0;
+    for (const policy::VariantState& v : variants) {
+      own += v.ready;
+    }
+  }
+  return own > 0 ? 0 : awake > 0 ? 1 : asleep > 0 ? 2 : 3;
 }
 }  // namespace
 
@@ -157,8 +182,7 @@ void Reconciler::ParseSpec(Endpoint& e, const json& ia) {
   // The series are labelled with the variants' deployment, class and
   // capacity type: a spec that changes those replaces them. (Every status
   // write changes the resourceVersion; most re-parses keep them.)
-  if (!e.parsed.ok() || !parsed.ok() ||
-      !SameSeriesLabels(e.parsed->spec.variants, parsed->spec.variants)) {
+  if (!e.parsed.ok() || !parsed.ok() || !SameSeriesLabels(*e.parsed, *parsed)) {
     RemoveGauges(e);
   }
   e.parsed = std::move(parsed);
@@ -523,6 +547,11 @@ void Reconciler::RemoveGauges(Endpoint& e) {
   metrics_.spot_fallback.Remove(g.spot_fallback);
   metrics_.counterfactual_running_cost.Remove(g.cf_running);
   metrics_.counterfactual_cheapest_cost.Remove(g.cf_cheapest);
+  for (prometheus::Gauge* s : g.serving) {
+    metrics_.serving_state.Remove(s);
+  }
+  metrics_.sleep_pool_engines.Remove(g.pool_awake);
+  metrics_.sleep_pool_engines.Remove(g.pool_asleep);
   e.gauges.reset();
 }
 
@@ -553,9 +582,28 @@ void Reconciler::UpdateGauges(Endpoint& e, const std::vector<int>& desired,
     g.cf_cheapest = &metrics_.counterfactual_cheapest_cost.Add(labels);
     g.cf_running->Set(std::numeric_limits<double>::quiet_NaN());
     g.cf_cheapest->Set(std::numeric_limits<double>::quiet_NaN());
+    for (const char* state : kServingStates) {
+      prometheus::Labels l = labels;
+      l["state"] = state;
+      g.serving.push_back(&metrics_.serving_state.Add(l));
+    }
+    prometheus::Labels pool = labels;
+    pool["pool"] = PoolName(a);
+    pool["state"] = "awake";
+    g.pool_awake = &metrics_.sleep_pool_engines.Add(pool);
+    pool["state"] = "asleep";
+    g.pool_asleep = &metrics_.sleep_pool_engines.Add(pool);
     e.gauges = std::move(g);
   }
   const Endpoint::Gauges& g = *e.gauges;
+  const size_t serving =
+      ServingState(o.snap.variants, o.pool, o.own_ready, o.pool_awake.size(),
+                   o.pool_asleep.size());
+  for (size_t i = 0; i < g.serving.size(); ++i) {
+    g.serving[i]->Set(i == serving ? 1 : 0);
+  }
+  g.pool_awake->Set(static_cast<double>(o.pool_awake.size()));
+  g.pool_asleep->Set(static_cast<double>(o.pool_asleep.size()));
   int ready = 0;
   for (size_t i = 0; i < desired.size(); ++i) {
     g.variants[i].first->Set(desired[i]);

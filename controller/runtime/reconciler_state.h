@@ -82,6 +82,11 @@ struct Reconciler::Endpoint {
     // NaN until a replay's table.
     prometheus::Gauge* cf_running = nullptr;
     prometheus::Gauge* cf_cheapest = nullptr;
+    // pilotlight_serving_state, in the order of kServingStates; the pool's
+    // engines awake and asleep.
+    std::vector<prometheus::Gauge*> serving;
+    prometheus::Gauge* pool_awake = nullptr;
+    prometheus::Gauge* pool_asleep = nullptr;
   };
   std::optional<Gauges> gauges;
 };

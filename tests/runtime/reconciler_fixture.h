@@ -171,6 +171,30 @@ class ReconcilerTest : public ::testing::Test {
     }
     return std::nullopt;
   }
+  // The series of `family` whose label `key` is `value`.
+  std::optional<double> Gauge(const std::string& family, const std::string& key,
+                              const std::string& value) {
+    for (const prometheus::MetricFamily& f : registry_.Collect()) {
+      for (const prometheus::ClientMetric& m : f.metric) {
+        for (const prometheus::ClientMetric::Label& l : m.label) {
+          if (f.name == family && l.name == key && l.value == value) {
+            return m.gauge.value;
+          }
+        }
+      }
+    }
+    return std::nullopt;
+  }
+  // The state pilotlight_serving_state says serves ("" if none is 1).
+  std::string Serving() {
+    for (const char* state :
+         {"replicas", "engine_awake", "engine_asleep", "zero"}) {
+      if (Gauge("pilotlight_serving_state", "state", state) == 1.0) {
+        return state;
+      }
+    }
+    return "";
+  }
 
   kube::FakeClock clock_;
   fakes::FakeCluster cluster_;

@@ -37,6 +37,7 @@ TEST_F(ReconcilerTest, ScalesToZeroAndBack) {
   EXPECT_EQ(out_.status()["lastDecision"]["reason"], "ScaledToZero");
   RunFor(absl::Minutes(5));
   EXPECT_EQ(Replicas("chat-a100"), 0) << "stays at zero while idle";
+  EXPECT_EQ(Serving(), "zero");
 
   // Requests held at zero: one tick to the patch, one cold start to Ready.
   demand_.Set([](absl::Time, int ready) {
@@ -55,6 +56,7 @@ TEST_F(ReconcilerTest, ScalesToZeroAndBack) {
   RunFor(kColdStart + kTick);
   EXPECT_EQ(Ready("chat-a100"), 1);
   EXPECT_EQ(out_.Condition("ScaledToZero"), "False Serving");
+  EXPECT_EQ(Serving(), "replicas");
 }
 
 // A starting pod carries the guard against node autoscalers'
@@ -190,11 +192,21 @@ TEST_F(ReconcilerTest, SeriesFollowTheSpecsVariants) {
             std::vector<std::string>{absl::StrCat(
                 "chat-l4/", ClassName("l4", kOnDemand), "/OnDemand")});
   EXPECT_EQ(series().second, 1);
+  EXPECT_EQ(Gauge("pilotlight_sleep_pool_engines", "pool", ""), 0.0);
+  // A sleep pool named: the pool's engines' series carry it.
+  ia["spec"]["sleepPool"] = {{"deployment", "pool"}, {"port", 8001}};
+  ia["metadata"]["generation"] = 3;
+  cluster_.PutAutoscaler(ia);
+  Tick();
+  EXPECT_EQ(Gauge("pilotlight_sleep_pool_engines", "pool", "pool"), 0.0);
+  EXPECT_FALSE(Gauge("pilotlight_sleep_pool_engines", "pool", "").has_value());
   cluster_.autoscalers.Erase("ml/chat");  // deleted: its series go
   Writers w = out_.writers();
   ASSERT_TRUE(reconciler_->Reconcile("ml/chat", w, true).ok());
   EXPECT_TRUE(series().first.empty());
   EXPECT_EQ(series().second, 0);
+  EXPECT_FALSE(Gauge("pilotlight_sleep_pool_engines", "pool", "pool"));
+  EXPECT_EQ(Serving(), "");
   // ... and so does what the demand source keeps for it.
   EXPECT_EQ(demand_.forgotten(), std::vector<std::string>{"ml/chat"});
 }
@@ -637,6 +649,9 @@ TEST_F(ReconcilerTest, APoolEngineIsTheFirstReplicaFromZero) {
       << out_.status().dump();
   EXPECT_EQ(out_.status()["sleepPool"]["asleep"], 1);
   EXPECT_GT(out_.status()["sleepPool"]["wakeSeconds"].get<double>(), 0);
+  EXPECT_EQ(Serving(), "engine_asleep");
+  EXPECT_EQ(Gauge("pilotlight_sleep_pool_engines", "state", "asleep"), 1.0);
+  EXPECT_EQ(Gauge("pilotlight_sleep_pool_engines", "state", "awake"), 0.0);
   const std::vector<std::string> pool = cluster_.index.PodsOf("ml/pool");
   ASSERT_EQ(pool.size(), 1U);
   const std::string engine = absl::StrCat(
@@ -655,6 +670,9 @@ TEST_F(ReconcilerTest, APoolEngineIsTheFirstReplicaFromZero) {
   EXPECT_EQ(Replicas("chat-a100"), 0);
   EXPECT_TRUE(out_.patches.empty());
   EXPECT_EQ(out_.status()["variants"][0]["ready"], 1) << "the engine";
+  EXPECT_EQ(Serving(), "engine_awake");
+  EXPECT_EQ(Gauge("pilotlight_sleep_pool_engines", "state", "awake"), 1.0);
+  EXPECT_EQ(Gauge("pilotlight_sleep_pool_engines", "state", "asleep"), 0.0);
   // Idle: back to sleep after the grace, not the keep-alive.
   demand_.Set([](absl::Time, int) { return InFlight(0); });
   const absl::Time idle_from = clock_.Now();
@@ -692,6 +710,8 @@ TEST_F(ReconcilerTest, APoolEngineIsTheFirstReplicaFromZero) {
   EXPECT_GE(Ready("chat-a100"), 1);
   EXPECT_EQ(fake.sleeps, 2);
   EXPECT_TRUE(fake.awake.empty());
+  tick();
+  EXPECT_EQ(Serving(), "replicas");
   // A pool with no Ready pod: its own replicas serve from zero, and the
   // condition says why.
   cluster_.SetReplicas("ml/pool", 0);
@@ -699,6 +719,7 @@ TEST_F(ReconcilerTest, APoolEngineIsTheFirstReplicaFromZero) {
   tick();
   EXPECT_EQ(out_.Condition("SleepPool"), "False NoPoolPods");
   EXPECT_TRUE(out_.status()["sleepPool"].is_null());
+  EXPECT_EQ(Gauge("pilotlight_sleep_pool_engines", "state", "asleep"), 0.0);
 }
 
 }  // namespace
