@@ -317,8 +317,16 @@ absl::StatusOr<sim::SleepTier> SleepTierFor(
   if (wake && *wake <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("--wake must be > 0");
   }
-  return sim::SleepTier{.wake = wake.value_or(e.wake),
-                        .asleep_price_per_hour = e.asleep_price_per_hour};
+  const policy::VariantSpec& v = s.variants.front();
+  const model::GpuClass* gpu = catalog.Find(v.gpu_class);
+  return sim::SleepTier{
+      .wake = wake.value_or(e.wake),
+      .asleep_price_per_hour = e.asleep_price_per_hour,
+      .engines_per_gpu = e.engines_per_gpu,
+      .gpus_per_engine = std::max(1, v.gpus_per_replica),
+      .gpu_price_per_hour =
+          gpu == nullptr ? 0 : gpu->price_on_demand_per_gpu_hour,
+      .gpu_class = v.gpu_class};
 }
 
 // The replay's config from the parsed flags (the ones not bound straight

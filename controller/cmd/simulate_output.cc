@@ -195,6 +195,42 @@ void PrintPolicies(const sim::RunReport& r, std::ostream& out) {
   }
 }
 
+// The sleep pool the policies' engines took (sim::Occupancy), against what
+// the replay billed for them.
+void PrintPool(const sim::SimConfig& c, const sim::RunReport& r,
+               std::ostream& out) {
+  if (!c.sleep) {
+    return;
+  }
+  bool header = false;
+  for (const sim::PolicyResult& p : r.policies) {
+    if (!p.pool) {
+      continue;
+    }
+    if (!header) {
+      out << absl::StrFormat(
+          "\nSleep pool (%s, %d engines asleep a GPU, one awake; engines "
+          "placed anywhere):\n%-17s %12s %11s %10s %9s %12s %13s %14s\n",
+          c.sleep->gpu_class, c.sleep->engines_per_gpu, "POLICY", "PEAK-ASLEEP",
+          "PEAK-AWAKE", "PEAK-GPUS", "GPU-H", "POOL-COST-$", "FIXED-POOL-$",
+          "BILLED-POOL-$");
+      header = true;
+    }
+    const sim::PoolOccupancy& o = *p.pool;
+    out << absl::StrFormat(
+        "%-17s %12d %11d %10d %9.1f %12s %13s %14s\n", p.name, o.peak_asleep,
+        o.peak_awake, o.peak_gpus, o.gpu_hours, Money(o.cost_usd),
+        Money(o.fixed_cost_usd),
+        Money(p.result.asleep_cost_usd + p.result.woken_cost_usd));
+  }
+  if (header) {
+    out << "(POOL-COST: a pool sized at each moment to the engines asleep "
+           "and awake; FIXED-POOL: PEAK-GPUS all along; BILLED-POOL: what "
+           "the replay billed them, each engine asleep its share and each "
+           "woken one as a replica)\n";
+  }
+}
+
 // SLO misses by cause, and the requests never served when there are any.
 void PrintMisses(const sim::RunReport& r, std::ostream& out) {
   out << absl::StrFormat(
@@ -243,6 +279,7 @@ void PrintTable(const sim::Trace& t, const sim::SimConfig& c,
                 const sim::RunReport& r, double wall_s, std::ostream& out) {
   PrintHeader(t, c, r, out);
   PrintPolicies(r, out);
+  PrintPool(c, r, out);
   PrintMisses(r, out);
   const double replayed =
       static_cast<double>(r.requests) * static_cast<double>(r.policies.size());
@@ -290,6 +327,17 @@ nlohmann::json Json(const sim::Trace& t, const sim::RunReport& r) {
     if (s.wakes > 0) {  // engines woken from the sleep pool
       j["policies"].back()["wakes"] = s.wakes;
       j["policies"].back()["wake_requests"] = s.wake_requests;
+    }
+    if (p.pool) {  // the pool its engines took (PrintPool)
+      j["policies"].back()["sleep_pool"] = {
+          {"peak_asleep", p.pool->peak_asleep},
+          {"peak_awake", p.pool->peak_awake},
+          {"peak_gpus", p.pool->peak_gpus},
+          {"gpu_hours", p.pool->gpu_hours},
+          {"cost_usd", p.pool->cost_usd},
+          {"fixed_cost_usd", p.pool->fixed_cost_usd},
+          {"billed_asleep_usd", s.asleep_cost_usd},
+          {"billed_woken_usd", s.woken_cost_usd}};
     }
     if (s.preemptions > 0 || s.noticed > 0) {  // spot preemption runs
       j["policies"].back()["spot_preemptions"] = {

@@ -38,6 +38,7 @@ void ReplicaPool::Start(int variant, double t, double cold_s) {
     asleep_since_[v].erase(asleep_since_[v].begin());
     r.woken = true;
     ++wakes_;
+    pool_changes_.push_back({.t = t, .asleep = -1, .awake = 1});
     cold_s = absl::ToDoubleSeconds(config_.sleep->wake);
   }
   const int zones = static_cast<int>(zone_free_at_[v].size());
@@ -93,6 +94,10 @@ void ReplicaPool::Stop(int id, double t, bool may_sleep) {
   if (may_sleep && config_.sleep && r.state != Replica::State::kStarting &&
       !r.leaving && std::ssize(asleep_since_[v]) < keep_asleep_[v]) {
     asleep_since_[v].push_back(t);
+    pool_changes_.push_back({.t = t, .asleep = 1});
+  }
+  if (r.woken) {
+    pool_changes_.push_back({.t = t, .awake = -1});
   }
   if (r.state == Replica::State::kReady) {
     --ready_count_;
@@ -107,8 +112,10 @@ void ReplicaPool::Stop(int id, double t, bool may_sleep) {
   const double billed = g > 0 ? std::ceil(lived / g - 1e-9) * g : lived;
   // What falls after the warm-up (all of it without one).
   const double from = std::max(r.requested_s, measure_from_s_);
-  billed_cost_ +=
+  const double cost =
       std::max(0.0, r.requested_s + billed - from) * m.price_per_hour / 3600.0;
+  billed_cost_ += cost;
+  woken_cost_ += r.woken ? cost : 0;
   gpu_seconds_ += std::max(0.0, t - from) * m.gpus;
   live_ids_.erase(std::find(live_ids_.begin(), live_ids_.end(), id));
 }
@@ -313,6 +320,7 @@ void ReplicaPool::KeepAsleep(int v, int n, double t) {
   while (std::ssize(since) > std::max(0, n)) {
     BillAsleep(since.back(), t);
     since.pop_back();
+    pool_changes_.push_back({.t = t, .asleep = -1});
   }
 }
 
@@ -331,7 +339,9 @@ double ReplicaPool::AsleepCost(double since, double t) const {
 }
 
 void ReplicaPool::BillAsleep(double since, double t) {
-  billed_cost_ += AsleepCost(since, t);
+  const double cost = AsleepCost(since, t);
+  billed_cost_ += cost;
+  asleep_cost_ += cost;
 }
 
 double ReplicaPool::RunningCost(double t) const {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "controller/policy/snapshot.h"
+#include "controller/sim/pool_occupancy.h"
 #include "controller/sim/service_model.h"
 #include "controller/sim/sim_config.h"
 
@@ -78,6 +79,8 @@ class ReplicaPool {
   void EndSleep(double t);
   // Engines woken so far.
   int64_t wakes() const { return wakes_; }
+  // Each change of the engines asleep and of the woken ones awake.
+  const std::vector<PoolChange>& pool_changes() const { return pool_changes_; }
   // Scales variant `v` down to `want` at `now`: starting replicas first
   // (newest first), then idle ready ones (newest first, as a ReplicaSet
   // picks), then the least busy drain -- or, `by_paid_time`, the one with
@@ -134,6 +137,9 @@ class ReplicaPool {
                  absl::Time epoch) const;
   // Billed so far, and what the replicas up now cost until `t`.
   double billed_cost() const { return billed_cost_; }
+  // Of it, engines asleep (their share of the pool) and woken ones.
+  double asleep_cost() const { return asleep_cost_; }
+  double woken_cost() const { return woken_cost_; }
   double RunningCost(double t) const;
   double gpu_seconds() const { return gpu_seconds_; }
 
@@ -154,11 +160,14 @@ class ReplicaPool {
   std::vector<int> next_zone_;                     // per variant
   std::vector<std::vector<double>> zone_free_at_;  // per variant, per zone
   double billed_cost_ = 0;
+  double asleep_cost_ = 0;
+  double woken_cost_ = 0;
   double gpu_seconds_ = 0;
   // Per variant: when each engine asleep fell asleep, and how many to keep.
   std::vector<std::vector<double>> asleep_since_;
   std::vector<int> keep_asleep_;
   int64_t wakes_ = 0;
+  std::vector<PoolChange> pool_changes_;
   // What an engine asleep from `since` until `t` costs (after the
   // warm-up), and that billed.
   double AsleepCost(double since, double t) const;

@@ -60,7 +60,8 @@ absl::StatusOr<RunReport> RunSimulation(const Trace& trace,
   report.endpoints = static_cast<int>(trace.endpoints.size());
   report.duration_s = trace.duration_s;
   for (const std::string& n : names) {
-    report.policies.push_back({n, {}});
+    PolicyResult& p = report.policies.emplace_back();
+    p.name = n;
   }
   const double total =
       static_cast<double>(trace.endpoints.size() * names.size());
@@ -106,6 +107,20 @@ absl::StatusOr<RunReport> RunSimulation(const Trace& trace,
       if (options.progress) {
         options.progress(done / total, what);
       }
+    }
+  }
+  for (PolicyResult& p : report.policies) {
+    if (config.sleep && !p.result.pool_changes.empty()) {
+      p.pool = Occupancy(
+          std::move(p.result.pool_changes), config.sleep->engines_per_gpu,
+          config.sleep->gpus_per_engine, absl::ToDoubleSeconds(config.warmup),
+          trace.duration_s);
+      p.result.pool_changes.clear();
+      const double price = config.sleep->gpu_price_per_hour;
+      p.pool->cost_usd = p.pool->gpu_hours * price;
+      p.pool->fixed_cost_usd =
+          p.pool->peak_gpus * price *
+          (trace.duration_s - absl::ToDoubleSeconds(config.warmup)) / 3600;
     }
   }
   return report;

@@ -31,6 +31,9 @@ struct RunOptions {
 struct PolicyResult {
   std::string name;
   SimResult result;  // merged over endpoints; timeline summed by point
+  // With SimConfig::sleep, the pool its engines took, across the endpoints
+  // (none where no engine slept).
+  std::optional<PoolOccupancy> pool;
 };
 
 struct RunReport {

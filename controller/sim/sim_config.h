@@ -79,6 +79,12 @@ struct RequestRecord {
 struct SleepTier {
   absl::Duration wake;
   double asleep_price_per_hour = 0;
+  // The pool's GPUs (the occupancy report, pool_occupancy.h): the engines
+  // one holds asleep, the GPUs an engine takes, the price of one an hour.
+  int engines_per_gpu = 0;
+  int gpus_per_engine = 1;
+  double gpu_price_per_hour = 0;
+  std::string gpu_class{};
 };
 
 struct SimConfig {

@@ -20,6 +20,10 @@ void SimResult::Merge(const SimResult& o) {
   cold_start_requests += o.cold_start_requests;
   wakes += o.wakes;
   wake_requests += o.wake_requests;
+  pool_changes.insert(pool_changes.end(), o.pool_changes.begin(),
+                      o.pool_changes.end());
+  asleep_cost_usd += o.asleep_cost_usd;
+  woken_cost_usd += o.woken_cost_usd;
   rejected_requests += o.rejected_requests;
   abandoned_requests += o.abandoned_requests;
   activation_timeouts += o.activation_timeouts;
@@ -246,6 +250,9 @@ SimResult Engine::Run() {
   }
   pool_.EndSleep(end);
   result_.wakes = pool_.wakes();
+  result_.pool_changes = pool_.pool_changes();
+  result_.asleep_cost_usd = pool_.asleep_cost();
+  result_.woken_cost_usd = pool_.woken_cost();
   result_.cost_usd = pool_.billed_cost();
   result_.gpu_seconds = pool_.gpu_seconds();
   return std::move(result_);

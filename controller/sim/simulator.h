@@ -45,6 +45,7 @@
 #include "controller/sim/activator_hold.h"
 #include "controller/sim/cold_starts.h"
 #include "controller/sim/latency_histogram.h"
+#include "controller/sim/pool_occupancy.h"
 #include "controller/sim/scaling_policy.h"
 #include "controller/sim/service_model.h"
 #include "controller/sim/sim_config.h"
@@ -90,6 +91,12 @@ struct SimResult {
   // SLO or counts as a miss like any slow start).
   int64_t wakes = 0;
   int64_t wake_requests = 0;
+  // The pool's engines asleep and woken, as they changed (Occupancy), and
+  // of cost_usd, what they were billed: the engines asleep their share of
+  // the pool, the woken ones as replicas.
+  std::vector<PoolChange> pool_changes;
+  double asleep_cost_usd = 0;
+  double woken_cost_usd = 0;
   int64_t pokes = 0;          // policy asked between ticks
   int64_t ticks = 0;          // policy asked (ticks and pokes)
   int64_t skipped_ticks = 0;  // quiet ticks idle skipping stood in for

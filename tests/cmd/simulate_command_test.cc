@@ -298,6 +298,44 @@ TEST(SimulateCommandTest, ClientsThatTryAgainAreCounted) {
   EXPECT_THAT(ReadAll(html), HasSubstr("<th>tries made again</th>"));
 }
 
+// --sleep-pool: the pool pilotlight's engines took, in the table and the
+// JSON (the baselines keep none asleep, so have none).
+TEST(SimulateCommandTest, SleepPoolSaysWhatPoolItsEnginesTook) {
+  const std::vector<std::string> args = {"--trace",
+                                         kTrace,
+                                         "--sleep-pool",
+                                         "--match-slo",
+                                         "0",
+                                         "--policies",
+                                         "pilotlight,keepalive-10m"};
+  std::vector<std::string> json_args = args;
+  json_args.push_back("--json");
+  const Outcome r = Simulate(json_args);
+  ASSERT_EQ(r.code, kExitOk) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  const nlohmann::json& p = j["policies"][0];
+  ASSERT_TRUE(p.contains("sleep_pool")) << p.dump();
+  const nlohmann::json& pool = p["sleep_pool"];
+  EXPECT_EQ(Keys(pool),
+            (std::set<std::string>{"peak_asleep", "peak_awake", "peak_gpus",
+                                   "gpu_hours", "cost_usd", "fixed_cost_usd",
+                                   "billed_asleep_usd", "billed_woken_usd"}));
+  EXPECT_GE(pool["peak_asleep"].get<int>(), 1);
+  EXPECT_GE(pool["peak_gpus"].get<int>(), pool["peak_awake"].get<int>());
+  EXPECT_GT(pool["gpu_hours"].get<double>(), 0);
+  EXPECT_GE(pool["fixed_cost_usd"].get<double>(),
+            pool["cost_usd"].get<double>());
+  EXPECT_GT(pool["billed_asleep_usd"].get<double>(), 0);
+  EXPECT_LT(pool["billed_asleep_usd"].get<double>() +
+                pool["billed_woken_usd"].get<double>(),
+            p["cost_usd"].get<double>());
+  EXPECT_FALSE(j["policies"][1].contains("sleep_pool"));
+  const Outcome table = Simulate(args);
+  ASSERT_EQ(table.code, kExitOk) << table.err;
+  EXPECT_THAT(table.out,
+              HasSubstr("Sleep pool (a100-80gb, 7 engines asleep a GPU"));
+}
+
 // Bad input: usage errors with a clear message and exit code 2.
 TEST(SimulateCommandTest, BadInput) {
   struct Case {

@@ -1010,6 +1010,19 @@ TEST_F(SimulatorTest, AnEngineAsleepWakesInsteadOfAColdStart) {
   EXPECT_NEAR(r.cost_usd - cold.cost_usd,
               asleep_s * 0.36 / 3600 - 29 * Price() / 3600,
               6 * (0.36 + Price()) / 3600);
+  // Of its cost, the engine asleep and the woken replica (up ~5 s), and
+  // the pool they took: one GPU from the first sleep to the end.
+  EXPECT_NEAR(r.asleep_cost_usd, asleep_s * 0.36 / 3600, 10 * 0.36 / 3600);
+  EXPECT_NEAR(r.woken_cost_usd, 5 * Price() / 3600, 2 * Price() / 3600);
+  // Asleep; woken; the woken one asleep again (one change each way); gone.
+  ASSERT_EQ(r.pool_changes.size(), 5u);
+  const PoolOccupancy pool = Occupancy(r.pool_changes, 7, 1, 0, 2000);
+  EXPECT_EQ(pool.peak_asleep, 1);
+  EXPECT_EQ(pool.peak_awake, 1);
+  EXPECT_EQ(pool.peak_gpus, 1);
+  EXPECT_NEAR(pool.gpu_hours, (2000 - 136) / 3600.0, 2 / 3600.0);
+  EXPECT_TRUE(cold.pool_changes.empty());
+  EXPECT_EQ(cold.asleep_cost_usd, 0);
 
   // keepalive-10m has no such tier.
   records.clear();
