@@ -93,14 +93,23 @@ std::string SleepPoolText(const json& status) {
   if (!p.is_object()) {
     return "";
   }
+  const int64_t pods = IntField(p, {"pods"});
+  const int64_t busy = IntField(p, {"podsWithAnEngineAwake"});
   return absl::StrFormat(
       "\nSleep pool %s: %d engine(s) awake, %d asleep. A wake takes %.2f s "
       "against a cold start's %s lead; an engine asleep costs $%.4f/h (its "
-      "share of a pool GPU). At zero an engine is its first replica.\n",
+      "share of a pool GPU). At zero an engine is its first replica.\n"
+      "  %d of the pool's %d Ready pod(s) have an engine awake (any "
+      "endpoint's)%s.\n",
       Or(StringField(p, {"deployment"}), "?"), IntField(p, {"awake"}),
       IntField(p, {"asleep"}), DoubleField(p, {"wakeSeconds"}),
       Seconds(DoubleField(status, {"coldStart", "leadSeconds"})),
-      DoubleField(p, {"asleepCostPerHour"}));
+      DoubleField(p, {"asleepCostPerHour"}), busy, pods,
+      pods > 0 && busy >= pods
+          ? ": none is free, so a wake first puts an idle engine to sleep, "
+            "or waits for one (simulate --sleep-pool's PEAK-AWAKE sizes a "
+            "pool)"
+          : "");
 }
 
 // The warm pool against the cold starts it prevents.

@@ -95,7 +95,9 @@ json ToMergePatch(const EndpointStatus& s, const DecisionNote& note) {
                   std::round(absl::ToDoubleSeconds(s.pool->wake) * 100) / 100},
                  {"asleepCostPerHour",
                   static_cast<double>(s.pool->asleep_cost_milli_per_hour) /
-                      1000}}
+                      1000},
+                 {"pods", s.pool->pods},
+                 {"podsWithAnEngineAwake", s.pool->pods_with_an_engine_awake}}
           : json();
   return out;
 }

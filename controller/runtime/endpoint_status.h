@@ -59,6 +59,10 @@ struct PoolStatus {
   int32_t asleep = 0;
   absl::Duration wake;  // the sleep model's
   int64_t asleep_cost_milli_per_hour = 0;
+  // The pool Deployment's Ready pods, and of them those with an engine
+  // awake (any endpoint's): the pool's GPUs taken.
+  int32_t pods = 0;
+  int32_t pods_with_an_engine_awake = 0;
   bool operator==(const PoolStatus&) const = default;
 };
 

@@ -206,6 +206,13 @@ struct Metrics {
                 .Help("The endpoint's engines on its sleep pool's Ready pods, "
                       "by pool (the pool Deployment; empty without one) and "
                       "state (awake, asleep)")
+                .Register(r)),
+        sleep_pool_pods(
+            prometheus::BuildGauge()
+                .Name("pilotlight_sleep_pool_pods")
+                .Help("The endpoint's sleep pool's Ready pods, by pool and "
+                      "state: busy (an engine awake on it, any endpoint's: "
+                      "its GPU taken) or free")
                 .Register(r)) {
     // At zero from the start: a dashboard's rate() finds them before the
     // first sleep.
@@ -256,6 +263,7 @@ struct Metrics {
   prometheus::Family<prometheus::Counter>& pool_engine_sleeps;
   prometheus::Family<prometheus::Gauge>& serving_state;
   prometheus::Family<prometheus::Gauge>& sleep_pool_engines;
+  prometheus::Family<prometheus::Gauge>& sleep_pool_pods;
 };
 
 }  // namespace pilotlight::runtime

@@ -109,6 +109,23 @@ void PoolEngines::Forget(const std::string& endpoint) {
   endpoints_.erase(endpoint);
 }
 
+int PoolEngines::PodsWithAnEngineAwake(
+    const std::vector<std::string>& ips) const {
+  const std::lock_guard<std::mutex> lock(mu_);
+  int busy = 0;
+  for (const std::string& ip : ips) {
+    const std::string prefix = ip + ":";
+    for (auto it = seen_.lower_bound(prefix);
+         it != seen_.end() && it->first.starts_with(prefix); ++it) {
+      if (it->second == State::kAwake) {
+        ++busy;
+        break;
+      }
+    }
+  }
+  return busy;
+}
+
 void PoolEngines::Sleep(const std::string& address) {
   const std::lock_guard<std::mutex> lock(mu_);
   queued_.insert(address);

@@ -343,6 +343,7 @@ void Reconciler::ObservePool(Endpoint& e, Observed& o, absl::Time now) {
     return;
   }
   std::vector<std::string> addresses;
+  std::vector<std::string> ips;
   for (const std::string& pk :
        in_.index.PodsOf(absl::StrCat(a.ns, "/", pool.deployment))) {
     const kube::ObjectCache::ObjectPtr p = in_.pods.Get(pk);
@@ -351,6 +352,7 @@ void Reconciler::ObservePool(Endpoint& e, Observed& o, absl::Time now) {
     if (p != nullptr && cluster::PodReady(*p) && !cluster::PodTerminating(*p) &&
         !ip.empty()) {
       addresses.push_back(absl::StrCat(ip, ":", pool.port));
+      ips.push_back(ip);
     }
   }
   if (addresses.empty()) {
@@ -394,16 +396,28 @@ void Reconciler::ObservePool(Endpoint& e, Observed& o, absl::Time now) {
   first.sleep = {.wake = e.pool_sleep->wake,
                  .asleep = at_zero ? asleep : asleep + awake,
                  .asleep_price_per_hour = e.pool_sleep->asleep_price_per_hour};
+  const auto pods = static_cast<int32_t>(ips.size());
+  const int32_t busy = pool_engines_->PodsWithAnEngineAwake(ips);
   e.status.pool =
-      PoolStatus{pool.deployment, awake, asleep, e.pool_sleep->wake,
-                 std::llround(e.pool_sleep->asleep_price_per_hour * 1000)};
+      PoolStatus{pool.deployment,
+                 awake,
+                 asleep,
+                 e.pool_sleep->wake,
+                 std::llround(e.pool_sleep->asleep_price_per_hour * 1000),
+                 pods,
+                 busy};
   e.status.conditions.Set(
       "SleepPool", true, "EnginesFound",
-      absl::StrFormat("%d engine(s) in %s at port %d; a wake takes %s, an "
-                      "engine asleep costs $%.2f/h",
-                      awake + asleep, pool.deployment, pool.port,
-                      absl::FormatDuration(e.pool_sleep->wake),
-                      e.pool_sleep->asleep_price_per_hour),
+      absl::StrFormat(
+          "%d engine(s) in %s at port %d; a wake takes %s, an engine asleep "
+          "costs $%.2f/h; %d of its %d pod(s) have an engine awake%s",
+          awake + asleep, pool.deployment, pool.port,
+          absl::FormatDuration(e.pool_sleep->wake),
+          e.pool_sleep->asleep_price_per_hour, busy, pods,
+          busy >= pods ? " (every one: a wake waits for an idle engine to be "
+                         "put to sleep; simulate --sleep-pool's PEAK-AWAKE "
+                         "sizes a pool)"
+                       : ""),
       now);
 }
 
@@ -552,6 +566,8 @@ void Reconciler::RemoveGauges(Endpoint& e) {
   }
   metrics_.sleep_pool_engines.Remove(g.pool_awake);
   metrics_.sleep_pool_engines.Remove(g.pool_asleep);
+  metrics_.sleep_pool_pods.Remove(g.pool_pods_busy);
+  metrics_.sleep_pool_pods.Remove(g.pool_pods_free);
   e.gauges.reset();
 }
 
@@ -593,6 +609,10 @@ void Reconciler::UpdateGauges(Endpoint& e, const std::vector<int>& desired,
     g.pool_awake = &metrics_.sleep_pool_engines.Add(pool);
     pool["state"] = "asleep";
     g.pool_asleep = &metrics_.sleep_pool_engines.Add(pool);
+    pool["state"] = "busy";
+    g.pool_pods_busy = &metrics_.sleep_pool_pods.Add(pool);
+    pool["state"] = "free";
+    g.pool_pods_free = &metrics_.sleep_pool_pods.Add(pool);
     e.gauges = std::move(g);
   }
   const Endpoint::Gauges& g = *e.gauges;
@@ -604,6 +624,10 @@ void Reconciler::UpdateGauges(Endpoint& e, const std::vector<int>& desired,
   }
   g.pool_awake->Set(static_cast<double>(o.pool_awake.size()));
   g.pool_asleep->Set(static_cast<double>(o.pool_asleep.size()));
+  const PoolStatus* pool = e.status.pool ? &*e.status.pool : nullptr;
+  g.pool_pods_busy->Set(pool != nullptr ? pool->pods_with_an_engine_awake : 0);
+  g.pool_pods_free->Set(
+      pool != nullptr ? pool->pods - pool->pods_with_an_engine_awake : 0);
   int ready = 0;
   for (size_t i = 0; i < desired.size(); ++i) {
     g.variants[i].first->Set(desired[i]);

@@ -83,10 +83,12 @@ struct Reconciler::Endpoint {
     prometheus::Gauge* cf_running = nullptr;
     prometheus::Gauge* cf_cheapest = nullptr;
     // pilotlight_serving_state, in the order of kServingStates; the pool's
-    // engines awake and asleep.
+    // engines awake and asleep, and its pods busy and free.
     std::vector<prometheus::Gauge*> serving;
     prometheus::Gauge* pool_awake = nullptr;
     prometheus::Gauge* pool_asleep = nullptr;
+    prometheus::Gauge* pool_pods_busy = nullptr;
+    prometheus::Gauge* pool_pods_free = nullptr;
   };
   std::optional<Gauges> gauges;
 };

@@ -181,12 +181,23 @@ TEST(ExplainTest, SleepPoolEnginesAndTheirWake) {
                                {"awake", 1},
                                {"asleep", 2},
                                {"wakeSeconds", 1.13},
-                               {"asleepCostPerHour", 0.49}};
+                               {"asleepCostPerHour", 0.49},
+                               {"pods", 2},
+                               {"podsWithAnEngineAwake", 1}};
   EXPECT_THAT(ExplainText(ia),
               HasSubstr("Sleep pool pool-a100: 1 engine(s) awake, 2 asleep. "
                         "A wake takes 1.13 s against a cold start's 60 s "
                         "lead; an engine asleep costs $0.4900/h"));
+  EXPECT_THAT(ExplainText(ia),
+              HasSubstr("1 of the pool's 2 Ready pod(s) have an engine awake "
+                        "(any endpoint's).\n"));
   EXPECT_EQ(ExplainJson(ia)["sleepPool"]["asleep"], 2);
+  // No pod free: a wake must make room first.
+  ia["status"]["sleepPool"]["podsWithAnEngineAwake"] = 2;
+  EXPECT_THAT(ExplainText(ia),
+              HasSubstr("2 of the pool's 2 Ready pod(s) have an engine awake "
+                        "(any endpoint's): none is free, so a wake first puts "
+                        "an idle engine to sleep"));
 }
 
 TEST(ExplainTest, JsonCarriesTheFacts) {

@@ -488,6 +488,15 @@ class RecordingWriters final : public runtime::ReplicaPatcher,
     }
     return "";
   }
+  // Its message, or "".
+  std::string ConditionMessage(const std::string& type) const {
+    for (const json& c : ArrayField(status_, {"conditions"})) {
+      if (StringField(c, {"type"}) == type) {
+        return StringField(c, {"message"});
+      }
+    }
+    return "";
+  }
 
   std::vector<Patch> patches;
   std::vector<Cost> costs;

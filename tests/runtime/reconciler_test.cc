@@ -650,6 +650,8 @@ TEST_F(ReconcilerTest, APoolEngineIsTheFirstReplicaFromZero) {
   EXPECT_EQ(out_.status()["sleepPool"]["asleep"], 1);
   EXPECT_GT(out_.status()["sleepPool"]["wakeSeconds"].get<double>(), 0);
   EXPECT_EQ(Serving(), "engine_asleep");
+  EXPECT_EQ(out_.status()["sleepPool"]["podsWithAnEngineAwake"], 0);
+  EXPECT_EQ(Gauge("pilotlight_sleep_pool_pods", "state", "free"), 1.0);
   EXPECT_EQ(Gauge("pilotlight_sleep_pool_engines", "state", "asleep"), 1.0);
   EXPECT_EQ(Gauge("pilotlight_sleep_pool_engines", "state", "awake"), 0.0);
   const std::vector<std::string> pool = cluster_.index.PodsOf("ml/pool");
@@ -671,6 +673,12 @@ TEST_F(ReconcilerTest, APoolEngineIsTheFirstReplicaFromZero) {
   EXPECT_TRUE(out_.patches.empty());
   EXPECT_EQ(out_.status()["variants"][0]["ready"], 1) << "the engine";
   EXPECT_EQ(Serving(), "engine_awake");
+  EXPECT_EQ(out_.status()["sleepPool"]["pods"], 1);
+  EXPECT_EQ(out_.status()["sleepPool"]["podsWithAnEngineAwake"], 1);
+  EXPECT_THAT(out_.ConditionMessage("SleepPool"),
+              HasSubstr("1 of its 1 pod(s) have an engine awake (every one: a "
+                        "wake waits"));
+  EXPECT_EQ(Gauge("pilotlight_sleep_pool_pods", "state", "busy"), 1.0);
   EXPECT_EQ(Gauge("pilotlight_sleep_pool_engines", "state", "awake"), 1.0);
   EXPECT_EQ(Gauge("pilotlight_sleep_pool_engines", "state", "asleep"), 0.0);
   // Idle: back to sleep after the grace, not the keep-alive.
