@@ -154,16 +154,8 @@ bool SameSeriesLabels(const api::AutoscalerResource& a,
 constexpr std::array<const char*, 4> kServingStates = {
     "replicas", "engine_awake", "engine_asleep", "zero"};
 
-size_t ServingState(const std::vector<policy::VariantState>& variants,
-                    bool pool, int32_t own_ready, size_t awake, size_t asleep) {
-  int32_t own = own_ready;
-  if (!pool) {  // at zero the pool's engines awake count as ready
-    own = 0;
-    for (const policy::VariantState& v : variants) {
-      own += v.ready;
-    }
-  }
-  return own > 0 ? 0 : awake > 0 ? 1 : asleep > 0 ? 2 : 3;
+size_t ServingState(int32_t own_ready, size_t awake, size_t asleep) {
+  return own_ready > 0 ? 0 : awake > 0 ? 1 : asleep > 0 ? 2 : 3;
 }
 }  // namespace
 
@@ -309,6 +301,7 @@ Reconciler::Observed Reconciler::Observe(
     if (v.spot) {
       o.snap.spot.push_back(*std::move(v.spot));
     }
+    o.own_ready += v.state.ready;
     o.snap.variants.push_back(std::move(v.state));
   }
   ObservePool(e, o, now);
@@ -379,9 +372,6 @@ void Reconciler::ObservePool(Endpoint& e, Observed& o, absl::Time now) {
     return;
   }
   o.pool = true;
-  for (const policy::VariantState& v : o.snap.variants) {
-    o.own_ready += v.ready;
-  }
   const bool at_zero = std::all_of(o.replicas.begin(), o.replicas.end(),
                                    [](int32_t r) { return r == 0; });
   const auto awake = static_cast<int32_t>(o.pool_awake.size());
@@ -617,8 +607,7 @@ void Reconciler::UpdateGauges(Endpoint& e, const std::vector<int>& desired,
   }
   const Endpoint::Gauges& g = *e.gauges;
   const size_t serving =
-      ServingState(o.snap.variants, o.pool, o.own_ready, o.pool_awake.size(),
-                   o.pool_asleep.size());
+      ServingState(o.own_ready, o.pool_awake.size(), o.pool_asleep.size());
   for (size_t i = 0; i < g.serving.size(); ++i) {
     g.serving[i]->Set(i == serving ? 1 : 0);
   }

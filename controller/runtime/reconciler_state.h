@@ -106,7 +106,9 @@ struct Reconciler::Observed {
   bool pool = false;
   std::vector<std::string> pool_awake;
   std::vector<std::string> pool_asleep;
-  int32_t own_ready = 0;  // its own Ready pods, every variant
+  // Its own Ready pods, every variant (before the pool's engines awake are
+  // counted as ready at zero).
+  int32_t own_ready = 0;
 };
 
 }  // namespace pilotlight::runtime
