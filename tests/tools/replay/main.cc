@@ -13,7 +13,7 @@
 // the same SLO, per-replica concurrency, replica bound, and the cold starts
 // the live pods were measured to take, on the live run's clock, tick phase
 // and demand age (from the controller's decision log), eight draws of the
-// cold starts on clocks spread over the second the live run does not pin:
+// cold starts on clocks spread over the tick the live run does not pin:
 // the median and the range of those runs against the live figures. --resimulate
 // re-runs that side against a finished replay.
 #include <signal.h>
@@ -647,14 +647,16 @@ absl::StatusOr<Simulated> Simulate(const Settings& s, const LiveRun& live,
   };
   // At the live controller's own tick phase when its decisions tell it,
   // with eight draws of the live cold starts, draw k on the live slice's
-  // clock plus (k - 1) / 8 s; else at four phases (0, 0.5, 1, 1.5 s) with
+  // clock plus (k - 1) / 4 s; else at four phases (0, 0.5, 1, 1.5 s) with
   // two draws each, on the live clock. (With the annotation's fixed cold
   // start a draw changes nothing: one per phase.) The clock's offsets span
-  // what the live run does not pin down below a second: the controller
-  // counts an arrival when the activator's report (one a second) reaches
-  // it, and stamps starts and Readys in whole seconds, so which 10 s bucket
-  // a burst's rise falls in, and whether a 10.2 s cold start reads 10 or
-  // 11 s, can go either way.
+  // one tick, what the live run does not pin down: the controller counts
+  // an arrival when the activator's report (one a second) reaches it,
+  // reads the engines' running from a scrape up to a second old (what the
+  // activator forwarded since counts as waiting), and stamps starts and
+  // Readys in whole seconds. So which tick opens a 10 s rise bucket and
+  // what it reads there, and whether a 10.2 s cold start reads 10 or
+  // 11 s, can go either way (docs/replay.md).
   std::vector<absl::Duration> phases;
   int seeds = cold_starts.empty() ? 1 : 2;
   bool offset_clock = false;
@@ -667,7 +669,7 @@ absl::StatusOr<Simulated> Simulate(const Settings& s, const LiveRun& live,
     offset_clock = true;
     out.runs_are = absl::StrFormat(
         "at the live controller's tick phase, %s, x 8 draws of the live "
-        "cold starts, on its clock + 0, 1/8, ..., 7/8 s",
+        "cold starts, on its clock + 0, 1/4, ..., 7/4 s",
         absl::FormatDuration(phases[0]));
   } else {
     for (int q = 0; q < 4; ++q) {
@@ -685,7 +687,7 @@ absl::StatusOr<Simulated> Simulate(const Settings& s, const LiveRun& live,
       run.seed = seed;
       const std::string timeline_csv =
           absl::StrCat(s.out, "/sim_timeline_", phase, "_", seed, ".csv");
-      const double clock_offset_s = offset_clock ? (seed - 1) / 8.0 : 0.0;
+      const double clock_offset_s = offset_clock ? (seed - 1) / 4.0 : 0.0;
       run.command = absl::StrCat(
           base,
           absl::StrFormat(" --epoch %.3f",
