@@ -306,9 +306,12 @@ absl::Status CheckRanges(const sim::SimConfig& c) {
 }
 
 // The pool the endpoint's engines sleep in (policy::PoolSleep), at the
-// sleep model's wake time or `wake`.
+// sleep model's wake time or `wake`; its pods start in the first variant's
+// cold start (or `cold_start`).
 absl::StatusOr<sim::SleepTier> SleepTierFor(
     const policy::EndpointSpec& s, const model::Catalog& catalog,
+    const model::EngineTuning& tuning,
+    const std::optional<absl::Duration>& cold_start,
     const std::optional<absl::Duration>& wake) {
   PL_ASSIGN_OR_RETURN(
       const model::SleepEstimate e,
@@ -319,6 +322,8 @@ absl::StatusOr<sim::SleepTier> SleepTierFor(
   }
   const policy::VariantSpec& v = s.variants.front();
   const model::GpuClass* gpu = catalog.Find(v.gpu_class);
+  PL_ASSIGN_OR_RETURN(const policy::VariantModel vm,
+                      policy::DeriveVariant(s, 0, catalog, tuning));
   return sim::SleepTier{
       .wake = wake.value_or(e.wake),
       .asleep_price_per_hour = e.asleep_price_per_hour,
@@ -326,7 +331,8 @@ absl::StatusOr<sim::SleepTier> SleepTierFor(
       .gpus_per_engine = std::max(1, v.gpus_per_replica),
       .gpu_price_per_hour =
           gpu == nullptr ? 0 : gpu->price_on_demand_per_gpu_hour,
-      .gpu_class = v.gpu_class};
+      .gpu_class = v.gpu_class,
+      .pod_start = cold_start.value_or(vm.cold_start)};
 }
 
 // The replay's config from the parsed flags (the ones not bound straight
@@ -345,7 +351,8 @@ absl::Status BuildConfig(SimulateArgs& a, const model::Catalog& catalog) {
   }
   PL_ASSIGN_OR_RETURN(c.tuning, a.tuning.Load(c.tuning));
   if (a.sleep_pool) {
-    PL_ASSIGN_OR_RETURN(c.sleep, SleepTierFor(s, catalog, a.wake));
+    PL_ASSIGN_OR_RETURN(
+        c.sleep, SleepTierFor(s, catalog, c.tuning, c.cold_start, a.wake));
   } else if (a.wake) {
     return absl::InvalidArgumentError("--wake needs --sleep-pool");
   }

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
+#include "controller/policy/pool_sizer.h"
 
 namespace pilotlight::cmd {
 
@@ -223,12 +224,36 @@ void PrintPool(const sim::SimConfig& c, const sim::RunReport& r,
         Money(o.fixed_cost_usd),
         Money(p.result.asleep_cost_usd + p.result.woken_cost_usd));
   }
-  if (header) {
-    out << "(POOL-COST: a pool sized at each moment to the engines asleep "
-           "and awake; FIXED-POOL: PEAK-GPUS all along; BILLED-POOL: what "
-           "the replay billed them, each engine asleep its share and each "
-           "woken one as a replica)\n";
+  if (!header) {
+    return;
   }
+  out << "(POOL-COST: a pool sized at each moment to the engines asleep "
+         "and awake; FIXED-POOL: PEAK-GPUS all along; BILLED-POOL: what "
+         "the replay billed them, each engine asleep its share and each "
+         "woken one as a replica)\n";
+  const policy::PoolSizerConfig rule = policy::PoolSizerFor(c.sleep->pod_start);
+  out << absl::StrFormat(
+      "\nThe same pool sized by the controller (%d spare pod, kept %s; a new "
+      "pod Ready %s after it is asked for):\n%-17s %10s %9s %12s %7s %16s "
+      "%15s\n",
+      rule.spare_pods, absl::FormatDuration(rule.scale_down_window),
+      absl::FormatDuration(absl::Trunc(c.sleep->pod_start, absl::Seconds(1))),
+      "POLICY", "PEAK-PODS", "GPU-H", "POOL-COST-$", "WAKES", "NO-POD-FREE",
+      "SHORT-ENGINE-S");
+  for (const sim::PolicyResult& p : r.policies) {
+    if (!p.sized_pool) {
+      continue;
+    }
+    const sim::SizedPool& z = *p.sized_pool;
+    out << absl::StrFormat("%-17s %10d %9.1f %12s %7d %16d %15.0f\n", p.name,
+                           z.peak_pods, z.gpu_hours, Money(z.cost_usd),
+                           p.result.wakes, z.wakes_without_a_free_pod,
+                           z.engine_seconds_short);
+  }
+  out << "(NO-POD-FREE: wakes that found every Ready pod's GPU taken by an "
+         "engine awake -- the activator puts an idle one to sleep first, or "
+         "the wake waits; SHORT-ENGINE-S: engine-seconds awake beyond the "
+         "Ready pods)\n";
 }
 
 // SLO misses by cause, and the requests never served when there are any.
@@ -338,6 +363,15 @@ nlohmann::json Json(const sim::Trace& t, const sim::RunReport& r) {
           {"fixed_cost_usd", p.pool->fixed_cost_usd},
           {"billed_asleep_usd", s.asleep_cost_usd},
           {"billed_woken_usd", s.woken_cost_usd}};
+      if (p.sized_pool) {
+        j["policies"].back()["sleep_pool"]["sized"] = {
+            {"peak_pods", p.sized_pool->peak_pods},
+            {"gpu_hours", p.sized_pool->gpu_hours},
+            {"cost_usd", p.sized_pool->cost_usd},
+            {"wakes_without_a_free_pod",
+             p.sized_pool->wakes_without_a_free_pod},
+            {"engine_seconds_short", p.sized_pool->engine_seconds_short}};
+      }
     }
     if (s.preemptions > 0 || s.noticed > 0) {  // spot preemption runs
       j["policies"].back()["spot_preemptions"] = {

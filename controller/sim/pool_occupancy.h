@@ -18,6 +18,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "controller/policy/pool_sizer.h"
+
 namespace pilotlight::sim {
 
 // A change at `t` (seconds from the trace's start) of the engines asleep
@@ -43,5 +45,26 @@ struct PoolOccupancy {
 // any order; changes at one moment count together).
 PoolOccupancy Occupancy(std::vector<PoolChange> changes, int engines_per_gpu,
                         int gpus_per_engine, double from_s, double to_s);
+
+// The same replay's pool sized by the controller's rule (policy::PoolSizer,
+// as a live pool is): every `tick_s` it asks for the pods the GPUs above
+// need -- the woken engines awake as busy pods, the engines asleep and
+// awake in memory -- plus the spare, held for the window; a pod asked for
+// is Ready `pod_start_s` later, and one released goes at once (one not
+// Ready first). The pool starts with the least it keeps, Ready.
+struct SizedPool {
+  int peak_pods = 0;     // pods at once, Ready or starting
+  double gpu_hours = 0;  // pods x GPUs an engine takes x time
+  double cost_usd = 0;   // at the caller's price
+  // Wakes that found every Ready pod's GPU taken by an engine awake (live,
+  // the activator then puts an idle one to sleep first, or the wake waits
+  // for a pod), and the engine-seconds awake beyond the Ready pods.
+  int64_t wakes_without_a_free_pod = 0;
+  double engine_seconds_short = 0;
+};
+
+SizedPool Sized(std::vector<PoolChange> changes, int engines_per_gpu,
+                int gpus_per_engine, const policy::PoolSizerConfig& config,
+                double pod_start_s, double tick_s, double from_s, double to_s);
 
 }  // namespace pilotlight::sim

@@ -111,12 +111,18 @@ absl::StatusOr<RunReport> RunSimulation(const Trace& trace,
   }
   for (PolicyResult& p : report.policies) {
     if (config.sleep && !p.result.pool_changes.empty()) {
-      p.pool = Occupancy(
-          std::move(p.result.pool_changes), config.sleep->engines_per_gpu,
-          config.sleep->gpus_per_engine, absl::ToDoubleSeconds(config.warmup),
-          trace.duration_s);
+      const SleepTier& tier = *config.sleep;
+      const double from_s = absl::ToDoubleSeconds(config.warmup);
+      p.pool = Occupancy(p.result.pool_changes, tier.engines_per_gpu,
+                         tier.gpus_per_engine, from_s, trace.duration_s);
+      p.sized_pool =
+          Sized(std::move(p.result.pool_changes), tier.engines_per_gpu,
+                tier.gpus_per_engine, policy::PoolSizerFor(tier.pod_start),
+                absl::ToDoubleSeconds(tier.pod_start),
+                absl::ToDoubleSeconds(config.tick), from_s, trace.duration_s);
       p.result.pool_changes.clear();
       const double price = config.sleep->gpu_price_per_hour;
+      p.sized_pool->cost_usd = p.sized_pool->gpu_hours * price;
       p.pool->cost_usd = p.pool->gpu_hours * price;
       p.pool->fixed_cost_usd =
           p.pool->peak_gpus * price *

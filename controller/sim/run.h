@@ -34,6 +34,8 @@ struct PolicyResult {
   // With SimConfig::sleep, the pool its engines took, across the endpoints
   // (none where no engine slept).
   std::optional<PoolOccupancy> pool;
+  // The same pool sized by the controller's rule (sim::Sized).
+  std::optional<SizedPool> sized_pool;
 };
 
 struct RunReport {

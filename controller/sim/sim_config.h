@@ -85,6 +85,9 @@ struct SleepTier {
   int gpus_per_engine = 1;
   double gpu_price_per_hour = 0;
   std::string gpu_class{};
+  // A pool pod's start, asked for to Ready (the variant's cold start): the
+  // pool sized by the controller's rule waits this long for a new pod.
+  absl::Duration pod_start{};
 };
 
 struct SimConfig {

@@ -316,10 +316,10 @@ TEST(SimulateCommandTest, SleepPoolSaysWhatPoolItsEnginesTook) {
   const nlohmann::json& p = j["policies"][0];
   ASSERT_TRUE(p.contains("sleep_pool")) << p.dump();
   const nlohmann::json& pool = p["sleep_pool"];
-  EXPECT_EQ(Keys(pool),
-            (std::set<std::string>{"peak_asleep", "peak_awake", "peak_gpus",
-                                   "gpu_hours", "cost_usd", "fixed_cost_usd",
-                                   "billed_asleep_usd", "billed_woken_usd"}));
+  EXPECT_EQ(Keys(pool), (std::set<std::string>{
+                            "peak_asleep", "peak_awake", "peak_gpus",
+                            "gpu_hours", "cost_usd", "fixed_cost_usd",
+                            "billed_asleep_usd", "billed_woken_usd", "sized"}));
   EXPECT_GE(pool["peak_asleep"].get<int>(), 1);
   EXPECT_GE(pool["peak_gpus"].get<int>(), pool["peak_awake"].get<int>());
   EXPECT_GT(pool["gpu_hours"].get<double>(), 0);
@@ -329,11 +329,30 @@ TEST(SimulateCommandTest, SleepPoolSaysWhatPoolItsEnginesTook) {
   EXPECT_LT(pool["billed_asleep_usd"].get<double>() +
                 pool["billed_woken_usd"].get<double>(),
             p["cost_usd"].get<double>());
+  // The same pool sized by the controller's rule: at least the engines'
+  // own GPUs at their peak, a spare beyond, and no more than a pool of the
+  // peak's size plus the spare all along.
+  ASSERT_TRUE(pool.contains("sized")) << pool.dump();
+  const nlohmann::json& sized = pool["sized"];
+  EXPECT_EQ(Keys(sized),
+            (std::set<std::string>{"peak_pods", "gpu_hours", "cost_usd",
+                                   "wakes_without_a_free_pod",
+                                   "engine_seconds_short"}));
+  EXPECT_GE(sized["peak_pods"].get<int>(), pool["peak_awake"].get<int>() + 1);
+  EXPECT_GT(sized["gpu_hours"].get<double>(), pool["gpu_hours"].get<double>());
+  EXPECT_LE(
+      sized["cost_usd"].get<double>(),
+      pool["fixed_cost_usd"].get<double>() *
+          (sized["peak_pods"].get<double>() / pool["peak_gpus"].get<double>()));
+  EXPECT_LE(sized["wakes_without_a_free_pod"].get<int>(),
+            p["wakes"].get<int>());
   EXPECT_FALSE(j["policies"][1].contains("sleep_pool"));
   const Outcome table = Simulate(args);
   ASSERT_EQ(table.code, kExitOk) << table.err;
   EXPECT_THAT(table.out,
               HasSubstr("Sleep pool (a100-80gb, 7 engines asleep a GPU"));
+  EXPECT_THAT(table.out, HasSubstr("The same pool sized by the controller "
+                                   "(1 spare pod, kept 1m; a new pod Ready"));
 }
 
 // Bad input: usage errors with a clear message and exit code 2.

@@ -82,5 +82,46 @@ TEST(PoolOccupancyTest, GpusHoldTheEnginesAsleepAndOneAwakeEach) {
   }
 }
 
+// The same changes through the controller's sizing rule: pods asked for
+// every 10 s, Ready 100 s later, kept a minute past the busiest moment.
+TEST(PoolOccupancyTest, APoolSizedByTheRuleFollowsItsEnginesLate) {
+  const policy::PoolSizerConfig rule{.spare_pods = 1,
+                                     .scale_down_window = absl::Minutes(1)};
+  struct SizedCase {
+    const char* what;
+    std::vector<PoolChange> changes;
+    SizedPool want;
+  };
+  const std::vector<SizedCase> cases = {
+      {"engines asleep only: the spare pod, Ready all along",
+       {Asleep(0, 3)},
+       {.peak_pods = 1, .gpu_hours = 1}},
+      {"one wake takes the spare; a second is asked for at the next tick "
+       "(0.5 h) and held a minute past the engine's sleep",
+       {Asleep(0, 3), Wake(0.5 * kH), Awake(0.75 * kH, -1),
+        Asleep(0.75 * kH, 1)},
+       // 1 pod all hour + 1 from 0.5 h until a minute after the last tick
+       // that saw the engine awake (0.75 h - 10 s; ticks at 0, 10, ... s).
+       {.peak_pods = 2, .gpu_hours = 1 + (0.25 * kH + 50) / kH}},
+      {"two wakes at once: the second finds no pod free until a new one is "
+       "Ready 100 s after the tick that asks for it",
+       {Asleep(0, 3), Wake(0.5 * kH), Wake(0.5 * kH), Awake(kH, -2)},
+       {.peak_pods = 3,
+        .gpu_hours = 1 + 2 * 0.5,
+        .wakes_without_a_free_pod = 1,
+        .engine_seconds_short = 100}},
+  };
+  for (const SizedCase& c : cases) {
+    const SizedPool p =
+        Sized(c.changes, 7, 1, rule, /*pod_start_s=*/100, /*tick_s=*/10, 0, kH);
+    EXPECT_EQ(p.peak_pods, c.want.peak_pods) << c.what;
+    EXPECT_NEAR(p.gpu_hours, c.want.gpu_hours, 1e-9) << c.what;
+    EXPECT_EQ(p.wakes_without_a_free_pod, c.want.wakes_without_a_free_pod)
+        << c.what;
+    EXPECT_NEAR(p.engine_seconds_short, c.want.engine_seconds_short, 1e-9)
+        << c.what;
+  }
+}
+
 }  // namespace
 }  // namespace pilotlight::sim
