@@ -95,12 +95,13 @@ std::string SleepPoolText(const json& status) {
   }
   const int64_t pods = IntField(p, {"pods"});
   const int64_t busy = IntField(p, {"podsWithAnEngineAwake"});
+  const std::string sized = StringField(p, {"sizedTo", "reason"});
   return absl::StrFormat(
       "\nSleep pool %s: %d engine(s) awake, %d asleep. A wake takes %.2f s "
       "against a cold start's %s lead; an engine asleep costs $%.4f/h (its "
       "share of a pool GPU). At zero an engine is its first replica.\n"
       "  %d of the pool's %d Ready pod(s) have an engine awake (any "
-      "endpoint's)%s.\n",
+      "endpoint's)%s.\n%s",
       Or(StringField(p, {"deployment"}), "?"), IntField(p, {"awake"}),
       IntField(p, {"asleep"}), DoubleField(p, {"wakeSeconds"}),
       Seconds(DoubleField(status, {"coldStart", "leadSeconds"})),
@@ -109,7 +110,10 @@ std::string SleepPoolText(const json& status) {
           ? ": none is free, so a wake first puts an idle engine to sleep, "
             "or waits for one (simulate --sleep-pool's PEAK-AWAKE sizes a "
             "pool)"
-          : "");
+          : "",
+      sized.empty()
+          ? ""
+          : absl::StrCat("  Pilotlight sizes the pool to ", sized, ".\n"));
 }
 
 // The warm pool against the cold starts it prevents.

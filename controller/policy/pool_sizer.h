@@ -50,6 +50,8 @@ class PoolSizer {
   PoolSize Size(absl::Time now, const PoolNeed& need);
 
   const PoolSizerConfig& config() const { return config_; }
+  // A new rule from the next call on; the window's wants so far stay.
+  void set_config(PoolSizerConfig config) { config_ = config; }
 
  private:
   PoolSizerConfig config_;

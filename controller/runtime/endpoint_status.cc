@@ -99,6 +99,10 @@ json ToMergePatch(const EndpointStatus& s, const DecisionNote& note) {
                  {"pods", s.pool->pods},
                  {"podsWithAnEngineAwake", s.pool->pods_with_an_engine_awake}}
           : json();
+  if (s.pool && !s.pool->sized_by.empty()) {
+    out["sleepPool"]["sizedTo"] = {{"pods", s.pool->sized_pods},
+                                   {"reason", s.pool->sized_by}};
+  }
   return out;
 }
 

@@ -63,6 +63,10 @@ struct PoolStatus {
   // awake (any endpoint's): the pool's GPUs taken.
   int32_t pods = 0;
   int32_t pods_with_an_engine_awake = 0;
+  // With pilotlight.dev/max-pool-pods on the pool Deployment: the pods its
+  // rule sizes it to, and what set that ("": not sized by Pilotlight).
+  int32_t sized_pods = 0;
+  std::string sized_by{};
   bool operator==(const PoolStatus&) const = default;
 };
 

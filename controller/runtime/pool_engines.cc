@@ -111,17 +111,23 @@ void PoolEngines::Forget(const std::string& endpoint) {
 
 int PoolEngines::PodsWithAnEngineAwake(
     const std::vector<std::string>& ips) const {
+  const std::vector<bool> busy = AnEngineAwakeOn(ips);
+  return static_cast<int>(std::count(busy.begin(), busy.end(), true));
+}
+
+std::vector<bool> PoolEngines::AnEngineAwakeOn(
+    const std::vector<std::string>& ips) const {
   const std::lock_guard<std::mutex> lock(mu_);
-  int busy = 0;
+  std::vector<bool> busy;
+  busy.reserve(ips.size());
   for (const std::string& ip : ips) {
     const std::string prefix = ip + ":";
+    bool awake = false;
     for (auto it = seen_.lower_bound(prefix);
-         it != seen_.end() && it->first.starts_with(prefix); ++it) {
-      if (it->second == State::kAwake) {
-        ++busy;
-        break;
-      }
+         it != seen_.end() && it->first.starts_with(prefix) && !awake; ++it) {
+      awake = it->second == State::kAwake;
     }
+    busy.push_back(awake);
   }
   return busy;
 }

@@ -99,6 +99,8 @@ class PoolEngines {
   // last seen: the pool's GPUs taken (a wake on one of them puts its
   // engine to sleep first, or waits for it to be idle).
   int PodsWithAnEngineAwake(const std::vector<std::string>& ips) const;
+  // The same, pod by pod (in the order of `ips`).
+  std::vector<bool> AnEngineAwakeOn(const std::vector<std::string>& ips) const;
   // Puts the engine to sleep on the next pass (once however often asked
   // before it).
   void Sleep(const std::string& address);

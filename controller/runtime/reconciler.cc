@@ -113,6 +113,7 @@ absl::Status Reconciler::Reconcile(const std::string& key, Writers& w,
   Observed o = Observe(e, deps, now);
   const policy::Decision& d =
       DecideOnce(e, o, IntField(*ia, {"metadata", "generation"}), now);
+  SizePool(e, o, d, now);
   if (leading) {
     SubmitCounterfactual(e, o, now);
   }
@@ -127,6 +128,7 @@ absl::Status Reconciler::Reconcile(const std::string& key, Writers& w,
   if (leading) {
     GuardFromDisruption(e.subject.ns, o.pods, now, w.patcher);
     MarkLeaving(e.subject.ns, o.leaving_pods, w.patcher);
+    PL_RETURN_IF_ERROR(ScalePool(e, o, w, scaled));
   }
   return Publish(e, d, o, scaled, w, leading, now);
 }
@@ -337,8 +339,8 @@ void Reconciler::ObservePool(Endpoint& e, Observed& o, absl::Time now) {
   }
   std::vector<std::string> addresses;
   std::vector<std::string> ips;
-  for (const std::string& pk :
-       in_.index.PodsOf(absl::StrCat(a.ns, "/", pool.deployment))) {
+  o.pool_deployment = absl::StrCat(a.ns, "/", pool.deployment);
+  for (const std::string& pk : in_.index.PodsOf(o.pool_deployment)) {
     const kube::ObjectCache::ObjectPtr p = in_.pods.Get(pk);
     const std::string ip =
         p == nullptr ? "" : StringField(*p, {"status", "podIP"});
@@ -346,8 +348,11 @@ void Reconciler::ObservePool(Endpoint& e, Observed& o, absl::Time now) {
         !ip.empty()) {
       addresses.push_back(absl::StrCat(ip, ":", pool.port));
       ips.push_back(ip);
+      o.pool_pods.push_back(pk);
     }
   }
+  // As the last probes saw them (a pool without Ready pods: none busy).
+  o.pool_pod_busy = pool_engines_->AnEngineAwakeOn(ips);
   if (addresses.empty()) {
     pool_engines_->Forget(key);
     unused("NoPoolPods", absl::StrCat("no Ready pod of Deployment ", a.ns, "/",
@@ -387,7 +392,8 @@ void Reconciler::ObservePool(Endpoint& e, Observed& o, absl::Time now) {
                  .asleep = at_zero ? asleep : asleep + awake,
                  .asleep_price_per_hour = e.pool_sleep->asleep_price_per_hour};
   const auto pods = static_cast<int32_t>(ips.size());
-  const int32_t busy = pool_engines_->PodsWithAnEngineAwake(ips);
+  const auto busy = static_cast<int32_t>(
+      std::count(o.pool_pod_busy.begin(), o.pool_pod_busy.end(), true));
   e.status.pool =
       PoolStatus{pool.deployment,
                  awake,

@@ -36,6 +36,7 @@
 #include "controller/runtime/demand_source.h"
 #include "controller/runtime/gpu_class_cache.h"
 #include "controller/runtime/metrics.h"
+#include "controller/runtime/pool_sizing.h"
 #include "controller/runtime/writers.h"
 
 namespace pilotlight::runtime {
@@ -124,6 +125,10 @@ class Reconciler {
                        bool leading, absl::Time now);
   void SubmitCounterfactual(Endpoint& e, const Observed& o, absl::Time now);
   void ObservePool(Endpoint& e, Observed& o, absl::Time now);
+  void SizePool(Endpoint& e, Observed& o, const policy::Decision& d,
+                absl::Time now);
+  absl::Status ScalePool(const Endpoint& e, const Observed& o, Writers& w,
+                         std::string& scaled);
   void UpdateGauges(Endpoint& e, const std::vector<int>& desired,
                     const Observed& o, const policy::Decision& d);
   void RemoveGauges(Endpoint& e);
@@ -142,7 +147,8 @@ class Reconciler {
   std::function<void(const std::string&)> decision_log_;
   CounterfactualReplayer* counterfactuals_ = nullptr;
   PoolEngines* pool_engines_ = nullptr;
-  mutable std::mutex mu_;  // the map; each Endpoint is its worker's
+  PoolSizing pool_sizing_;  // the pools that opt in (pool_sizing.h)
+  mutable std::mutex mu_;   // the map; each Endpoint is its worker's
   std::map<std::string, std::unique_ptr<Endpoint>> endpoints_;
 };
 

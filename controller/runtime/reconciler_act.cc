@@ -7,6 +7,7 @@
 #include "controller/process/log.h"
 #include "controller/runtime/leaving_pods.h"
 #include "controller/runtime/pool_engines.h"
+#include "controller/runtime/pool_sizing.h"
 #include "controller/runtime/reconciler.h"
 #include "controller/runtime/reconciler_state.h"
 
@@ -141,6 +142,106 @@ absl::Status Reconciler::Act(const Endpoint& e, const policy::Decision& d,
                                    : "ScaledDown",
                     msg);
   }
+  return absl::OkStatus();
+}
+
+// The pool's size by its rule (pool_sizing.h), when its Deployment opts in
+// (pilotlight.dev/max-pool-pods); the SleepPool condition says what set it.
+// Leader and standby alike step the rule, so a new leader's window is warm.
+void Reconciler::SizePool(Endpoint& e, Observed& o, const policy::Decision& d,
+                          absl::Time now) {
+  if (o.pool_deployment.empty()) {
+    return;
+  }
+  const kube::ObjectCache::ObjectPtr dep =
+      in_.deployments.Get(o.pool_deployment);
+  const std::string value = dep == nullptr
+                                ? ""
+                                : StringField(*dep, {"metadata", "annotations",
+                                                     kMaxPoolPodsAnnotation});
+  if (value.empty()) {
+    pool_sizing_.Forget(o.pool_deployment);  // its size is its owner's
+    return;
+  }
+  std::string note;
+  if (const absl::StatusOr<int> most = ParseMaxPoolPods(value); !most.ok()) {
+    note =
+        absl::StrCat("; its size is left as it is: ", most.status().message());
+  } else {
+    // A pool pod starts as the endpoint's replicas do: the lead the
+    // decision planned with (learned or modelled, a node's start included).
+    const absl::Duration start =
+        d.valid ? d.cold_start_lead : absl::ZeroDuration();
+    const auto busy = static_cast<int>(
+        std::count(o.pool_pod_busy.begin(), o.pool_pod_busy.end(), true));
+    o.pool_size = pool_sizing_.Step(o.pool_deployment, now, busy, start, *most);
+    note = absl::StrCat("; Pilotlight sizes the pool to ", o.pool_size->reason);
+    if (e.status.pool) {
+      e.status.pool->sized_pods = o.pool_size->pods;
+      e.status.pool->sized_by = o.pool_size->reason;
+    }
+  }
+  const auto& all = e.status.conditions.all();
+  if (const auto it = all.find("SleepPool"); it != all.end()) {
+    const Condition c = it->second;
+    e.status.conditions.Set("SleepPool", c.status, c.reason,
+                            absl::StrCat(c.message, note), now);
+  }
+}
+
+// The leader patches the pool Deployment to the rule's size. Before a
+// scale-down its pods with an engine awake get a higher deletion cost, so
+// the ReplicaSet takes the free ones.
+absl::Status Reconciler::ScalePool(const Endpoint& e, const Observed& o,
+                                   Writers& w, std::string& scaled) {
+  if (!o.pool_size) {
+    return absl::OkStatus();
+  }
+  const kube::ObjectCache::ObjectPtr dep =
+      in_.deployments.Get(o.pool_deployment);
+  if (dep == nullptr) {
+    return absl::OkStatus();
+  }
+  const auto from = static_cast<int32_t>(IntField(*dep, {"spec", "replicas"}));
+  const int32_t to = o.pool_size->pods;
+  if (to == from) {
+    return absl::OkStatus();
+  }
+  const std::string name = o.pool_deployment.substr(e.subject.ns.size() + 1);
+  if (to < from) {
+    for (size_t i = 0; i < o.pool_pods.size(); ++i) {
+      const kube::ObjectCache::ObjectPtr pod = in_.pods.Get(o.pool_pods[i]);
+      const int32_t cost = o.pool_pod_busy[i] ? 1 : 0;
+      if (pod == nullptr ||
+          StringField(*pod, {"metadata", "annotations", kPodDeletionCost}) ==
+              absl::StrCat(cost)) {
+        continue;
+      }
+      if (absl::Status st = w.patcher.SetDeletionCost(
+              e.subject.ns, StringField(*pod, {"metadata", "name"}), cost);
+          !st.ok()) {
+        process::LogJson("warn", "pod deletion cost not set",
+                         {{"pod", o.pool_pods[i]},
+                          {"cost", cost},
+                          {"error", st.ToString()}});
+      }
+    }
+  }
+  // Several endpoints share the pool: the first of a tick patches, the
+  // others see the new replicas in the cache, or patch the same number.
+  PL_RETURN_IF_ERROR(w.patcher.Scale(e.subject.ns, name, to));
+  const std::string msg = absl::StrCat("sleep pool ", name, ": ", from, " -> ",
+                                       to, " (", o.pool_size->reason, ")");
+  absl::StrAppend(&scaled, scaled.empty() ? "" : "; ", msg);
+  process::LogJson(
+      "info", "sleep pool scaled",
+      {{"endpoint", absl::StrCat(e.subject.ns, "/", e.subject.name)},
+       {"deployment", name},
+       {"from", from},
+       {"to", to},
+       {"message", o.pool_size->reason}});
+  w.events.Record(e.subject, "Normal",
+                  to > from ? "SleepPoolScaledUp" : "SleepPoolScaledDown", msg);
   return absl::OkStatus();
 }
 

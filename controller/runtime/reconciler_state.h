@@ -109,6 +109,13 @@ struct Reconciler::Observed {
   // Its own Ready pods, every variant (before the pool's engines awake are
   // counted as ready at zero).
   int32_t own_ready = 0;
+  // Its pool Deployment ("namespace/name"; "" without a pool to use), its
+  // Ready pods (keys), whether each has an engine awake (any endpoint's),
+  // and the size the pool's rule gives it (when the Deployment opts in).
+  std::string pool_deployment;
+  std::vector<std::string> pool_pods;
+  std::vector<bool> pool_pod_busy;
+  std::optional<policy::PoolSize> pool_size;
 };
 
 }  // namespace pilotlight::runtime

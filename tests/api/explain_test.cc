@@ -198,6 +198,13 @@ TEST(ExplainTest, SleepPoolEnginesAndTheirWake) {
               HasSubstr("2 of the pool's 2 Ready pod(s) have an engine awake "
                         "(any endpoint's): none is free, so a wake first puts "
                         "an idle engine to sleep"));
+  EXPECT_THAT(ExplainText(ia), Not(HasSubstr("sizes the pool")));
+  // Sized by Pilotlight (pilotlight.dev/max-pool-pods on the pool).
+  ia["status"]["sleepPool"]["sizedTo"] = {
+      {"pods", 3}, {"reason", "3 pod(s): 2 busy + 1 spare"}};
+  EXPECT_THAT(ExplainText(ia),
+              HasSubstr("  Pilotlight sizes the pool to 3 pod(s): 2 busy + 1 "
+                        "spare.\n"));
 }
 
 TEST(ExplainTest, JsonCarriesTheFacts) {

@@ -113,6 +113,13 @@ class FakeCluster {
     d["spec"]["replicas"] = replicas;
     index.OnDeployment(deployments.Put(d), d);
   }
+  // Sets an annotation on Deployment `key` ("ns/name").
+  void AnnotateDeployment(const std::string& key, const std::string& name,
+                          const std::string& value) {
+    json d = *deployments.Get(key);
+    d["metadata"]["annotations"][name] = value;
+    index.OnDeployment(deployments.Put(d), d);
+  }
   // Sets an annotation on pod `key` ("ns/name"), if it is there.
   void AnnotatePod(const std::string& key, const std::string& name,
                    const std::string& value, absl::Time now) {

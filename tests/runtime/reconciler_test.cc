@@ -4,11 +4,13 @@
 // RecordingWriters keeps the patches, statuses and Events. No API server,
 // no sleeps: each Tick() settles the cluster, opens a demand epoch and
 // reconciles once, then moves the fake clock.
+#include <algorithm>
 #include <cmath>
 #include <set>
 
 #include "controller/runtime/counterfactuals.h"
 #include "controller/runtime/pool_engines.h"
+#include "controller/runtime/pool_sizing.h"
 #include "tests/runtime/reconciler_fixture.h"
 
 namespace pilotlight::runtime {
@@ -623,6 +625,100 @@ class SleepingEngines : public EngineClient {
   std::set<std::string> awake;
   int sleeps = 0;
 };
+
+// A pool Deployment annotated pilotlight.dev/max-pool-pods is sized by the
+// pool's rule (policy::PoolSizer): its pods with an engine awake plus a
+// spare, up at once, down a minute or a pod's start after the busiest
+// moment, at most the annotation -- its busy pods kept on a scale-down.
+// Without the annotation, or with a bad one, its size is left alone.
+TEST_F(ReconcilerTest, APoolThatOptsInIsSizedToItsBusyPodsAndASpare) {
+  Pool("chat-a100", "a100-80gb", kOnDemand, 0);
+  cluster_.AddDeployment("ml", "pool", 1, {{"pool", "chat-a100"}}, kColdStart);
+  extra_spec_ = {{"sleepPool", {{"deployment", "pool"}, {"port", 8001}}}};
+  Endpoint({Variant("chat-a100", ClassName("a100-80gb", kOnDemand))});
+  SleepingEngines fake;
+  PoolEngines engines(fake);
+  reconciler_->set_pool_engines(&engines);
+  const auto tick = [&] {
+    Tick();
+    engines.RunOnce();
+  };
+  demand_.Set([](absl::Time, int) { return InFlight(0); });
+  tick();
+  tick();
+  ASSERT_EQ(out_.Condition("SleepPool"), "True EnginesFound");
+  EXPECT_THAT(out_.ConditionMessage("SleepPool"),
+              ::testing::Not(HasSubstr("sizes the pool")));
+  cluster_.AnnotateDeployment("ml/pool", kMaxPoolPodsAnnotation, "lots");
+  tick();
+  EXPECT_THAT(out_.ConditionMessage("SleepPool"),
+              HasSubstr("its size is left as it is: "
+                        "pilotlight.dev/max-pool-pods is \"lots\", not a "
+                        "whole number >= 1"));
+  EXPECT_TRUE(out_.patches.empty());
+  cluster_.AnnotateDeployment("ml/pool", kMaxPoolPodsAnnotation, "3");
+  tick();
+  EXPECT_EQ(Replicas("pool"), 1);
+  EXPECT_THAT(out_.ConditionMessage("SleepPool"),
+              HasSubstr("Pilotlight sizes the pool to 1 pod(s): 0 busy + 1 "
+                        "spare"));
+  EXPECT_TRUE(out_.patches.empty());
+  // A request wakes its engine (the activator does): that pod is busy, and
+  // a spare is asked for at once.
+  const std::vector<std::string> first = cluster_.index.PodsOf("ml/pool");
+  ASSERT_EQ(first.size(), 1U);
+  const std::string busy_pod =
+      StringField(*cluster_.pods.Get(first[0]), {"metadata", "name"});
+  fake.awake.insert(absl::StrCat(
+      StringField(*cluster_.pods.Get(first[0]), {"status", "podIP"}), ":8001"));
+  demand_.Set([](absl::Time, int) {
+    policy::DemandSample s = InFlight(1);
+    s.arrivals = 1;
+    return s;
+  });
+  tick();
+  tick();
+  EXPECT_EQ(Replicas("pool"), 2);
+  EXPECT_EQ(out_.status()["sleepPool"]["sizedTo"],
+            json({{"pods", 2}, {"reason", "2 pod(s): 1 busy + 1 spare"}}));
+  EXPECT_TRUE(std::any_of(
+      out_.events.begin(), out_.events.end(),
+      [](const auto& ev) { return ev.reason == "SleepPoolScaledUp"; }));
+  RunFor(kColdStart + 2 * kTick);
+  engines.RunOnce();
+  tick();
+  ASSERT_EQ(cluster_.Ready("ml/pool"), 2);
+  EXPECT_EQ(out_.status()["sleepPool"]["podsWithAnEngineAwake"], 1);
+  // The most lowered to 1 while that pod is busy: the free pod goes.
+  out_.costs.clear();
+  cluster_.AnnotateDeployment("ml/pool", kMaxPoolPodsAnnotation, "1");
+  tick();
+  EXPECT_EQ(Replicas("pool"), 1);
+  EXPECT_THAT(out_.ConditionMessage("SleepPool"),
+              HasSubstr("1 pod(s): the most (2 wanted)"));
+  ASSERT_EQ(out_.costs.size(), 2U);
+  for (const auto& c : out_.costs) {
+    EXPECT_EQ(c.cost, c.pod == busy_pod ? 1 : 0) << c.pod;
+  }
+  // Back to 3 at most, idle: the engine sleeps after the grace, and the
+  // pool stays at what it had until the window is past, then keeps one.
+  cluster_.AnnotateDeployment("ml/pool", kMaxPoolPodsAnnotation, "3");
+  tick();
+  EXPECT_EQ(Replicas("pool"), 2);
+  demand_.Set([](absl::Time, int) { return InFlight(0); });
+  const absl::Time idle_from = clock_.Now();
+  while (!fake.awake.empty() && clock_.Now() < idle_from + absl::Minutes(5)) {
+    tick();
+  }
+  ASSERT_TRUE(fake.awake.empty());
+  const absl::Time asleep_at = clock_.Now();
+  while (Replicas("pool") == 2 && clock_.Now() < asleep_at + absl::Minutes(5)) {
+    tick();
+  }
+  EXPECT_EQ(Replicas("pool"), 1);
+  EXPECT_GE(clock_.Now() - asleep_at, absl::Minutes(1) - 2 * kTick);
+  EXPECT_LE(clock_.Now() - asleep_at, absl::Minutes(2));
+}
 
 // spec.sleepPool: its engine there is its first replica from zero. Woken
 // for a request (by the activator), it is counted as the one replica asked
