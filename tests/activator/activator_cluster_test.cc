@@ -463,6 +463,82 @@ TEST_F(ActivatorClusterTest, EndpointsShareAPoolPodOneEngineAwakeAtATime) {
   EXPECT_LT(again.latency, wake + absl::Seconds(1));
 }
 
+// A pool Deployment annotated pilotlight.dev/max-pool-pods, on the real
+// API server: idle, it keeps one pod; an engine of its endpoint woken (as
+// the activator does for a request) makes that pod busy, and the
+// controller adds a spare at once; once the controller has put the engine
+// to sleep again, the pool goes back to one pod after its hold (a pod's
+// start, at least a minute). The endpoint's engine is the pods' second
+// model, so every pod starts with it asleep.
+TEST_F(ActivatorClusterTest, APoolThatOptsInGrowsForAnEngineAwakeAndShrinks) {
+  ASSERT_TRUE(CreateDeployment("pool-a100", 1, "a100-80gb", "on-demand",
+                               {"--enable-sleep-mode", "--models", "code,chat"})
+                  .ok());
+  ASSERT_TRUE(Request("PATCH",
+                      absl::StrCat("/apis/apps/v1/namespaces/", ns_,
+                                   "/deployments/pool-a100"),
+                      json::parse(R"({"metadata": {"annotations":
+                        {"pilotlight.dev/max-pool-pods": "3"}}})"),
+                      "application/merge-patch+json")
+                  .ok());
+  ASSERT_TRUE(CreateDeployment("chat-l4", 0, "l4", "on-demand").ok());
+  json spec = OneVariantSpec("chat-l4", 0);
+  spec["sleepPool"] = {{"deployment", "pool-a100"},
+                       {"port", 8001},
+                       {"gpuClass", "a100-80gb-on-demand"}};
+  ASSERT_TRUE(CreateAutoscaler("chat", spec).ok());
+  const std::unique_ptr<Process> controller = StartController();
+  const auto sized = [&] {
+    json ia = Autoscaler("chat");
+    const json z = ia["status"]["sleepPool"]["sizedTo"];
+    return z.is_object() ? z : json::object();
+  };
+  ASSERT_TRUE(WaitFor(absl::Seconds(60), [&] {
+    return sized().value("reason", "") == "1 pod(s): 0 busy + 1 spare";
+  })) << Autoscaler("chat").dump();
+  EXPECT_EQ(Replicas("pool-a100"), 1);
+  std::string ip;
+  for (const json& p : Pods()) {
+    if (absl::StartsWith(p["metadata"].value("name", ""), "pool-a100")) {
+      ip = p["status"].value("podIP", "");
+    }
+  }
+  ASSERT_FALSE(ip.empty());
+  // What the activator does for a request: the neighbour awake to sleep,
+  // then the endpoint's engine woken.
+  httplib::Client code(ip, 8000);
+  httplib::Client chat(ip, 8001);
+  const httplib::Result slept = code.Post("/sleep?level=1", "", "text/plain");
+  ASSERT_TRUE(slept && slept->status == 200);
+  const httplib::Result woken = chat.Post("/wake_up", "", "text/plain");
+  ASSERT_TRUE(woken && woken->status == 200);
+  const absl::Time woken_at = absl::Now();
+  ASSERT_TRUE(WaitFor(absl::Seconds(20), [&] {
+    return Replicas("pool-a100") == 2;
+  })) << Autoscaler("chat").dump();
+  std::cout << "[pool sizing] a spare pod asked for "
+            << absl::FormatDuration(absl::Now() - woken_at)
+            << " after the wake\n";
+  // Idle: the controller puts the engine to sleep after its grace, and
+  // the pool gives the spare back after its hold.
+  ASSERT_TRUE(WaitFor(absl::Seconds(60), [&] {
+    const httplib::Result r = chat.Get("/is_sleeping");
+    return r && absl::StrContains(r->body, "\"is_sleeping\":true");
+  }));
+  const absl::Time asleep_at = absl::Now();
+  ASSERT_TRUE(WaitFor(absl::Minutes(4), [&] {
+    return Replicas("pool-a100") == 1;
+  })) << Autoscaler("chat").dump();
+  const absl::Duration held = absl::Now() - asleep_at;
+  std::cout << "[pool sizing] back to one pod " << absl::FormatDuration(held)
+            << " after the engine slept\n";
+  EXPECT_GE(held, absl::Seconds(50));
+  const std::vector<std::string> reasons = EventReasons();
+  EXPECT_THAT(reasons, ::testing::Contains("SleepPoolScaledUp"));
+  EXPECT_THAT(reasons, ::testing::Contains("SleepPoolScaledDown"));
+  EXPECT_EQ(Replicas("chat-l4"), 0);
+}
+
 // Twenty endpoints share two pool pods (ten engines each of llama-3.1-8b,
 // one awake at a time on its a100-80gb -- the others' CUDA contexts take
 // the rest of it -- and nine asleep in 200 GiB of host memory). 200
