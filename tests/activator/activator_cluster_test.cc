@@ -471,9 +471,7 @@ TEST_F(ActivatorClusterTest, EndpointsShareAPoolPodOneEngineAwakeAtATime) {
 // start, at least a minute). The endpoint's engine is the pods' second
 // model, so every pod starts with it asleep.
 TEST_F(ActivatorClusterTest, APoolThatOptsInGrowsForAnEngineAwakeAndShrinks) {
-  ASSERT_TRUE(CreateDeployment("pool-a100", 1, "a100-80gb", "on-demand",
-                               {"--enable-sleep-mode", "--models", "code,chat"})
-                  .ok());
+  ChatOnAPool("code,chat");
   ASSERT_TRUE(Request("PATCH",
                       absl::StrCat("/apis/apps/v1/namespaces/", ns_,
                                    "/deployments/pool-a100"),
@@ -481,12 +479,6 @@ TEST_F(ActivatorClusterTest, APoolThatOptsInGrowsForAnEngineAwakeAndShrinks) {
                         {"pilotlight.dev/max-pool-pods": "3"}}})"),
                       "application/merge-patch+json")
                   .ok());
-  ASSERT_TRUE(CreateDeployment("chat-l4", 0, "l4", "on-demand").ok());
-  json spec = OneVariantSpec("chat-l4", 0);
-  spec["sleepPool"] = {{"deployment", "pool-a100"},
-                       {"port", 8001},
-                       {"gpuClass", "a100-80gb-on-demand"}};
-  ASSERT_TRUE(CreateAutoscaler("chat", spec).ok());
   const std::unique_ptr<Process> controller = StartController();
   const auto sized = [&] {
     json ia = Autoscaler("chat");
@@ -633,16 +625,7 @@ TEST_F(ActivatorClusterTest, TwentyEndpointsOnTwoPoolPodsServeABurst) {
 // endpoint's own) -- or answered 503 with Retry-After; none lost silently,
 // none a bare connection error.
 TEST_F(ActivatorClusterTest, APoolPodKilledMidWakeLosesNoRequestSilently) {
-  ASSERT_TRUE(
-      CreateDeployment("pool-a100", 1, "a100-80gb", "on-demand",
-                       {"--enable-sleep-mode", "--models", "other,chat"})
-          .ok());
-  ASSERT_TRUE(CreateDeployment("chat-l4", 0, "l4", "on-demand").ok());
-  json spec = OneVariantSpec("chat-l4", 0);
-  spec["sleepPool"] = {{"deployment", "pool-a100"},
-                       {"port", 8001},
-                       {"gpuClass", "a100-80gb-on-demand"}};
-  ASSERT_TRUE(CreateAutoscaler("chat", spec).ok());
+  ChatOnAPool("other,chat");
   const std::unique_ptr<Process> controller = StartController();
   const int grpc_port = controller->LogInt("controller started", "grpc_port");
   const std::unique_ptr<Process> activator = StartActivator(Local(grpc_port));

@@ -121,6 +121,20 @@ inline std::string Problems(const std::string& log, const std::string& who) {
 
 class ActivatorClusterTest : public testcluster::EndpointFixture {
  protected:
+  // Endpoint "chat" (variant chat-l4, at zero) whose engine is the second
+  // of `models` (port 8001) on Deployment pool-a100: one a100 pod running
+  // an engine of each, with sleep mode.
+  void ChatOnAPool(const std::string& models) {
+    ASSERT_TRUE(CreateDeployment("pool-a100", 1, "a100-80gb", "on-demand",
+                                 {"--enable-sleep-mode", "--models", models})
+                    .ok());
+    ASSERT_TRUE(CreateDeployment("chat-l4", 0, "l4", "on-demand").ok());
+    json spec = OneVariantSpec("chat-l4", 0);
+    spec["sleepPool"] = {{"deployment", "pool-a100"},
+                         {"port", 8001},
+                         {"gpuClass", "a100-80gb-on-demand"}};
+    ASSERT_TRUE(CreateAutoscaler("chat", spec).ok());
+  }
   // The controller with the fast windows and its gRPC demand service.
   std::unique_ptr<Process> StartController() const {
     std::vector<std::string> flags = {"controller"};

@@ -6,6 +6,7 @@
 // moves the fake clock.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -15,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "controller/api/resources.h"
 #include "controller/model/catalog.h"
+#include "controller/runtime/pool_engines.h"
 #include "controller/runtime/reconciler.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -84,6 +86,27 @@ class ReconcilerTest : public ::testing::Test {
     const std::map<std::string, std::string> sel = {{"pool", deployment}};
     cluster_.AddNode("node-" + deployment, sel, gpus);
     cluster_.AddDeployment("ml", deployment, replicas, sel, kColdStart);
+  }
+  // An endpoint of one a100 variant at zero whose engines sleep in
+  // Deployment ml/pool (one pod, its engine at port 8001), seen through
+  // `engines`, after two idle ticks. Returns a tick that also runs the
+  // engines' pass (their own thread, once a tick).
+  std::function<void()> SleepPoolEndpoint(PoolEngines& engines) {
+    Pool("chat-a100", "a100-80gb", policy::CapacityType::kOnDemand, 0);
+    cluster_.AddDeployment("ml", "pool", 1, {{"pool", "chat-a100"}},
+                           kColdStart);
+    extra_spec_ = {{"sleepPool", {{"deployment", "pool"}, {"port", 8001}}}};
+    Endpoint({Variant(
+        "chat-a100", ClassName("a100-80gb", policy::CapacityType::kOnDemand))});
+    reconciler_->set_pool_engines(&engines);
+    const auto tick = [this, &engines] {
+      Tick();
+      engines.RunOnce();
+    };
+    demand_.Set([](absl::Time, int) { return InFlight(0); });
+    tick();
+    tick();
+    return tick;
   }
   static std::string ClassName(const std::string& entry,
                                policy::CapacityType c) {

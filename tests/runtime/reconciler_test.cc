@@ -632,20 +632,9 @@ class SleepingEngines : public EngineClient {
 // moment, at most the annotation -- its busy pods kept on a scale-down.
 // Without the annotation, or with a bad one, its size is left alone.
 TEST_F(ReconcilerTest, APoolThatOptsInIsSizedToItsBusyPodsAndASpare) {
-  Pool("chat-a100", "a100-80gb", kOnDemand, 0);
-  cluster_.AddDeployment("ml", "pool", 1, {{"pool", "chat-a100"}}, kColdStart);
-  extra_spec_ = {{"sleepPool", {{"deployment", "pool"}, {"port", 8001}}}};
-  Endpoint({Variant("chat-a100", ClassName("a100-80gb", kOnDemand))});
   SleepingEngines fake;
   PoolEngines engines(fake);
-  reconciler_->set_pool_engines(&engines);
-  const auto tick = [&] {
-    Tick();
-    engines.RunOnce();
-  };
-  demand_.Set([](absl::Time, int) { return InFlight(0); });
-  tick();
-  tick();
+  const std::function<void()> tick = SleepPoolEndpoint(engines);
   ASSERT_EQ(out_.Condition("SleepPool"), "True EnginesFound");
   EXPECT_THAT(out_.ConditionMessage("SleepPool"),
               ::testing::Not(HasSubstr("sizes the pool")));
@@ -726,21 +715,9 @@ TEST_F(ReconcilerTest, APoolThatOptsInIsSizedToItsBusyPodsAndASpare) {
 // it to sleep again; more load than the engine starts its own replicas,
 // and the engine sleeps once one is Ready.
 TEST_F(ReconcilerTest, APoolEngineIsTheFirstReplicaFromZero) {
-  Pool("chat-a100", "a100-80gb", kOnDemand, 0);
-  cluster_.AddDeployment("ml", "pool", 1, {{"pool", "chat-a100"}}, kColdStart);
-  extra_spec_ = {{"sleepPool", {{"deployment", "pool"}, {"port", 8001}}}};
-  Endpoint({Variant("chat-a100", ClassName("a100-80gb", kOnDemand))});
   SleepingEngines fake;
   PoolEngines engines(fake);
-  reconciler_->set_pool_engines(&engines);
-  // The pool engines' own thread, once a tick.
-  const auto tick = [&] {
-    Tick();
-    engines.RunOnce();
-  };
-  demand_.Set([](absl::Time, int) { return InFlight(0); });
-  tick();
-  tick();
+  const std::function<void()> tick = SleepPoolEndpoint(engines);
   EXPECT_EQ(out_.Condition("SleepPool"), "True EnginesFound")
       << out_.status().dump();
   EXPECT_EQ(out_.status()["sleepPool"]["asleep"], 1);
