@@ -29,8 +29,9 @@ PoolSize PoolSizer::Size(absl::Time now, const PoolNeed& need) {
   out.pods = held;
   if (held > want) {
     out.reason = absl::StrFormat(
-        "%d pod(s): %d busy + %d spare now, held at the last %s's most", held,
-        busy, spare, absl::FormatDuration(config_.scale_down_window));
+        "%d pod(s): kept from the busiest moment of the last %s (%d busy + "
+        "%d spare now)",
+        held, absl::FormatDuration(config_.scale_down_window), busy, spare);
   } else if (need.holding > busy + spare) {
     out.reason = absl::StrFormat(
         "%d pod(s): what the engines asleep need in memory (%d busy)", held,

@@ -77,7 +77,8 @@ TEST(PoolSizerTest, ReasonSaysWhatSetTheSize) {
   PoolSizer sizer({.spare_pods = 1, .scale_down_window = absl::Minutes(2)});
   EXPECT_EQ(sizer.Size(T(0), {2, 1}).reason, "3 pod(s): 2 busy + 1 spare");
   EXPECT_EQ(sizer.Size(T(30), {0, 1}).reason,
-            "3 pod(s): 0 busy + 1 spare now, held at the last 2m's most");
+            "3 pod(s): kept from the busiest moment of the last 2m (0 busy + "
+            "1 spare now)");
 }
 
 }  // namespace
