@@ -109,12 +109,6 @@ void PoolEngines::Forget(const std::string& endpoint) {
   endpoints_.erase(endpoint);
 }
 
-int PoolEngines::PodsWithAnEngineAwake(
-    const std::vector<std::string>& ips) const {
-  const std::vector<bool> busy = AnEngineAwakeOn(ips);
-  return static_cast<int>(std::count(busy.begin(), busy.end(), true));
-}
-
 std::vector<bool> PoolEngines::AnEngineAwakeOn(
     const std::vector<std::string>& ips) const {
   const std::lock_guard<std::mutex> lock(mu_);

@@ -95,11 +95,9 @@ class PoolEngines {
   std::vector<State> Look(const std::string& endpoint,
                           const std::vector<std::string>& addresses);
   void Forget(const std::string& endpoint);
-  // Of the pods at `ips`, those with an engine awake, any endpoint's, as
-  // last seen: the pool's GPUs taken (a wake on one of them puts its
-  // engine to sleep first, or waits for it to be idle).
-  int PodsWithAnEngineAwake(const std::vector<std::string>& ips) const;
-  // The same, pod by pod (in the order of `ips`).
+  // Whether each pod at `ips` (in their order) has an engine awake, any
+  // endpoint's, as last seen: the pool's GPUs taken (a wake on one of them
+  // puts its engine to sleep first, or waits for it to be idle).
   std::vector<bool> AnEngineAwakeOn(const std::vector<std::string>& ips) const;
   // Puts the engine to sleep on the next pass (once however often asked
   // before it).

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "absl/time/time.h"
+#include "controller/base/ceil_div.h"
 
 namespace pilotlight::sim {
 
@@ -19,8 +20,8 @@ PoolOccupancy Occupancy(std::vector<PoolChange> changes, int engines_per_gpu,
       changes.begin(), changes.end(),
       [](const PoolChange& a, const PoolChange& b) { return a.t < b.t; });
   const auto gpus = [&](int asleep, int awake) {
-    const int held = (asleep + awake + engines_per_gpu - 1) / engines_per_gpu;
-    return std::max(held, awake) * gpus_per_engine;
+    return std::max(CeilDiv(asleep + awake, engines_per_gpu), awake) *
+           gpus_per_engine;
   };
   int asleep = 0;
   int awake = 0;
@@ -82,22 +83,18 @@ SizedPool Sized(std::vector<PoolChange> changes, int engines_per_gpu,
     if (b > a) {
       out.gpu_hours +=
           static_cast<double>(pods.size()) * gpus_per_engine * (b - a) / 3600;
-      // Pods turn Ready inside (a, b] too: count the shortfall by the
-      // piece before and after each.
+      // Pods turn Ready inside (a, b) too: count the shortfall by the
+      // piece before and after each (in order: asked for in time order,
+      // each a pod's start later).
       double from = a;
-      std::vector<double> edges;
       for (double at : pods) {
         if (at > a && at < b) {
-          edges.push_back(at);
+          out.engine_seconds_short +=
+              std::max(0, awake - ready(from)) * (at - from);
+          from = at;
         }
       }
-      std::sort(edges.begin(), edges.end());
-      edges.push_back(b);
-      for (double e : edges) {
-        out.engine_seconds_short +=
-            std::max(0, awake - ready(from)) * (e - from);
-        from = e;
-      }
+      out.engine_seconds_short += std::max(0, awake - ready(from)) * (b - from);
     }
   };
   while (t < to_s) {
@@ -118,8 +115,7 @@ SizedPool Sized(std::vector<PoolChange> changes, int engines_per_gpu,
       }
       continue;  // a tick at the same moment comes next
     }
-    const int holding =
-        (asleep + awake + engines_per_gpu - 1) / engines_per_gpu;
+    const int holding = CeilDiv(asleep + awake, engines_per_gpu);
     const int want =
         sizer.Size(absl::UnixEpoch() + absl::Seconds(t), {awake, holding}).pods;
     while (static_cast<int>(pods.size()) < want) {

@@ -100,7 +100,8 @@ TEST(PoolEnginesTest, SeesTheEnginesLookedAtAndPutsThemToSleepOffThread) {
   EXPECT_THAT(engines.Look("ml/chat", {"p1:8001", "p2:8001", "p3:8001"}),
               ElementsAre(S::kAsleep, S::kAwake, S::kUnknown));
   // p2 has an engine awake; p1's is asleep and p3's unknown (not p3x's).
-  EXPECT_EQ(engines.PodsWithAnEngineAwake({"p1", "p2", "p3", "p"}), 1);
+  EXPECT_THAT(engines.AnEngineAwakeOn({"p1", "p2", "p3", "p"}),
+              ElementsAre(false, true, false, false));
   // Asked twice before a pass: done once; its state follows at once.
   engines.Sleep("p2:8001");
   engines.Sleep("p2:8001");
@@ -115,7 +116,8 @@ TEST(PoolEnginesTest, SeesTheEnginesLookedAtAndPutsThemToSleepOffThread) {
   engines.Look("ml/code", {"p4:8001"});
   engines.RunOnce();
   // Another endpoint's engine awake takes its pod too.
-  EXPECT_EQ(engines.PodsWithAnEngineAwake({"p1", "p2", "p4"}), 1);
+  EXPECT_THAT(engines.AnEngineAwakeOn({"p1", "p2", "p4"}),
+              ElementsAre(false, false, true));
   engines.Sleep("p4:8001");
   engines.RunOnce();
   EXPECT_EQ(done.back(), "p4:8001 failed");
