@@ -2,12 +2,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "controller/base/json_fields.h"
+#include "controller/process/log.h"
 #include "controller/process/thread_cpu.h"
+#include "controller/process/thread_priority.h"
 #include "controller/sim/simulator.h"
 
 namespace pilotlight::runtime {
@@ -104,6 +107,16 @@ Counterfactual CounterfactualReplayer::TimedReplay(const CounterfactualJob& job,
 }
 
 void CounterfactualReplayer::Loop() {
+  // Below the workers: a tick's reconciles go first. At the workers'
+  // priority, half a core of replays lengthens a tick on a small machine
+  // (tests/bench/tick_bench.cc).
+  const std::string priority = process::RunWhenIdle();
+  process::LogJson(priority.empty() ? "warn" : "info",
+                   "counterfactual replays on their own thread",
+                   {{"priority", priority.empty() ? "unchanged (the OS refused "
+                                                    "SCHED_IDLE and nice 19)"
+                                                  : priority},
+                    {"cpu_budget_cores", options_.cpu_budget}});
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
     cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });

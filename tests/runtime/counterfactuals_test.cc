@@ -3,6 +3,10 @@
 // record cannot support a replay, and the thread that runs it.
 #include "controller/runtime/counterfactuals.h"
 
+#include <sched.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <random>
@@ -147,12 +151,20 @@ TEST(CounterfactualsTest, ARecordThatCannotSupportAReplaySaysWhy) {
 
 // On its own thread: a submitted replay shows up in Latest; Forget drops
 // it.
-TEST(CounterfactualsTest, ReplaysOffTheCallersThread) {
+// Off the caller's thread, and below it: the replaying thread runs only on
+// CPU time nothing else wants (SCHED_IDLE; nice 19 where that is refused).
+TEST(CounterfactualsTest, ReplaysOffTheCallersThreadAtTheLowestPriority) {
   CounterfactualOptions o;
   o.cpu_budget = 1.0;
   std::atomic<int> replays = 0;
+  std::atomic<bool> caller = false;
+  std::atomic<bool> idle = false;
+  const std::thread::id me = std::this_thread::get_id();
   o.on_replay = [&](double cpu) {
     EXPECT_GT(cpu, 0);
+    caller = std::this_thread::get_id() == me;
+    idle = ::sched_getscheduler(0) == SCHED_IDLE ||
+           ::getpriority(PRIO_PROCESS, static_cast<id_t>(::gettid())) == 19;
     ++replays;
   };
   CounterfactualReplayer replayer(o);
@@ -165,6 +177,9 @@ TEST(CounterfactualsTest, ReplaysOffTheCallersThread) {
   ASSERT_TRUE(c) << "no replay within 60 s";
   EXPECT_EQ(c->rows.size(), 12U) << c->note;
   EXPECT_EQ(replays, 1);
+  EXPECT_FALSE(caller);
+  EXPECT_TRUE(idle);
+  EXPECT_NE(::sched_getscheduler(0), SCHED_IDLE) << "the caller's is its own";
   replayer.Forget("ml/chat");
   EXPECT_FALSE(replayer.Latest("ml/chat"));
   EXPECT_FALSE(replayer.Latest("ml/other"));
