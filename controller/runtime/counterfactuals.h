@@ -11,8 +11,9 @@
 // simulator (sim::ReplayPast), and keeps the newest table per endpoint.
 // The thread keeps within a CPU budget: after each replay it sleeps in
 // proportion to the CPU the replay took; and it runs at the lowest
-// priority (SCHED_IDLE), so a tick's reconciles never wait for it. Nothing is chosen from the table
-// yet: it says what the endpoint's own traffic says of each candidate.
+// priority (SCHED_IDLE), so a tick's reconciles never wait for it.
+// Nothing is chosen from the table yet: it says what the endpoint's own
+// traffic says of each candidate.
 //
 // Thread-safety: Submit, Latest and Forget may be called from any thread.
 #pragma once

@@ -213,6 +213,14 @@ struct Metrics {
                 .Help("The endpoint's sleep pool's Ready pods, by pool and "
                       "state: busy (an engine awake on it, any endpoint's: "
                       "its GPU taken) or free")
+                .Register(r)),
+        sleep_pool_sized(
+            prometheus::BuildGauge()
+                .Name("pilotlight_sleep_pool_sized_pods")
+                .Help("The pods Pilotlight sizes the endpoint's sleep pool "
+                      "to, by pool (its busy pods and a spare, kept a pod's "
+                      "start; NaN where the pool Deployment does not opt in "
+                      "with pilotlight.dev/max-pool-pods)")
                 .Register(r)) {
     // At zero from the start: a dashboard's rate() finds them before the
     // first sleep.
@@ -264,6 +272,7 @@ struct Metrics {
   prometheus::Family<prometheus::Gauge>& serving_state;
   prometheus::Family<prometheus::Gauge>& sleep_pool_engines;
   prometheus::Family<prometheus::Gauge>& sleep_pool_pods;
+  prometheus::Family<prometheus::Gauge>& sleep_pool_sized;
 };
 
 }  // namespace pilotlight::runtime

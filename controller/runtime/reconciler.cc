@@ -564,6 +564,7 @@ void Reconciler::RemoveGauges(Endpoint& e) {
   metrics_.sleep_pool_engines.Remove(g.pool_asleep);
   metrics_.sleep_pool_pods.Remove(g.pool_pods_busy);
   metrics_.sleep_pool_pods.Remove(g.pool_pods_free);
+  metrics_.sleep_pool_sized.Remove(g.pool_sized);
   e.gauges.reset();
 }
 
@@ -609,6 +610,8 @@ void Reconciler::UpdateGauges(Endpoint& e, const std::vector<int>& desired,
     g.pool_pods_busy = &metrics_.sleep_pool_pods.Add(pool);
     pool["state"] = "free";
     g.pool_pods_free = &metrics_.sleep_pool_pods.Add(pool);
+    pool.erase("state");
+    g.pool_sized = &metrics_.sleep_pool_sized.Add(pool);
     e.gauges = std::move(g);
   }
   const Endpoint::Gauges& g = *e.gauges;
@@ -623,6 +626,9 @@ void Reconciler::UpdateGauges(Endpoint& e, const std::vector<int>& desired,
   g.pool_pods_busy->Set(pool != nullptr ? pool->pods_with_an_engine_awake : 0);
   g.pool_pods_free->Set(
       pool != nullptr ? pool->pods - pool->pods_with_an_engine_awake : 0);
+  g.pool_sized->Set(pool != nullptr && !pool->sized_by.empty()
+                        ? pool->sized_pods
+                        : std::numeric_limits<double>::quiet_NaN());
   int ready = 0;
   for (size_t i = 0; i < desired.size(); ++i) {
     g.variants[i].first->Set(desired[i]);

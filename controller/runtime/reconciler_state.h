@@ -89,6 +89,7 @@ struct Reconciler::Endpoint {
     prometheus::Gauge* pool_asleep = nullptr;
     prometheus::Gauge* pool_pods_busy = nullptr;
     prometheus::Gauge* pool_pods_free = nullptr;
+    prometheus::Gauge* pool_sized = nullptr;
   };
   std::optional<Gauges> gauges;
 };

@@ -638,6 +638,8 @@ TEST_F(ReconcilerTest, APoolThatOptsInIsSizedToItsBusyPodsAndASpare) {
   ASSERT_EQ(out_.Condition("SleepPool"), "True EnginesFound");
   EXPECT_THAT(out_.ConditionMessage("SleepPool"),
               ::testing::Not(HasSubstr("sizes the pool")));
+  EXPECT_TRUE(std::isnan(*Gauge("pilotlight_sleep_pool_sized_pods")))
+      << "not opted in: its owner sizes it";
   cluster_.AnnotateDeployment("ml/pool", kMaxPoolPodsAnnotation, "lots");
   tick();
   EXPECT_THAT(out_.ConditionMessage("SleepPool"),
@@ -670,6 +672,7 @@ TEST_F(ReconcilerTest, APoolThatOptsInIsSizedToItsBusyPodsAndASpare) {
   EXPECT_EQ(Replicas("pool"), 2);
   EXPECT_EQ(out_.status()["sleepPool"]["sizedTo"],
             json({{"pods", 2}, {"reason", "2 pod(s): 1 busy + 1 spare"}}));
+  EXPECT_EQ(Gauge("pilotlight_sleep_pool_sized_pods"), 2.0);
   EXPECT_TRUE(std::any_of(
       out_.events.begin(), out_.events.end(),
       [](const auto& ev) { return ev.reason == "SleepPoolScaledUp"; }));
