@@ -6,6 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "controller/base/status_macros.h"
 #include "controller/sim/baselines.h"
+#include "controller/sim/verdict.h"
 
 namespace pilotlight::sim {
 
@@ -26,9 +27,14 @@ class SweepRunner {
   SweepRunner(const Trace& trace, const SimConfig& config,
               const std::vector<std::string>& names, const Progress& progress)
       : trace_(trace), config_(config), progress_(progress) {
+    const bool pilotlight =
+        std::find(names.begin(), names.end(), "pilotlight") != names.end();
     for (const std::string& n : names) {
       const std::optional<PolicyKnob> k = KnobOf(n);
       runs_ += k ? k->sweep.size() + kMatchRefineSteps : 1;
+      if (k && pilotlight && IsOnlineBaseline(n)) {
+        runs_ += 2 * kFrontierRefineSteps;  // at most
+      }
     }
   }
 
@@ -108,6 +114,50 @@ absl::Status Refine(const MatchReport& report, SweepRunner& runner,
   return absl::OkStatus();
 }
 
+// Where pilotlight's defaults stand on `axis` (`x`), a baseline's sweep is
+// read linearly between its neighbouring points (verdict.h), and its
+// frontier is seldom a line: a keep-alive's cost against its cold-start
+// share bends, so the line between 2 h and 4 h overstates what 3 h costs.
+// Between each pair of neighbouring settings whose runs lie either side
+// of x, bisect the knob, keeping the half that still brackets x: the
+// frontier is then read between runs close to pilotlight's point. Only
+// evaluated points enter the sweep, in its order.
+absl::Status RefineAround(SweepRunner& runner, MatchedPolicy& m,
+                          FrontierAxis axis, double x) {
+  const auto key = [&](const SweepPoint& q) {
+    return axis == FrontierAxis::kAttainment ? q.slo_attainment
+                                             : -q.cold_start_fraction;
+  };
+  const double at = axis == FrontierAxis::kAttainment ? x : -x;
+  const auto brackets = [&](const SweepPoint& a, const SweepPoint& b) {
+    return (key(a) < at && key(b) > at) || (key(b) < at && key(a) > at);
+  };
+  for (size_t i = 1; i < m.sweep.size(); ++i) {
+    if (!m.sweep[i - 1].value || !m.sweep[i].value ||
+        !brackets(m.sweep[i - 1], m.sweep[i])) {
+      continue;
+    }
+    SweepPoint lo = m.sweep[i - 1];
+    SweepPoint hi = m.sweep[i];
+    const bool falling = *lo.value > *hi.value;
+    for (int step = 0; step < kFrontierRefineSteps; ++step) {
+      const double mid = (*lo.value + *hi.value) / 2;
+      PL_ASSIGN_OR_RETURN(SweepPoint p, runner.Run(m.name, mid, m.unit));
+      const auto pos = std::find_if(
+          m.sweep.begin(), m.sweep.end(), [&](const SweepPoint& q) {
+            return q.value && (falling ? *q.value < mid : *q.value > mid);
+          });
+      i = static_cast<size_t>(m.sweep.insert(pos, p) - m.sweep.begin());
+      (brackets(lo, p) ? hi : lo) = p;
+    }
+    // Go on past the bracket just refined.
+    while (i < m.sweep.size() && *m.sweep[i].value != *hi.value) {
+      ++i;
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<MatchReport> MatchSlo(
@@ -142,6 +192,31 @@ absl::StatusOr<MatchReport> MatchSlo(
     if (m.name == "oracle") {
       report.effective =
           std::min(target, m.sweep.front().slo_attainment - 0.01);
+    }
+  }
+  // Each online baseline's sweep, refined where pilotlight at its defaults
+  // stands (the verdict reads it there).
+  const auto pl = std::find_if(
+      report.policies.begin(), report.policies.end(),
+      [](const MatchedPolicy& m) { return m.name == "pilotlight"; });
+  const std::optional<PolicyKnob> pl_knob = KnobOf("pilotlight");
+  const SweepPoint* pl_default = nullptr;
+  if (pl != report.policies.end() && pl_knob) {
+    for (const SweepPoint& q : pl->sweep) {
+      if (q.value == pl_knob->default_value) {
+        pl_default = &q;
+      }
+    }
+  }
+  if (pl_default != nullptr) {
+    const SweepPoint at = *pl_default;
+    for (MatchedPolicy& m : report.policies) {
+      if (IsOnlineBaseline(m.name)) {
+        PL_RETURN_IF_ERROR(RefineAround(runner, m, FrontierAxis::kAttainment,
+                                        at.slo_attainment));
+        PL_RETURN_IF_ERROR(RefineAround(runner, m, FrontierAxis::kColdShare,
+                                        at.cold_start_fraction));
+      }
     }
   }
   for (MatchedPolicy& m : report.policies) {

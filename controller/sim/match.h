@@ -4,9 +4,12 @@
 // is that of its cheapest setting whose SLO attainment (TTFT and TPOT) is
 // at least the target and whose cold-start fraction is within the spec's
 // budget, refined by bisection inside the grid step where the target is
-// first met. Policies without a knob are one point. When even the oracle
-// cannot reach the target (prompts whose prefill alone breaks the TTFT
-// SLO), the target becomes the oracle's attainment less one point.
+// first met. Each online baseline's sweep is also refined by bisection
+// where pilotlight at its defaults stands (its attainment, its cold-start
+// share), so the verdict reads its frontier between runs close by. Policies
+// without a knob are one point. When even the oracle cannot reach the target
+// (prompts whose prefill alone breaks the TTFT SLO), the target becomes the
+// oracle's attainment less one point.
 #pragma once
 
 #include <functional>
@@ -48,6 +51,11 @@ struct MatchReport {
 // Settings tried between the chosen grid point and the one before it that
 // fell short of the target (bisection; MatchSlo).
 inline constexpr int kMatchRefineSteps = 3;
+// Settings tried, per axis, between an online baseline's two neighbouring
+// settings whose runs lie either side of pilotlight's defaults (its SLO
+// attainment; its cold-start share): the verdict's frontier reads the
+// sweep there (verdict.h).
+inline constexpr int kFrontierRefineSteps = 3;
 
 // "target utilisation 0.55", "keep-alive 20min", or "(no knob)".
 std::string SettingLabel(const MatchedPolicy& m, const SweepPoint& p);

@@ -5,12 +5,14 @@
 #include "controller/sim/match.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
 #include "controller/model/catalog.h"
 #include "controller/sim/baselines.h"
 #include "controller/sim/load_trace.h"
+#include "controller/sim/verdict.h"
 #include "gtest/gtest.h"
 #include "tests/sim/one_variant_config.h"
 
@@ -45,8 +47,12 @@ TEST_F(MatchTest, SweepsEachKnobAndPicksTheCheapestWithinTarget) {
     SCOPED_TRACE(p.name);
     const std::optional<PolicyKnob> k = KnobOf(p.name);
     // The grid (plus the bisection's points where the target is first met
-    // inside a step: none at this target).
-    ASSERT_EQ(p.sweep.size(), k ? k->sweep.size() : 1u);
+    // inside a step: none at this target; and, for the online baselines,
+    // where pilotlight's defaults stand: at most a bisection per axis).
+    const size_t grid = k ? k->sweep.size() : 1U;
+    ASSERT_GE(p.sweep.size(), grid);
+    EXPECT_LE(p.sweep.size(),
+              grid + (IsOnlineBaseline(p.name) ? 2 * kFrontierRefineSteps : 0));
     // The same figures as one run at that setting.
     RunOptions o;
     o.policies = {p.name};
@@ -127,6 +133,64 @@ TEST_F(MatchTest, BisectsTheGridStepWhereTheTargetIsFirstMet) {
                    [](const SweepPoint& s) { return s.value == 3.5; });
   ASSERT_NE(at, p.sweep.end());
   EXPECT_EQ(at->cost_usd, one.policies[0].result.cost_usd);
+}
+
+// The verdict reads each online baseline's sweep where pilotlight at its
+// defaults stands, linearly between neighbouring runs: between the two
+// settings whose runs lie either side of pilotlight's attainment (or cold
+// share), the knob is bisected, keeping the half that still brackets it,
+// so the frontier there is read between runs close to pilotlight's point.
+TEST_F(MatchTest, RefinesEachBaselinesSweepWherePilotlightStands) {
+  absl::StatusOr<MatchReport> m =
+      MatchSlo(trace_, config_, {"pilotlight", "keepalive-10m"}, 0.99, {});
+  ASSERT_TRUE(m.ok()) << m.status();
+  const SweepPoint& pl = m->policies[0].sweep.front();
+  ASSERT_EQ(pl.value, KnobOf("pilotlight")->default_value);
+  const MatchedPolicy& ka = m->policies[1];
+  const std::vector<double> grid = KnobOf("keepalive-10m")->sweep;
+  for (size_t i = 1; i < ka.sweep.size(); ++i) {
+    EXPECT_GT(*ka.sweep[i].value, *ka.sweep[i - 1].value);  // in order
+  }
+  int bracketed = 0;
+  for (const bool cold : {false, true}) {
+    SCOPED_TRACE(cold ? "cold-start share" : "attainment");
+    const auto key = [&](const SweepPoint& q) {
+      return cold ? -q.cold_start_fraction : q.slo_attainment;
+    };
+    const double x = key(pl);
+    // The grid's neighbours either side of x.
+    for (size_t g = 1; g < grid.size(); ++g) {
+      const auto at = [&](double v) {
+        return *std::find_if(ka.sweep.begin(), ka.sweep.end(),
+                             [&](const SweepPoint& q) { return q.value == v; });
+      };
+      const SweepPoint a = at(grid[g - 1]);
+      const SweepPoint b = at(grid[g]);
+      if (!((key(a) < x && key(b) > x) || (key(b) < x && key(a) > x))) {
+        continue;
+      }
+      ++bracketed;
+      // Settings run between them, and the nearest runs either side of x
+      // closer to it than the grid's.
+      int between = 0;
+      double below = std::min(key(a), key(b));
+      double above = std::max(key(a), key(b));
+      for (const SweepPoint& q : ka.sweep) {
+        if (*q.value > grid[g - 1] && *q.value < grid[g]) {
+          ++between;
+          if (key(q) < x) {
+            below = std::max(below, key(q));
+          } else if (key(q) > x) {
+            above = std::min(above, key(q));
+          }
+        }
+      }
+      EXPECT_GE(between, kFrontierRefineSteps);
+      EXPECT_LT(above - below, std::abs(key(a) - key(b)));
+    }
+  }
+  EXPECT_GT(bracketed, 0) << "the keep-alive sweep never straddles "
+                             "pilotlight on this slice: nothing checked";
 }
 
 // A TTFT SLO the oracle cannot meet for every request (here: shorter than
