@@ -33,7 +33,7 @@ class SweepRunner {
       const std::optional<PolicyKnob> k = KnobOf(n);
       runs_ += k ? k->sweep.size() + kMatchRefineSteps : 1;
       if (k && pilotlight && IsOnlineBaseline(n)) {
-        runs_ += 2 * kFrontierRefineSteps;  // at most
+        runs_ += static_cast<size_t>(2 * kFrontierRefineSteps);  // at most
       }
     }
   }
