@@ -8,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 
 namespace pilotlight::cmd {
 namespace {
@@ -84,8 +85,15 @@ absl::StatusOr<std::optional<absl::Duration>> ParsedFlags::Duration(
   if (absl::SimpleAtod(*s, &seconds) && std::isfinite(seconds)) {
     return std::optional<absl::Duration>(absl::Seconds(seconds));
   }
+  // Days, which Go's duration syntax lacks and a trace's span needs.
+  double days = 0;
+  absl::string_view number = *s;
+  if (absl::ConsumeSuffix(&number, "d") && absl::SimpleAtod(number, &days) &&
+      std::isfinite(days)) {
+    return std::optional<absl::Duration>(absl::Hours(24 * days));
+  }
   return absl::InvalidArgumentError(absl::StrCat(
-      "--", name, ": \"", *s, "\" is not a duration (e.g. 80ms, 2s, 1.5)"));
+      "--", name, ": \"", *s, "\" is not a duration (e.g. 80ms, 2s, 1.5, 3d)"));
 }
 
 absl::StatusOr<ParsedFlags> ParseFlags(const std::vector<std::string>& args,

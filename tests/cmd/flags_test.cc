@@ -32,12 +32,16 @@ TEST(FlagsTest, ParsesForms) {
   EXPECT_FALSE(f->Has("other"));
 }
 
-// Durations accept units or bare seconds.
+// Durations accept units or bare seconds, and days (traces span them;
+// simulate's --max-span defaults to 31d).
 TEST(FlagsTest, Durations) {
   for (auto [text, want] : std::vector<std::pair<std::string, absl::Duration>>{
            {"2s", absl::Seconds(2)},
            {"1.5", absl::Seconds(1.5)},
-           {"250ms", absl::Milliseconds(250)}}) {
+           {"250ms", absl::Milliseconds(250)},
+           {"3d", absl::Hours(72)},
+           {"0.5d", absl::Hours(12)},
+           {"31d", absl::Hours(31 * 24)}}) {
     absl::StatusOr<ParsedFlags> f = ParseFlags({"--tpot", text}, kSpecs);
     ASSERT_TRUE(f.ok());
     EXPECT_EQ(**f->Duration("tpot"), want) << text;
@@ -68,6 +72,11 @@ TEST(FlagsTest, Errors) {
               HasSubstr("--concurrency: \"many\" is not an integer"));
   EXPECT_THAT(std::string(f->Duration("tpot").status().message()),
               HasSubstr("--tpot: \"soon\" is not a duration"));
+  for (const char* bad : {"d", "xd", "infd", "1d2h"}) {
+    f = ParseFlags({"--tpot", bad}, kSpecs);
+    ASSERT_TRUE(f.ok());
+    EXPECT_FALSE(f->Duration("tpot").ok()) << bad;
+  }
 }
 
 }  // namespace
