@@ -33,7 +33,8 @@ class SweepRunner {
       const std::optional<PolicyKnob> k = KnobOf(n);
       runs_ += k ? k->sweep.size() + kMatchRefineSteps : 1;
       if (k && pilotlight && IsOnlineBaseline(n)) {
-        runs_ += static_cast<size_t>(2 * kFrontierRefineSteps);  // at most
+        // One crossing per axis, as a rule.
+        runs_ += static_cast<size_t>(2 * kFrontierRefineSteps);
       }
     }
   }

@@ -150,9 +150,8 @@ TEST(CounterfactualsTest, ARecordThatCannotSupportAReplaySaysWhy) {
 }
 
 // On its own thread: a submitted replay shows up in Latest; Forget drops
-// it.
-// Off the caller's thread, and below it: the replaying thread runs only on
-// CPU time nothing else wants (SCHED_IDLE; nice 19 where that is refused).
+// it. And below the caller's: the replaying thread runs only on CPU time
+// nothing else wants (SCHED_IDLE; nice 19 where that is refused).
 TEST(CounterfactualsTest, ReplaysOffTheCallersThreadAtTheLowestPriority) {
   CounterfactualOptions o;
   o.cpu_budget = 1.0;
