@@ -30,8 +30,6 @@
 //
 // Usage: tick_bench [--endpoints N] [--ticks K] [--pace SECONDS]
 //                   [--workers W]                 (default 2000, 30, 2, 2)
-#include <time.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -54,6 +52,7 @@
 #include "controller/api/resources.h"
 #include "controller/base/json_fields.h"
 #include "controller/model/catalog.h"
+#include "controller/process/thread_cpu.h"
 #include "controller/runtime/counterfactuals.h"
 #include "controller/runtime/metrics.h"
 #include "controller/runtime/reconciler.h"
@@ -81,15 +80,6 @@ const TrafficClass& ClassOf(int i) {
 }
 
 std::string Name(int i) { return absl::StrCat("ep-", i); }
-
-// The calling thread's CPU time, to the nanosecond (getrusage's counts
-// move in scheduler ticks, too coarse for a reconcile pass).
-double ThreadCpuNow() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) +
-         static_cast<double>(ts.tv_nsec) * 1e-9;
-}
 
 // Every endpoint's sample, fresh each tick: arrivals of its class in the
 // tick (Poisson, drawn from the endpoint and the tick alone, so any thread
@@ -234,7 +224,7 @@ class Bench {
     std::vector<PatchKeeper> out(static_cast<size_t>(o_.workers));
     std::atomic<double> cpu{0};
     const auto work = [&](PatchKeeper& keeper) {
-      const double cpu0 = ThreadCpuNow();
+      const double cpu0 = process::ThreadCpuSeconds();
       runtime::Writers w = keeper.writers();
       for (size_t i = next++; i < keys_.size(); i = next++) {
         if (!reconciler_->Reconcile(keys_[i], w, true).ok()) {
@@ -242,7 +232,7 @@ class Bench {
         }
       }
       double cur = cpu.load();
-      const double mine = ThreadCpuNow() - cpu0;
+      const double mine = process::ThreadCpuSeconds() - cpu0;
       while (!cpu.compare_exchange_weak(cur, cur + mine)) {
       }
     };
