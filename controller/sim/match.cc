@@ -125,13 +125,9 @@ absl::Status Refine(const MatchReport& report, SweepRunner& runner,
 // evaluated points enter the sweep, in its order.
 absl::Status RefineAround(SweepRunner& runner, MatchedPolicy& m,
                           FrontierAxis axis, double x) {
-  const auto key = [&](const SweepPoint& q) {
-    return axis == FrontierAxis::kAttainment ? q.slo_attainment
-                                             : -q.cold_start_fraction;
-  };
-  const double at = axis == FrontierAxis::kAttainment ? x : -x;
+  const double at = FrontierKey(axis, x);
   const auto brackets = [&](const SweepPoint& a, const SweepPoint& b) {
-    return (key(a) < at && key(b) > at) || (key(b) < at && key(a) > at);
+    return Straddles(FrontierKey(axis, a), FrontierKey(axis, b), at);
   };
   for (size_t i = 1; i < m.sweep.size(); ++i) {
     if (!m.sweep[i - 1].value || !m.sweep[i].value ||

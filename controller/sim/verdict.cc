@@ -166,15 +166,24 @@ bool IsOnlineBaseline(const std::string& policy) {
   return IsBaseline(policy) && policy != "always-on";
 }
 
+double FrontierKey(FrontierAxis axis, double value) {
+  return axis == FrontierAxis::kAttainment ? value : -value;
+}
+
+double FrontierKey(FrontierAxis axis, const SweepPoint& p) {
+  return FrontierKey(axis, axis == FrontierAxis::kAttainment
+                               ? p.slo_attainment
+                               : p.cold_start_fraction);
+}
+
+bool Straddles(double a, double b, double at) {
+  return (a < at && b > at) || (b < at && a > at);
+}
+
 std::optional<double> FrontierCostAt(const std::vector<SweepPoint>& sweep,
                                      FrontierAxis axis, double x) {
-  // Along the axis, "reaches" means at least x (attainment) or at most x
-  // (cold share); flip the cold share so both read "at least".
-  const auto key = [&](const SweepPoint& q) {
-    return axis == FrontierAxis::kAttainment ? q.slo_attainment
-                                             : -q.cold_start_fraction;
-  };
-  const double at = axis == FrontierAxis::kAttainment ? x : -x;
+  const auto key = [&](const SweepPoint& q) { return FrontierKey(axis, q); };
+  const double at = FrontierKey(axis, x);
   std::optional<double> best;
   const auto offer = [&](double cost) {
     if (!best || cost < *best) {
@@ -193,7 +202,7 @@ std::optional<double> FrontierCostAt(const std::vector<SweepPoint>& sweep,
     const SweepPoint& b = sweep[i];
     const double ka = key(a);
     const double kb = key(b);
-    if ((ka < at && kb > at) || (kb < at && ka > at)) {
+    if (Straddles(ka, kb, at)) {
       const double t = (at - ka) / (kb - ka);
       offer(a.cost_usd + t * (b.cost_usd - a.cost_usd));
     }

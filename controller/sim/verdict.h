@@ -74,6 +74,13 @@ bool IsOnlineBaseline(const std::string& policy);
 enum class FrontierAxis { kAttainment, kColdShare };
 std::optional<double> FrontierCostAt(const std::vector<SweepPoint>& sweep,
                                      FrontierAxis axis, double x);
+// A value of the axis's quantity (attainment, cold share), or a run's,
+// read so that larger is better on both: the cold share flipped, so
+// "reaches x" is "at least" either way.
+double FrontierKey(FrontierAxis axis, double value);
+double FrontierKey(FrontierAxis axis, const SweepPoint& p);
+// The segment between keys `a` and `b` crosses `at` (strictly).
+bool Straddles(double a, double b, double at);
 
 // Nothing where `defaults` holds no "pilotlight" run. `match` may be null
 // (no sweep: the dominance check alone, against the other defaults).
