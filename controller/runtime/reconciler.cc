@@ -369,6 +369,8 @@ void Reconciler::ObservePool(Endpoint& e, Observed& o, absl::Time now) {
     }
   }
   if (o.pool_awake.empty() && o.pool_asleep.empty()) {
+    e.wake_pending_since = absl::InfiniteFuture();
+    e.wake_stalled = false;
     unused("EnginesNotAnswering",
            absl::StrCat("no engine at port ", pool.port, " of the ",
                         addresses.size(), " Ready pod(s) of ", pool.deployment,
@@ -376,9 +378,22 @@ void Reconciler::ObservePool(Endpoint& e, Observed& o, absl::Time now) {
                         "mode)"));
     return;
   }
-  o.pool = true;
   const bool at_zero = std::all_of(o.replicas.begin(), o.replicas.end(),
                                    [](int32_t r) { return r == 0; });
+  if (WakeStalled(e, o, at_zero, now)) {
+    unused("WakeStalled",
+           absl::StrFormat(
+               "its engine in %s has been asleep for %s with requests "
+               "waiting (a wake takes %s: the activator waits for GPU room "
+               "on the pool's pods, or the wake fails)",
+               pool.deployment,
+               absl::FormatDuration(
+                   absl::Trunc(now - e.wake_pending_since, absl::Seconds(1))),
+               absl::FormatDuration(
+                   absl::Trunc(e.pool_sleep->wake, absl::Milliseconds(10)))));
+    return;
+  }
+  o.pool = true;
   const auto awake = static_cast<int32_t>(o.pool_awake.size());
   const auto asleep = static_cast<int32_t>(o.pool_asleep.size());
   policy::VariantState& first = o.snap.variants.front();
@@ -415,6 +430,43 @@ void Reconciler::ObservePool(Endpoint& e, Observed& o, absl::Time now) {
                          "sizes a pool)"
                        : ""),
       now);
+}
+
+// A wake should end within two wakes (an idle neighbour's sleep makes
+// room on the GPU, then its own) and the TTFT SLO after that: the SLO the
+// sleeping tier was chosen to meet. Requests at zero that have waited
+// longer on engines all asleep are not being served by the pool -- its
+// GPUs are held by busy neighbours, or the wake fails -- so the endpoint's
+// own replicas serve from zero, as without a pool, until one is Ready (or
+// the requests are gone). Seen through the engines' probes (every second)
+// and the demand of the last tick.
+bool Reconciler::WakeStalled(Endpoint& e, const Observed& o, bool at_zero,
+                             absl::Time now) {
+  const policy::DemandSample& s = e.last_sample;
+  const bool requests = s.in_flight.value_or(0) > 0 ||
+                        s.queued.value_or(0) > 0 || s.arrivals.value_or(0) > 0;
+  if (e.wake_stalled) {
+    if (o.own_ready == 0 && (!at_zero || requests)) {
+      return true;
+    }
+    e.wake_stalled = false;  // its own replica serves, or nothing waits
+  }
+  if (!at_zero || !requests || !o.pool_awake.empty()) {
+    e.wake_pending_since = absl::InfiniteFuture();
+    return false;
+  }
+  e.wake_pending_since = std::min(e.wake_pending_since, now);
+  const absl::Duration after = 2 * e.pool_sleep->wake + e.parsed->spec.slo.ttft;
+  if (now - e.wake_pending_since < after) {
+    return false;
+  }
+  e.wake_stalled = true;
+  process::LogJson(
+      "warning", "pool engine wake stalled",
+      {{"endpoint", absl::StrCat(e.subject.ns, "/", e.subject.name)},
+       {"waited_s", absl::ToDoubleSeconds(now - e.wake_pending_since)},
+       {"wake_s", absl::ToDoubleSeconds(e.pool_sleep->wake)}});
+  return true;
 }
 
 // The Ready replicas a replay of the record starts from, and every

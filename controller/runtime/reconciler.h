@@ -125,6 +125,8 @@ class Reconciler {
                        bool leading, absl::Time now);
   void SubmitCounterfactual(Endpoint& e, const Observed& o, absl::Time now);
   void ObservePool(Endpoint& e, Observed& o, absl::Time now);
+  bool WakeStalled(Endpoint& e, const Observed& o, bool at_zero,
+                   absl::Time now);
   void SizePool(Endpoint& e, Observed& o, const policy::Decision& d,
                 absl::Time now);
   absl::Status ScalePool(const Endpoint& e, const Observed& o, Writers& w,

@@ -62,6 +62,11 @@ struct Reconciler::Endpoint {
   // SleepState), or why its engines cannot sleep there.
   absl::StatusOr<model::SleepEstimate> pool_sleep =
       absl::FailedPreconditionError("no sleepPool");
+  // At zero with requests and its engines all asleep: since when (a wake
+  // under way), InfiniteFuture when not. Past WakeStallAfter, its own
+  // replicas serve from zero until one is Ready (`wake_stalled`).
+  absl::Time wake_pending_since = absl::InfiniteFuture();
+  bool wake_stalled = false;
   // The cheaper candidate the last Event named ("": none).
   std::string cheaper_announced;
   EndpointStatus status;

@@ -806,5 +806,77 @@ TEST_F(ReconcilerTest, APoolEngineIsTheFirstReplicaFromZero) {
   EXPECT_EQ(Gauge("pilotlight_sleep_pool_engines", "state", "asleep"), 0.0);
 }
 
+// A request at zero whose engine stays asleep -- the activator's wake
+// waits for GPU room on pool pods held by busy neighbours, or fails: past
+// two wakes and the TTFT SLO its own replica starts, the SleepPool
+// condition says why, and once that replica is Ready the pool is the
+// endpoint's tier between requests again. A wake in time starts none.
+TEST_F(ReconcilerTest, AWakeThatStallsStartsTheEndpointsOwnReplica) {
+  SleepingEngines fake;
+  PoolEngines engines(fake);
+  const std::function<void()> tick = SleepPoolEndpoint(engines);
+  ASSERT_EQ(out_.Condition("SleepPool"), "True EnginesFound");
+  const double wake_s = out_.status()["sleepPool"]["wakeSeconds"];
+  ASSERT_GT(wake_s, 0);
+  const absl::Duration stall_after =
+      2 * absl::Seconds(wake_s) + absl::Seconds(2);  // + the TTFT SLO
+  const std::vector<std::string> pool = cluster_.index.PodsOf("ml/pool");
+  ASSERT_EQ(pool.size(), 1U);
+  const std::string engine = absl::StrCat(
+      StringField(*cluster_.pods.Get(pool[0]), {"status", "podIP"}), ":8001");
+  demand_.Set([](absl::Time, int) {
+    policy::DemandSample s = InFlight(0);
+    s.queued = 1;
+    s.arrivals = 1;
+    return s;
+  });
+  // The engine wakes in time: no replica of its own.
+  tick();
+  fake.awake.insert(engine);
+  engines.RunOnce();
+  for (int i = 0; i < 5; ++i) {
+    tick();
+  }
+  EXPECT_EQ(Replicas("chat-a100"), 0);
+  EXPECT_EQ(out_.Condition("SleepPool"), "True EnginesFound");
+  // Idle, the engine sleeps again; then a request whose wake never ends.
+  demand_.Set([](absl::Time, int) { return InFlight(0); });
+  const absl::Time idle_from = clock_.Now();
+  while (!fake.awake.empty() && clock_.Now() < idle_from + absl::Minutes(5)) {
+    tick();
+  }
+  ASSERT_TRUE(fake.awake.empty());
+  demand_.Set([](absl::Time, int) {
+    policy::DemandSample s = InFlight(0);
+    s.queued = 3;
+    s.arrivals = 1;
+    return s;
+  });
+  const absl::Time asked = clock_.Now();
+  while (Replicas("chat-a100") == 0 &&
+         clock_.Now() < asked + absl::Minutes(1)) {
+    tick();
+  }
+  ASSERT_EQ(Replicas("chat-a100"), 1) << last_->message;
+  EXPECT_GE(clock_.Now() - asked, stall_after);
+  EXPECT_LE(clock_.Now() - asked, stall_after + 3 * kTick);
+  EXPECT_EQ(out_.Condition("SleepPool"), "False WakeStalled");
+  EXPECT_THAT(out_.ConditionMessage("SleepPool"),
+              HasSubstr("its engine in pool has been asleep for"));
+  EXPECT_THAT(out_.ConditionMessage("SleepPool"),
+              HasSubstr("its own replicas serve from zero"));
+  // Starting, not Ready: still its own replica, whatever the pool says.
+  tick();
+  EXPECT_EQ(Replicas("chat-a100"), 1);
+  EXPECT_EQ(out_.Condition("SleepPool"), "False WakeStalled");
+  RunFor(kColdStart + 2 * kTick);
+  engines.RunOnce();
+  tick();
+  ASSERT_GE(Ready("chat-a100"), 1);
+  EXPECT_EQ(Replicas("chat-a100"), 1);
+  EXPECT_EQ(out_.Condition("SleepPool"), "True EnginesFound");
+  EXPECT_EQ(Serving(), "replicas");
+}
+
 }  // namespace
 }  // namespace pilotlight::runtime
