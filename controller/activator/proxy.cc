@@ -287,7 +287,8 @@ void Proxy::Handle(const httplib::Request& req, httplib::Response& res,
     auto held = std::make_shared<Lease>(*std::move(lease));
     const std::string pod = held->address();
     std::shared_ptr<http::Forward> f;
-    std::string pod_gone;  // why, when its pod went while waking the engine
+    std::string pod_gone;    // why, when its pod went while waking the engine
+    bool elsewhere = false;  // the engine's wake gave way to other targets
     http::Forward::Start start = http::Forward::Start::kFailed;
     // Sent again after a wake of the pod's engine (once more if it was put
     // to sleep again meanwhile).
@@ -305,8 +306,9 @@ void Proxy::Handle(const httplib::Request& req, httplib::Response& res,
         break;
       }
       const absl::Time asked = absl::Now();
-      const Waker::Outcome woke =
-          waker_->WakeIfAsleep(pod, f->started(), deadline, &waiting->gone);
+      const Waker::Outcome woke = waker_->WakeIfAsleep(
+          pod, f->started(), deadline, &waiting->gone,
+          [this, &endpoint, &pod] { return router_.HasTarget(endpoint, pod); });
       if (woke.result == Waker::Result::kNotAsleep) {
         break;  // the engine's own 503
       }
@@ -329,6 +331,10 @@ void Proxy::Handle(const httplib::Request& req, httplib::Response& res,
         pod_gone = woke.error;
         break;
       }
+      if (woke.result == Waker::Result::kFailed && woke.elsewhere) {
+        elsewhere = true;
+        break;
+      }
       if (woke.result == Waker::Result::kFailed) {
         Refuse(res, endpoint, 503, "wake_failed",
                absl::StrCat("the engine of ", endpoint, " on ", pod,
@@ -342,6 +348,12 @@ void Proxy::Handle(const httplib::Request& req, httplib::Response& res,
       // to be taken out for refusing).
       Abandoned(res, endpoint, "sent");
       return;
+    }
+    if (elsewhere) {
+      // A replica of the endpoint's own took over from its engine in the
+      // pool while the wake waited for room: held again for it.
+      last_error = absl::StrCat(pod, ": ", "its engine was not woken in time");
+      continue;
     }
     if (pod_gone.empty()) {
       ConnectionCounter(metrics_, *f).Increment();

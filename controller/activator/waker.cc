@@ -62,8 +62,8 @@ std::string Waker::MakeRoom(const std::string& address,
   return "";
 }
 
-Waker::Outcome Waker::Run(const std::string& address,
-                          absl::Time deadline) const {
+Waker::Outcome Waker::Run(const std::string& address, absl::Time deadline,
+                          const std::function<bool()>& still_wanted) const {
   Outcome out;
   const absl::StatusOr<std::pair<std::string, int>> pod =
       SplitHostPort(address, "pod");
@@ -96,6 +96,14 @@ Waker::Outcome Waker::Run(const std::string& address,
          (woke->status == 507 || woke->status == 500) &&
          absl::Now() < deadline) {
     std::string room = MakeRoom(address, deadline);
+    if (room.empty() && still_wanted != nullptr && !still_wanted()) {
+      out.result = Result::kFailed;
+      out.error =
+          "its endpoint sends to a replica of its own now (the wake waited "
+          "for room)";
+      out.elsewhere = true;
+      return out;
+    }
     if (room.empty()) {
       absl::SleepFor(std::min(kRoomPoll, deadline - absl::Now()));
       if (absl::Now() >= deadline) {
@@ -138,7 +146,8 @@ Waker::Outcome Waker::Run(const std::string& address,
 
 Waker::Outcome Waker::WakeIfAsleep(const std::string& address, absl::Time sent,
                                    absl::Time deadline,
-                                   const std::atomic<bool>* gone) {
+                                   const std::atomic<bool>* gone,
+                                   const std::function<bool()>& still_wanted) {
   std::shared_ptr<Wake> wake;
   bool mine = false;
   {
@@ -156,7 +165,7 @@ Waker::Outcome Waker::WakeIfAsleep(const std::string& address, absl::Time sent,
     wake = running;
   }
   if (mine) {
-    Outcome out = Run(address, deadline);
+    Outcome out = Run(address, deadline, still_wanted);
     const std::lock_guard<std::mutex> lock(mu_);
     if (out.sent) {
       ++wakes_;

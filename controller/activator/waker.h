@@ -19,7 +19,9 @@
 // memory (the stand-in's 507, vLLM's 500) puts to sleep one of the pod's other
 // engines that is awake and has nothing in flight (IdleNeighbours, in the order
 // given), then asks again; while none is idle it waits for one, until the
-// deadline.
+// deadline -- or until the engine is no longer wanted (`still_wanted`: the
+// controller started a replica of the endpoint's own, which serves it
+// instead), when the request may go there.
 //
 // Thread-safety: WakeIfAsleep may be called from any thread.
 #pragma once
@@ -55,6 +57,9 @@ class Waker {
     // kFailed because the pod stopped answering (gone): the request may
     // go to another.
     bool unreachable = false;
+    // kFailed because the engine was no longer wanted while the wake waited
+    // for room: the request may go to the endpoint's other targets.
+    bool elsewhere = false;
   };
   // The engines ("ip:port") that share the GPU of the engine at `address`
   // and have no request in flight.
@@ -66,9 +71,11 @@ class Waker {
 
   // `address` ("ip:port") answered 503 to a request sent at `sent`: awake
   // it again if its engine sleeps, by `deadline`. Gives up (kFailed) when
-  // `gone` turns true (the client hung up).
+  // `gone` turns true (the client hung up), or -- while it waits for room
+  // -- when `still_wanted` (null: always) says the engine is wanted no more.
   Outcome WakeIfAsleep(const std::string& address, absl::Time sent,
-                       absl::Time deadline, const std::atomic<bool>* gone);
+                       absl::Time deadline, const std::atomic<bool>* gone,
+                       const std::function<bool()>& still_wanted = nullptr);
 
   // Wakes sent (POST /wake_up).
   int64_t wakes() const { return wakes_; }
@@ -81,7 +88,8 @@ class Waker {
     Outcome outcome;
   };
   // One pod's wake, on the caller's thread.
-  Outcome Run(const std::string& address, absl::Time deadline) const;
+  Outcome Run(const std::string& address, absl::Time deadline,
+              const std::function<bool()>& still_wanted) const;
   // Puts an idle awake neighbour of `address` to sleep: which, or "".
   std::string MakeRoom(const std::string& address, absl::Time deadline) const;
 

@@ -816,6 +816,38 @@ TEST_F(SleepingEngineTest, AWakeWaitsForANeighbourToBeIdle) {
   StopFront();  // before `room` and what its callback reads go
 }
 
+// A wake waiting for room on a GPU its neighbour keeps busy gives way when
+// the endpoint's targets no longer name the engine (the controller started
+// a replica of the endpoint's own, which is Ready): the request is held
+// again and served there, not answered 503 at the activation timeout; the
+// engine is left asleep.
+TEST_F(SleepingEngineTest, AWakeWaitingForRoomGivesWayToTheEndpointsOwnPod) {
+  const std::optional<EnginePair> engines = EnginesSharingAGpu();
+  ASSERT_TRUE(engines.has_value());
+  const std::string& pod = engines->asleep;
+  tools::ModelServer* own = Engine("llama", nullptr, false);
+  ASSERT_NE(own, nullptr);
+  const std::string own_pod = Serve(*own);
+  // The neighbour is never idle.
+  Waker room({}, [](const std::string&) { return std::vector<std::string>{}; });
+  StartWaking(pod, 4, absl::Seconds(10), &room);
+  std::thread later([this, &own_pod] {
+    absl::SleepFor(absl::Milliseconds(500));
+    router_->SetTargets(kEp, {own_pod}, 4);
+  });
+  const absl::Time t0 = absl::Now();
+  const httplib::Result r = Hello();
+  later.join();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+  EXPECT_GE(absl::Now() - t0, absl::Milliseconds(500));
+  EXPECT_LT(absl::Now() - t0, absl::Seconds(5)) << "not the activation timeout";
+  EXPECT_TRUE(Asleep(pod));
+  EXPECT_FALSE(Asleep(engines->awake));
+  EXPECT_TRUE(router_->TakeRemoved().empty()) << "nothing taken out";
+  StopFront();  // before `room` goes
+}
+
 // A request that meets an engine falling asleep (its weights still going
 // out, /is_sleeping still false) is held until it is asleep, then woken
 // and served: not the engine's 503.
