@@ -432,14 +432,17 @@ void Reconciler::ObservePool(Endpoint& e, Observed& o, absl::Time now) {
       now);
 }
 
-// A wake should end within two wakes (an idle neighbour's sleep makes
-// room on the GPU, then its own) and the TTFT SLO after that: the SLO the
-// sleeping tier was chosen to meet. Requests at zero that have waited
-// longer on engines all asleep are not being served by the pool -- its
-// GPUs are held by busy neighbours, or the wake fails -- so the endpoint's
-// own replicas serve from zero, as without a pool, until one is Ready (or
-// the requests are gone). Seen through the engines' probes (every second)
-// and the demand of the last tick.
+// A wake ends within two wakes (an idle neighbour's sleep makes room on the
+// GPU, then its own) when the pool has room; while its GPUs are held by
+// neighbours with requests in flight, it waits for one to be idle, and a
+// wake may fail. Requests at zero that have waited on engines all asleep
+// for as long as a cold start of the endpoint's own takes (its lead; at
+// least two wakes and the TTFT SLO) get one: the ski rental of the keep-
+// alive -- a wake that ends sooner starts nothing (a burst over a small
+// pool is served by it), one that never does costs at most a second lead.
+// Its own replicas then serve from zero, as without a pool, until one is
+// Ready (or the requests are gone). Seen through the engines' probes
+// (every second) and the demand of the last tick.
 bool Reconciler::WakeStalled(Endpoint& e, const Observed& o, bool at_zero,
                              absl::Time now) {
   const policy::DemandSample& s = e.last_sample;
@@ -456,7 +459,9 @@ bool Reconciler::WakeStalled(Endpoint& e, const Observed& o, bool at_zero,
     return false;
   }
   e.wake_pending_since = std::min(e.wake_pending_since, now);
-  const absl::Duration after = 2 * e.pool_sleep->wake + e.parsed->spec.slo.ttft;
+  const absl::Duration after =
+      std::max(e.decision ? e.decision->cold_start_lead : absl::ZeroDuration(),
+               2 * e.pool_sleep->wake + e.parsed->spec.slo.ttft);
   if (now - e.wake_pending_since < after) {
     return false;
   }
