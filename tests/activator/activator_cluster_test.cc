@@ -465,6 +465,95 @@ TEST_F(ActivatorClusterTest, EndpointsShareAPoolPodOneEngineAwakeAtATime) {
   EXPECT_LT(again.latency, wake + absl::Seconds(1));
 }
 
+// A wake that stalls: code's engine asleep on a pool pod whose GPU chat's
+// engine holds with a long request in flight, so the activator's wake for
+// code waits for room. After a cold start's lead the controller starts
+// code's own replica (SleepPool False WakeStalled); once it is Ready the
+// held request goes there and is answered with its body -- not a 503 at
+// the activation timeout -- while code's engine stays asleep.
+TEST_F(ActivatorClusterTest, AWakeStalledBehindABusyNeighbourIsServedByItsOwn) {
+  ASSERT_TRUE(CreateDeployment("pool-a100", 1, "a100-80gb", "on-demand",
+                               {"--enable-sleep-mode", "--models", "chat,code"})
+                  .ok());
+  const std::vector<std::pair<std::string, int>> endpoints = {{"chat", 8000},
+                                                              {"code", 8001}};
+  for (const auto& [name, port] : endpoints) {
+    ASSERT_TRUE(CreateDeployment(name + "-l4", 0, "l4", "on-demand").ok());
+    json spec = OneVariantSpec(name + "-l4", 0);
+    spec["sleepPool"] = {{"deployment", "pool-a100"},
+                         {"port", port},
+                         {"gpuClass", "a100-80gb-on-demand"}};
+    ASSERT_TRUE(CreateAutoscaler(name, spec).ok());
+  }
+  const std::unique_ptr<Process> controller = StartController();
+  const int grpc_port = controller->LogInt("controller started", "grpc_port");
+  const std::unique_ptr<Process> activator = StartActivator(Local(grpc_port));
+  const int port = activator->LogInt("activator started", "port");
+  ASSERT_TRUE(WaitFor(absl::Seconds(60), [&] {
+    return Condition(Autoscaler("chat"), "SleepPool") == "True" &&
+           Condition(Autoscaler("code"), "SleepPool") == "True";
+  })) << Autoscaler("code").dump();
+  std::string ip;
+  for (const json& p : Pods()) {
+    if (absl::StartsWith(p["metadata"].value("name", ""), "pool-a100")) {
+      ip = p["status"].value("podIP", "");
+    }
+  }
+  ASSERT_FALSE(ip.empty());
+  const auto asleep = [&](int engine_port) {
+    httplib::Client c(ip, engine_port);
+    const httplib::Result r = c.Get("/is_sleeping");
+    return r && absl::StrContains(r->body, "\"is_sleeping\":true");
+  };
+  ASSERT_FALSE(asleep(8000));
+  ASSERT_TRUE(asleep(8001));
+  const auto path = [&](const std::string& name) {
+    return absl::StrCat("/", ns_, "/", name, "/v1/completions");
+  };
+  // chat's engine busy for longer than code's lead (35 s: the cold-start
+  // model's for llama-3.1-8b on l4) and its replica's start: 4,500 tokens
+  // at the stand-in's ~10 ms each.
+  Outcome busy;
+  std::thread neighbour(
+      [&] { busy = Complete(port, path("chat"), 4500, /*stream=*/true); });
+  absl::SleepFor(absl::Seconds(1));
+  // What code's SleepPool condition says while its request is held.
+  std::atomic<bool> answered{false};
+  std::string stalled;
+  std::thread watch([&] {
+    while (!answered) {
+      std::string reason;
+      std::string message;
+      Condition(Autoscaler("code"), "SleepPool", &reason, &message);
+      if (reason == "WakeStalled") {
+        stalled = message;
+        return;
+      }
+      absl::SleepFor(absl::Milliseconds(250));
+    }
+  });
+  const Outcome held = Complete(port, path("code"), 3, false);
+  answered = true;
+  watch.join();
+  const bool neighbour_busy = asleep(8001) && !asleep(8000);
+  std::cout << "[pool] a wake stalled behind a busy neighbour: answered in "
+            << absl::FormatDuration(held.latency)
+            << " by code's own replica (WakeStalled: " << stalled << ")\n";
+  EXPECT_THAT(stalled,
+              ::testing::HasSubstr("its own replicas serve from zero"));
+  EXPECT_THAT(controller->Log(),
+              ::testing::HasSubstr("pool engine wake stalled"));
+  EXPECT_EQ(held.status, 200) << held.detail;
+  EXPECT_TRUE(held.body_ok) << held.detail;
+  EXPECT_TRUE(neighbour_busy) << "code's engine asleep, chat's still awake";
+  EXPECT_EQ(Replicas("code-l4"), 1);
+  EXPECT_EQ(Replicas("chat-l4"), 0);
+  neighbour.join();
+  EXPECT_EQ(busy.status, 200) << busy.detail;
+  EXPECT_TRUE(busy.body_ok) << busy.detail;
+  EXPECT_GT(busy.latency, held.latency) << "chat's request outlasted code's";
+}
+
 // A pool Deployment annotated pilotlight.dev/max-pool-pods, on the real
 // API server: idle, it keeps one pod; an engine of its endpoint woken (as
 // the activator does for a request) makes that pod busy, and the
