@@ -360,7 +360,9 @@ EndpointTimeouts Targets::TimeoutsOf(const std::string& endpoint) const {
   }
   const json& lead = Field(*ia, {"status", "coldStart", "leadSeconds"});
   if (lead.is_number() && lead.get<double>() > 0) {
-    t.activation = options_.activation.For(absl::Seconds(lead.get<double>()));
+    t.activation =
+        options_.activation.For(absl::Seconds(lead.get<double>()),
+                                Field(*ia, {"spec", "sleepPool"}).is_object());
   }
   return t;
 }

@@ -23,8 +23,14 @@ struct ActivationRule {
   absl::Duration margin = absl::Seconds(30);
   absl::Duration max = absl::Minutes(20);
 
-  absl::Duration For(absl::Duration predicted_cold_start) const {
-    return std::min(max, predicted_cold_start * factor + margin);
+  // `sleep_pool`: the endpoint's first replica from zero is an engine in a
+  // sleep pool, whose wake the controller waits on for a cold start's lead
+  // before it starts one of the endpoint's own when the wake stalls
+  // (docs/operator.md, "Sleep pools"): a lead more.
+  absl::Duration For(absl::Duration predicted_cold_start,
+                     bool sleep_pool = false) const {
+    return std::min(
+        max, predicted_cold_start * (factor + (sleep_pool ? 1 : 0)) + margin);
   }
 };
 

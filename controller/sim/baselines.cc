@@ -107,6 +107,7 @@ class PilotlightPolicy final : public ScalingPolicy {
     return std::make_unique<PilotlightPolicy>(*this);
   }
   std::vector<int> Asleep() const override { return asleep_; }
+  bool KeepsEnginesAsleep() const override { return true; }
   // The rises it sizes the warm pool from span this much (the idle gaps
   // its keep-alive learns span days; a sparse endpoint's replay, a day
   // long, holds them).

@@ -99,6 +99,9 @@ class RetunedPolicy final : public ScalingPolicy {
 
   bool WantsRequestSizes() const override { return true; }
 
+  bool KeepsEnginesAsleep() const override {
+    return live_[followed_]->KeepsEnginesAsleep();
+  }
   std::vector<int> Asleep() const override {
     return live_[followed_]->Asleep();
   }

@@ -89,6 +89,10 @@ class ScalingPolicy {
   // released replicas sleep while fewer are, and those beyond it go.
   // Empty (the default): none -- the baselines have no such tier.
   virtual std::vector<int> Asleep() const { return {}; }
+  // Whether it keeps engines asleep at all (Asleep): its requests at zero
+  // are then held as the live activator holds an endpoint with a sleep
+  // pool's (policy::ActivationRule's `sleep_pool`).
+  virtual bool KeepsEnginesAsleep() const { return false; }
 };
 
 using ScalingPolicyPtr = std::unique_ptr<ScalingPolicy>;

@@ -374,11 +374,13 @@ void Engine::Arrive(size_t index, int attempt) {
     found();
     // The live activator's activation timeout (policy::ActivationRule)
     // from the controller's prediction, when the activator has one.
-    hold_.SetDeadline(index, attempt, now_,
-                      config_.activator.activation_timeout
-                          ? absl::ToDoubleSeconds(policy::ActivationRule{}.For(
-                                cold_starts_.Predicted()))
-                          : 0.0);
+    hold_.SetDeadline(
+        index, attempt, now_,
+        config_.activator.activation_timeout
+            ? absl::ToDoubleSeconds(policy::ActivationRule{}.For(
+                  cold_starts_.Predicted(),
+                  config_.sleep.has_value() && policy_.KeepsEnginesAsleep()))
+            : 0.0);
   }
 }
 

@@ -278,6 +278,15 @@ TEST_F(TargetsTest, ActivationTimeoutFollowsThePredictedColdStart) {
   // No prediction yet: the default.
   EXPECT_EQ(targets_.TimeoutsOf("ml/other").activation,
             TargetOptions{}.timeouts.activation);
+  // With a sleep pool, a lead more: a wake that stalls is waited on for a
+  // lead before the endpoint's own replica starts.
+  json pooled = {{"metadata", {{"namespace", "ml"}, {"name", "pooled"}}},
+                 {"spec",
+                  {{"variants", {{{"deployment", "d"}}}},
+                   {"sleepPool", {{"deployment", "pool"}, {"port", 8001}}}}},
+                 {"status", {{"coldStart", {{"leadSeconds", 40.0}}}}}};
+  autoscalers_.Put(pooled);
+  EXPECT_EQ(targets_.TimeoutsOf("ml/pooled").activation, absl::Seconds(130));
 }
 
 TEST(ControllerAddressesTest, ReadyLabelledPodsInTheNamespace) {
