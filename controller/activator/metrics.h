@@ -40,7 +40,8 @@ struct Metrics {
                   .Name("pilotlight_activator_wakes_total")
                   .Help("Wakes of pods' engines asleep (POST /wake_up, one "
                         "for all the requests that met it asleep), by "
-                        "endpoint and result (woken, failed)")
+                        "endpoint and result (woken, failed, gave_way: "
+                        "given up for the endpoint's own pod)")
                   .Register(r)),
         room_sleeps(prometheus::BuildCounter()
                         .Name("pilotlight_activator_room_sleeps_total")

@@ -74,7 +74,9 @@ prometheus::Counter& ConnectionCounter(Metrics& metrics,
 constexpr int kMaxWakes = 2;
 
 const char* WakeResult(const Waker::Outcome& o) {
-  return o.result == Waker::Result::kWoken ? "woken" : "failed";
+  return o.result == Waker::Result::kWoken ? "woken"
+         : o.elsewhere                     ? "gave_way"
+                                           : "failed";
 }
 
 bool CopiedBack(const std::string& header) {

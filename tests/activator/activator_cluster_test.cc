@@ -636,7 +636,10 @@ TEST_F(ActivatorClusterTest, APoolThatOptsInGrowsForAnEngineAwakeAndShrinks) {
 // the rest of it -- and nine asleep in 200 GiB of host memory). 200
 // requests at once, ten per endpoint (one replica's worth): every one is
 // answered with its own body -- the wakes queue behind the requests of the
-// engine awake -- and none of the endpoints starts a replica of its own.
+// engine awake -- and none of the endpoints served within a cold start's
+// lead starts a replica of its own (one that waited longer may: its wake
+// stalled, docs/operator.md "Sleep pools"; on a loaded machine the last
+// in the queue do).
 TEST_F(ActivatorClusterTest, TwentyEndpointsOnTwoPoolPodsServeABurst) {
   constexpr int kEndpoints = 20;
   constexpr int kPerPod = 10;
@@ -710,13 +713,35 @@ TEST_F(ActivatorClusterTest, TwentyEndpointsOnTwoPoolPodsServeABurst) {
             << ", " << wakes << " wakes, "
             << Process::Metric(admin, "pilotlight_activator_room_sleeps_total")
             << " engines put to sleep for room\n";
-  EXPECT_GE(wakes, kEndpoints - 2) << "all but the two awake at the start";
   EXPECT_EQ(Process::Metric(admin, "pilotlight_activator_wakes_total",
                             "result=\"failed\""),
             0);
+  const double gave_way = Process::Metric(
+      admin, "pilotlight_activator_wakes_total", "result=\"gave_way\"");
+  EXPECT_GE(wakes, kEndpoints - 2) << "all but the two awake at the start";
+  // The endpoints' lead (the cold-start model's for llama-3.1-8b on l4).
+  const json e00 = Autoscaler("e00");
+  const double lead_s =
+      e00.contains("status") && e00["status"].contains("coldStart")
+          ? e00["status"]["coldStart"].value("leadSeconds", 0.0)
+          : 0.0;
+  ASSERT_GT(lead_s, 0) << e00.dump();
+  const absl::Duration lead = absl::Seconds(lead_s);
+  int own = 0;
   for (int i = 0; i < kEndpoints; ++i) {
-    EXPECT_EQ(Replicas(absl::StrFormat("e%02d-l4", i)), 0) << i;
+    absl::Duration slowest;
+    for (size_t r = static_cast<size_t>(i); r < out.size(); r += kEndpoints) {
+      slowest = std::max(slowest, out[r].latency);
+    }
+    const int replicas = Replicas(absl::StrFormat("e%02d-l4", i));
+    own += replicas > 0 ? 1 : 0;
+    if (slowest < lead) {
+      EXPECT_EQ(replicas, 0) << i << ": served within the lead";
+    }
   }
+  std::cout << "[pool] " << own << " endpoint(s) started a replica of their "
+            << "own (wakes that waited past the " << absl::FormatDuration(lead)
+            << " lead), " << gave_way << " wake(s) gave way to one\n";
 }
 
 // A pool pod killed while it wakes an engine: the requests meeting that
