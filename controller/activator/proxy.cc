@@ -354,7 +354,7 @@ void Proxy::Handle(const httplib::Request& req, httplib::Response& res,
     if (elsewhere) {
       // A replica of the endpoint's own took over from its engine in the
       // pool while the wake waited for room: held again for it.
-      last_error = absl::StrCat(pod, ": ", "its engine was not woken in time");
+      last_error = absl::StrCat(pod, ": its engine was not woken in time");
       continue;
     }
     if (pod_gone.empty()) {

@@ -63,8 +63,9 @@ struct Reconciler::Endpoint {
   absl::StatusOr<model::SleepEstimate> pool_sleep =
       absl::FailedPreconditionError("no sleepPool");
   // At zero with requests and its engines all asleep: since when (a wake
-  // under way), InfiniteFuture when not. Past WakeStallAfter, its own
-  // replicas serve from zero until one is Ready (`wake_stalled`).
+  // under way), InfiniteFuture when not. Past a lead of it
+  // (Reconciler::WakeStalled), its own replicas serve from zero until one
+  // is Ready (`wake_stalled`).
   absl::Time wake_pending_since = absl::InfiniteFuture();
   bool wake_stalled = false;
   // The cheaper candidate the last Event named ("": none).
