@@ -510,12 +510,12 @@ TEST_F(ActivatorClusterTest, AWakeStalledBehindABusyNeighbourIsServedByItsOwn) {
   const auto path = [&](const std::string& name) {
     return absl::StrCat("/", ns_, "/", name, "/v1/completions");
   };
-  // chat's engine busy for longer than code's lead (35 s: the cold-start
-  // model's for llama-3.1-8b on l4) and its replica's start: 4,500 tokens
-  // at the stand-in's ~10 ms each.
+  // chat's engine busy for well over code's lead (35 s: the cold-start
+  // model's for llama-3.1-8b on l4) and its replica's start: 6,000 tokens
+  // at the stand-in's ~10 ms each, paced by its clock, not by the CPU.
   Outcome busy;
   std::thread neighbour(
-      [&] { busy = Complete(port, path("chat"), 4500, /*stream=*/true); });
+      [&] { busy = Complete(port, path("chat"), 6000, /*stream=*/true); });
   absl::SleepFor(absl::Seconds(1));
   // What code's SleepPool condition says while its request is held.
   std::atomic<bool> answered{false};
