@@ -373,19 +373,9 @@ TEST_F(ActivatorClusterTest, AnEngineAsleepIsWokenForItsRequests) {
 // counts the engine awake as the endpoint's one replica (none of its own
 // starts), and puts it to sleep once idle past the grace.
 TEST_F(ActivatorClusterTest, EndpointsShareAPoolPodOneEngineAwakeAtATime) {
-  ASSERT_TRUE(CreateDeployment("pool-a100", 1, "a100-80gb", "on-demand",
-                               {"--enable-sleep-mode", "--models", "chat,code"})
-                  .ok());
-  const std::vector<std::pair<std::string, int>> endpoints = {{"chat", 8000},
-                                                              {"code", 8001}};
-  for (const auto& [name, port] : endpoints) {
-    ASSERT_TRUE(CreateDeployment(name + "-l4", 0, "l4", "on-demand").ok());
-    json spec = OneVariantSpec(name + "-l4", 0);
-    spec["sleepPool"] = {{"deployment", "pool-a100"},
-                         {"port", port},
-                         {"gpuClass", "a100-80gb-on-demand"}};
-    ASSERT_TRUE(CreateAutoscaler(name, spec).ok());
-  }
+  ChatAndCodeOnAPool();
+  const std::vector<std::pair<std::string, int>> endpoints = {
+      {"chat", kChatPort}, {"code", kCodePort}};
   const std::unique_ptr<Process> controller = StartController();
   const int grpc_port = controller->LogInt("controller started", "grpc_port");
   const int metrics = controller->LogInt("controller started", "metrics_port");
@@ -397,20 +387,11 @@ TEST_F(ActivatorClusterTest, EndpointsShareAPoolPodOneEngineAwakeAtATime) {
     return Condition(Autoscaler("chat"), "SleepPool") == "True" &&
            Condition(Autoscaler("code"), "SleepPool") == "True";
   })) << Autoscaler("chat").dump();
-  std::string ip;
-  for (const json& p : Pods()) {
-    if (absl::StartsWith(p["metadata"].value("name", ""), "pool-a100")) {
-      ip = p["status"].value("podIP", "");
-    }
-  }
+  const std::string ip = PoolPodIp();
   ASSERT_FALSE(ip.empty());
-  const auto asleep = [&](int engine_port) {
-    httplib::Client c(ip, engine_port);
-    const httplib::Result r = c.Get("/is_sleeping");
-    return r && absl::StrContains(r->body, "\"is_sleeping\":true");
-  };
-  const auto path = [&](const std::string& name) {
-    return absl::StrCat("/", ns_, "/", name, "/v1/completions");
+  const auto asleep = [&ip](int engine) { return EngineAsleep(ip, engine); };
+  const auto path = [this](const std::string& name) {
+    return CompletionsPath(name);
   };
   // The first engine started awake, the second asleep (no room beside it).
   ASSERT_FALSE(asleep(8000));
@@ -472,19 +453,7 @@ TEST_F(ActivatorClusterTest, EndpointsShareAPoolPodOneEngineAwakeAtATime) {
 // held request goes there and is answered with its body -- not a 503 at
 // the activation timeout -- while code's engine stays asleep.
 TEST_F(ActivatorClusterTest, AWakeStalledBehindABusyNeighbourIsServedByItsOwn) {
-  ASSERT_TRUE(CreateDeployment("pool-a100", 1, "a100-80gb", "on-demand",
-                               {"--enable-sleep-mode", "--models", "chat,code"})
-                  .ok());
-  const std::vector<std::pair<std::string, int>> endpoints = {{"chat", 8000},
-                                                              {"code", 8001}};
-  for (const auto& [name, port] : endpoints) {
-    ASSERT_TRUE(CreateDeployment(name + "-l4", 0, "l4", "on-demand").ok());
-    json spec = OneVariantSpec(name + "-l4", 0);
-    spec["sleepPool"] = {{"deployment", "pool-a100"},
-                         {"port", port},
-                         {"gpuClass", "a100-80gb-on-demand"}};
-    ASSERT_TRUE(CreateAutoscaler(name, spec).ok());
-  }
+  ChatAndCodeOnAPool();
   const std::unique_ptr<Process> controller = StartController();
   const int grpc_port = controller->LogInt("controller started", "grpc_port");
   const std::unique_ptr<Process> activator = StartActivator(Local(grpc_port));
@@ -493,22 +462,13 @@ TEST_F(ActivatorClusterTest, AWakeStalledBehindABusyNeighbourIsServedByItsOwn) {
     return Condition(Autoscaler("chat"), "SleepPool") == "True" &&
            Condition(Autoscaler("code"), "SleepPool") == "True";
   })) << Autoscaler("code").dump();
-  std::string ip;
-  for (const json& p : Pods()) {
-    if (absl::StartsWith(p["metadata"].value("name", ""), "pool-a100")) {
-      ip = p["status"].value("podIP", "");
-    }
-  }
+  const std::string ip = PoolPodIp();
   ASSERT_FALSE(ip.empty());
-  const auto asleep = [&](int engine_port) {
-    httplib::Client c(ip, engine_port);
-    const httplib::Result r = c.Get("/is_sleeping");
-    return r && absl::StrContains(r->body, "\"is_sleeping\":true");
-  };
+  const auto asleep = [&ip](int engine) { return EngineAsleep(ip, engine); };
   ASSERT_FALSE(asleep(8000));
   ASSERT_TRUE(asleep(8001));
-  const auto path = [&](const std::string& name) {
-    return absl::StrCat("/", ns_, "/", name, "/v1/completions");
+  const auto path = [this](const std::string& name) {
+    return CompletionsPath(name);
   };
   // chat's engine busy for well over code's lead (35 s: the cold-start
   // model's for llama-3.1-8b on l4) and its replica's start: 6,000 tokens

@@ -135,6 +135,47 @@ class ActivatorClusterTest : public testcluster::EndpointFixture {
                          {"gpuClass", "a100-80gb-on-demand"}};
     ASSERT_TRUE(CreateAutoscaler("chat", spec).ok());
   }
+  // Endpoints "chat" and "code" (variants chat-l4 and code-l4, at zero)
+  // whose engines are the two of Deployment pool-a100 (ports 8000 and
+  // 8001): one a100 pod with sleep mode, room awake for one of them (chat's
+  // starts awake, code's asleep).
+  static constexpr int kChatPort = 8000;
+  static constexpr int kCodePort = 8001;
+  void ChatAndCodeOnAPool() {
+    ASSERT_TRUE(
+        CreateDeployment("pool-a100", 1, "a100-80gb", "on-demand",
+                         {"--enable-sleep-mode", "--models", "chat,code"})
+            .ok());
+    for (const auto& [name, port] :
+         {std::pair<std::string, int>{"chat", kChatPort},
+          {"code", kCodePort}}) {
+      ASSERT_TRUE(CreateDeployment(name + "-l4", 0, "l4", "on-demand").ok());
+      json spec = OneVariantSpec(name + "-l4", 0);
+      spec["sleepPool"] = {{"deployment", "pool-a100"},
+                           {"port", port},
+                           {"gpuClass", "a100-80gb-on-demand"}};
+      ASSERT_TRUE(CreateAutoscaler(name, spec).ok());
+    }
+  }
+  // The pool-a100 pod's address ("" before it has one).
+  std::string PoolPodIp() {
+    std::string ip;
+    for (const json& p : Pods()) {
+      if (absl::StartsWith(p["metadata"].value("name", ""), "pool-a100")) {
+        ip = p["status"].value("podIP", "");
+      }
+    }
+    return ip;
+  }
+  // Whether the engine at ip:port says it is asleep (GET /is_sleeping).
+  static bool EngineAsleep(const std::string& ip, int port) {
+    httplib::Client c(ip, port);
+    const httplib::Result r = c.Get("/is_sleeping");
+    return r && absl::StrContains(r->body, "\"is_sleeping\":true");
+  }
+  std::string CompletionsPath(const std::string& name) const {
+    return absl::StrCat("/", ns_, "/", name, "/v1/completions");
+  }
   // The controller with the fast windows and its gRPC demand service.
   std::unique_ptr<Process> StartController() const {
     std::vector<std::string> flags = {"controller"};
