@@ -108,6 +108,11 @@ class ReconcilerTest : public ::testing::Test {
     tick();
     return tick;
   }
+  // SleepPoolEndpoint's engine on pool pod `pod` ("ip:port").
+  std::string PoolEngine(const std::string& pod) {
+    return absl::StrCat(
+        StringField(*cluster_.pods.Get(pod), {"status", "podIP"}), ":8001");
+  }
   static std::string ClassName(const std::string& entry,
                                policy::CapacityType c) {
     return StringField(GpuClass(entry, c), {"metadata", "name"});

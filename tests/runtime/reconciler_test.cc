@@ -660,8 +660,7 @@ TEST_F(ReconcilerTest, APoolThatOptsInIsSizedToItsBusyPodsAndASpare) {
   ASSERT_EQ(first.size(), 1U);
   const std::string busy_pod =
       StringField(*cluster_.pods.Get(first[0]), {"metadata", "name"});
-  fake.awake.insert(absl::StrCat(
-      StringField(*cluster_.pods.Get(first[0]), {"status", "podIP"}), ":8001"));
+  fake.awake.insert(PoolEngine(first[0]));
   demand_.Set([](absl::Time, int) {
     policy::DemandSample s = InFlight(1);
     s.arrivals = 1;
@@ -732,8 +731,7 @@ TEST_F(ReconcilerTest, APoolEngineIsTheFirstReplicaFromZero) {
   EXPECT_EQ(Gauge("pilotlight_sleep_pool_engines", "state", "awake"), 0.0);
   const std::vector<std::string> pool = cluster_.index.PodsOf("ml/pool");
   ASSERT_EQ(pool.size(), 1U);
-  const std::string engine = absl::StrCat(
-      StringField(*cluster_.pods.Get(pool[0]), {"status", "podIP"}), ":8001");
+  const std::string engine = PoolEngine(pool[0]);
   // A request at zero: the activator wakes the engine and sends it there;
   // none of its own starts.
   demand_.Set([](absl::Time, int) {
@@ -822,8 +820,7 @@ TEST_F(ReconcilerTest, AWakeThatStallsStartsTheEndpointsOwnReplica) {
   ASSERT_GT(lead, 2 * absl::Seconds(wake_s) + absl::Seconds(2));
   const std::vector<std::string> pool = cluster_.index.PodsOf("ml/pool");
   ASSERT_EQ(pool.size(), 1U);
-  const std::string engine = absl::StrCat(
-      StringField(*cluster_.pods.Get(pool[0]), {"status", "podIP"}), ":8001");
+  const std::string engine = PoolEngine(pool[0]);
   demand_.Set([](absl::Time, int) {
     policy::DemandSample s = InFlight(0);
     s.queued = 1;
