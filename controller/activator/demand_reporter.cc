@@ -115,6 +115,7 @@ void Fill(v1::EndpointDemand& e, const EndpointDemand& l) {
   e.set_held_bytes(l.held_bytes);
   e.set_oldest_wait_seconds(l.oldest_wait_seconds);
   e.set_no_replica(l.no_replica);
+  e.set_wakes_refused_total(l.wakes_refused_total);
 }
 
 }  // namespace

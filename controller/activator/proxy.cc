@@ -310,7 +310,9 @@ void Proxy::Handle(const httplib::Request& req, httplib::Response& res,
       const absl::Time asked = absl::Now();
       const Waker::Outcome woke = waker_->WakeIfAsleep(
           pod, f->started(), deadline, &waiting->gone,
-          [this, &endpoint, &pod] { return router_.HasTarget(endpoint, pod); });
+          {.still_wanted = [this, &endpoint,
+                            &pod] { return router_.HasTarget(endpoint, pod); },
+           .refused = [this, &endpoint] { router_.WakeRefused(endpoint); }});
       if (woke.result == Waker::Result::kNotAsleep) {
         break;  // the engine's own 503
       }

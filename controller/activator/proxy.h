@@ -29,8 +29,11 @@
 //
 // A pod whose engine sleeps (vLLM's sleep mode) answers 503: with a Waker
 // (WakeEngines), the proxy wakes it (waker.h) and sends the request again
-// on the same lease, the wake counted in the hold; a wake that fails is
-// answered 503 with Retry-After and what the pod said ("wake_failed").
+// on the same lease, the wake counted in the hold. A wake refused is asked
+// again; once the endpoint's targets no longer name the pod (a replica of
+// its own took over), the request is held again for them. One still
+// refused at the activation timeout is answered 503 with Retry-After and
+// what the pod said ("wake_failed").
 //
 // A response from a pod carries two headers of the activator's own:
 // X-Pilotlight-Cold-Start (true when the request waited for a replica that

@@ -266,6 +266,7 @@ EndpointDemand Router::LoadLocked(const std::string& key, const Endpoint& e,
   EndpointDemand l;
   l.endpoint = key;
   l.arrivals_total = e.arrivals_total;
+  l.wakes_refused_total = e.wakes_refused_total;
   l.in_flight = e.in_flight;
   l.held = static_cast<int32_t>(e.waiting.size());
   l.held_bytes = e.held_bytes;
@@ -321,6 +322,18 @@ void Router::PokeNow(const std::string& endpoint) const {
   if (poke_) {
     poke_(endpoint);
   }
+}
+
+void Router::WakeRefused(const std::string& endpoint) {
+  {
+    const std::lock_guard<std::mutex> lock(mu_);
+    auto it = endpoints_.find(endpoint);
+    if (it == endpoints_.end()) {
+      return;
+    }
+    ++it->second->wakes_refused_total;
+  }
+  PokeNow(endpoint);
 }
 
 int Router::held_total() const {

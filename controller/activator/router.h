@@ -56,6 +56,9 @@ struct EndpointDemand {
   int64_t held_bytes = 0;
   double oldest_wait_seconds = 0;
   bool no_replica = false;  // no target to forward to
+  // Wakes of its engines in a pool refused, for another reason than GPU
+  // room, since the activator started.
+  int64_t wakes_refused_total = 0;
 };
 
 class Router;
@@ -132,6 +135,9 @@ class Router {
   // Tells the controller about `endpoint` at once, as a request held at
   // zero does (an engine of its woken instead).
   void PokeNow(const std::string& endpoint) const;
+  // A wake of an engine of `endpoint`'s was refused (Waker::Callbacks):
+  // counted in its demand, and the controller told at once.
+  void WakeRefused(const std::string& endpoint);
 
   std::vector<EndpointDemand> Demand(absl::Time now) const;
   EndpointDemand DemandOf(const std::string& endpoint, absl::Time now) const;
@@ -155,6 +161,7 @@ class Router {
     std::map<std::string, Target> targets;
     int cap = 1;
     int64_t arrivals_total = 0;
+    int64_t wakes_refused_total = 0;
     int in_flight = 0;
     int64_t held_bytes = 0;
     std::map<int64_t, absl::Time> waiting;  // ticket -> since, in order

@@ -63,7 +63,7 @@ std::string Waker::MakeRoom(const std::string& address,
 }
 
 Waker::Outcome Waker::Run(const std::string& address, absl::Time deadline,
-                          const std::function<bool()>& still_wanted) const {
+                          const Callbacks& callbacks) const {
   Outcome out;
   const absl::StatusOr<std::pair<std::string, int>> pod =
       SplitHostPort(address, "pod");
@@ -88,42 +88,66 @@ Waker::Outcome Waker::Run(const std::string& address, absl::Time deadline,
   out.sent = true;
   http::SetClientTimeouts(c, deadline - absl::Now());
   httplib::Result woke = c.Post("/wake_up", "", "text/plain");
-  // Refused: the GPU is taken (the stand-in's 507; vLLM's wake fails
-  // with CUDA out of memory, a 500). An idle engine beside it goes to
-  // sleep first; while none is idle (their requests run), it waits for
-  // one, up to the deadline.
-  while (idle_ != nullptr && woke &&
-         (woke->status == 507 || woke->status == 500) &&
-         absl::Now() < deadline) {
-    std::string room = MakeRoom(address, deadline);
-    if (room.empty() && still_wanted != nullptr && !still_wanted()) {
+  int tries = 1;
+  absl::Duration backoff = options_.first_retry;
+  // Refused: for want of room when the GPU is taken (the stand-in's 507;
+  // vLLM's wake fails with CUDA out of memory, a 500) -- an idle engine
+  // beside it goes to sleep first, and while none is idle (their requests
+  // run) it waits for one; for another reason (an engine restarting, a
+  // wake that failed half-way), asked again after a pause that doubles.
+  // Either until the deadline, or until the engine is wanted no more (a
+  // replica of the endpoint's own serves it) or its pod stops answering.
+  while (woke && woke->status != 200 && absl::Now() < deadline) {
+    const bool for_room =
+        idle_ != nullptr && (woke->status == 507 || woke->status == 500);
+    std::string room = for_room ? MakeRoom(address, deadline) : "";
+    if (!room.empty()) {
+      out.put_to_sleep = std::move(room);
+      http::SetClientTimeouts(c, deadline - absl::Now());
+      woke = c.Post("/wake_up", "", "text/plain");
+      ++tries;
+      continue;
+    }
+    if (!for_room && callbacks.refused != nullptr) {
+      callbacks.refused();
+    }
+    if (callbacks.still_wanted != nullptr && !callbacks.still_wanted()) {
       out.result = Result::kFailed;
-      out.error =
-          "its endpoint sends to a replica of its own now (the wake waited "
-          "for room)";
+      out.error = absl::StrCat(
+          "its endpoint sends to a replica of its own now (the wake ",
+          for_room ? "waited for room" : "was refused", ")");
       out.elsewhere = true;
       return out;
     }
-    if (room.empty()) {
-      absl::SleepFor(std::min(kRoomPoll, deadline - absl::Now()));
-      if (absl::Now() >= deadline) {
-        break;
-      }
-      http::SetClientTimeouts(
-          c, std::min(options_.probe_timeout, deadline - absl::Now()));
-      // No answer with time left: the pod is gone (one cut short by the
-      // deadline is the wait's end, not the pod's).
-      if (!http::IsSleeping(c).has_value() && absl::Now() < deadline) {
-        out.result = Result::kFailed;
-        out.error = "the pod stopped answering while its wake waited for room";
-        out.unreachable = true;
-        return out;
-      }
-      continue;
+    const absl::Duration pause = for_room ? kRoomPoll : backoff;
+    absl::SleepFor(std::min(pause, deadline - absl::Now()));
+    if (!for_room) {
+      backoff = std::min(2 * backoff, options_.max_retry);
     }
-    out.put_to_sleep = std::move(room);
-    http::SetClientTimeouts(c, deadline - absl::Now());
-    woke = c.Post("/wake_up", "", "text/plain");
+    if (absl::Now() >= deadline) {
+      break;
+    }
+    http::SetClientTimeouts(
+        c, std::min(options_.probe_timeout, deadline - absl::Now()));
+    asleep = http::IsSleeping(c);
+    // No answer with time left: the pod is gone (one cut short by the
+    // deadline is the wait's end, not the pod's).
+    if (!asleep.has_value() && absl::Now() < deadline) {
+      out.result = Result::kFailed;
+      out.error = absl::StrCat("the pod stopped answering while its wake ",
+                               for_room ? "waited for room" : "was retried");
+      out.unreachable = true;
+      return out;
+    }
+    if (asleep == false) {
+      out.result = Result::kWoken;  // awake after all
+      return out;
+    }
+    if (!for_room) {
+      http::SetClientTimeouts(c, deadline - absl::Now());
+      woke = c.Post("/wake_up", "", "text/plain");
+      ++tries;
+    }
   }
   if (woke && woke->status == 200) {
     out.result = Result::kWoken;
@@ -140,6 +164,9 @@ Waker::Outcome Waker::Run(const std::string& address, absl::Time deadline,
     absl::StrAppend(&out.error,
                     " (no other engine of the pod was idle to put to sleep "
                     "by the activation timeout)");
+  } else if (woke && tries > 1) {
+    absl::StrAppend(&out.error, " (", tries,
+                    " tries by the activation timeout)");
   }
   return out;
 }
@@ -147,7 +174,7 @@ Waker::Outcome Waker::Run(const std::string& address, absl::Time deadline,
 Waker::Outcome Waker::WakeIfAsleep(const std::string& address, absl::Time sent,
                                    absl::Time deadline,
                                    const std::atomic<bool>* gone,
-                                   const std::function<bool()>& still_wanted) {
+                                   const Callbacks& callbacks) {
   std::shared_ptr<Wake> wake;
   bool mine = false;
   {
@@ -165,7 +192,7 @@ Waker::Outcome Waker::WakeIfAsleep(const std::string& address, absl::Time sent,
     wake = running;
   }
   if (mine) {
-    Outcome out = Run(address, deadline, still_wanted);
+    Outcome out = Run(address, deadline, callbacks);
     const std::lock_guard<std::mutex> lock(mu_);
     if (out.sent) {
       ++wakes_;

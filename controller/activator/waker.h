@@ -11,9 +11,12 @@
 // sleep mode (404) is not asleep, nor one still awake a second after its
 // 503 (one falling asleep says so once its weights are out): its 503 goes
 // to the client as it came. A wake refused (vLLM's error; the model-server
-// stand-in's 507 when the GPU's memory is taken) or not answered by the
-// deadline fails with what the pod said: the proxy answers 503 with
-// Retry-After.
+// stand-in's 507 when the GPU's memory is taken) is asked again, after a
+// pause that doubles, until the deadline: a wake that keeps failing holds
+// its requests as at zero, where the controller falls back to a replica of
+// the endpoint's own (the engine is then wanted no more, below). A wake not
+// answered at all (the pod gone) or still refused at the deadline fails
+// with what the pod said: the proxy answers 503 with Retry-After.
 //
 // Engines on one pool pod share its GPU: a wake refused for want of GPU
 // memory (the stand-in's 507, vLLM's 500) puts to sleep one of the pod's other
@@ -21,7 +24,8 @@
 // given), then asks again; while none is idle it waits for one, until the
 // deadline -- or until the engine is no longer wanted (`still_wanted`: the
 // controller started a replica of the endpoint's own, which serves it
-// instead), when the request may go there.
+// instead), when the request may go there. A wake refused for another
+// reason gives way the same.
 //
 // Thread-safety: WakeIfAsleep may be called from any thread.
 #pragma once
@@ -43,6 +47,10 @@ namespace pilotlight::activator {
 struct WakerOptions {
   // For GET /is_sleeping (a wake itself may take until the deadline).
   absl::Duration probe_timeout = absl::Seconds(1);
+  // The pause before a refused wake is asked again, doubling up to the
+  // longest.
+  absl::Duration first_retry = absl::Milliseconds(250);
+  absl::Duration max_retry = absl::Seconds(4);
 };
 
 class Waker {
@@ -69,13 +77,22 @@ class Waker {
   explicit Waker(WakerOptions options = {}, IdleNeighbours idle = nullptr)
       : options_(options), idle_(std::move(idle)) {}
 
+  // What a wake asks of its caller, and tells it, while it waits.
+  struct Callbacks {
+    // Null: always. False once the engine is wanted no more: the wake,
+    // waiting for room or refused, gives up (kFailed, `elsewhere`).
+    std::function<bool()> still_wanted;
+    // Each time the pod refuses the wake for another reason than room on
+    // its GPU (what making room cannot mend): null, nobody is told.
+    std::function<void()> refused;
+  };
+
   // `address` ("ip:port") answered 503 to a request sent at `sent`: awake
   // it again if its engine sleeps, by `deadline`. Gives up (kFailed) when
-  // `gone` turns true (the client hung up), or -- while it waits for room
-  // -- when `still_wanted` (null: always) says the engine is wanted no more.
+  // `gone` turns true (the client hung up), or as `callbacks` say.
   Outcome WakeIfAsleep(const std::string& address, absl::Time sent,
                        absl::Time deadline, const std::atomic<bool>* gone,
-                       const std::function<bool()>& still_wanted = nullptr);
+                       const Callbacks& callbacks = {});
 
   // Wakes sent (POST /wake_up).
   int64_t wakes() const { return wakes_; }
@@ -89,7 +106,7 @@ class Waker {
   };
   // One pod's wake, on the caller's thread.
   Outcome Run(const std::string& address, absl::Time deadline,
-              const std::function<bool()>& still_wanted) const;
+              const Callbacks& callbacks) const;
   // Puts an idle awake neighbour of `address` to sleep: which, or "".
   std::string MakeRoom(const std::string& address, absl::Time deadline) const;
 

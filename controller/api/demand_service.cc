@@ -22,7 +22,8 @@ absl::StatusOr<ActivatorReport> FromProto(const v1::DemandReport& report) {
           absl::StrCat(field, ": namespace and name are required"));
     }
     if (e.arrivals_total() < 0 || e.in_flight() < 0 || e.held() < 0 ||
-        e.held_bytes() < 0 || !(e.oldest_wait_seconds() >= 0)) {
+        e.held_bytes() < 0 || !(e.oldest_wait_seconds() >= 0) ||
+        e.wakes_refused_total() < 0) {
       return absl::InvalidArgumentError(
           absl::StrCat(field, " (", e.namespace_(), "/", e.name(),
                        "): counts must be non-negative"));
@@ -33,7 +34,8 @@ absl::StatusOr<ActivatorReport> FromProto(const v1::DemandReport& report) {
                        .held = e.held(),
                        .held_bytes = e.held_bytes(),
                        .oldest_wait_seconds = e.oldest_wait_seconds(),
-                       .no_replica = e.no_replica()};
+                       .no_replica = e.no_replica(),
+                       .wakes_refused_total = e.wakes_refused_total()};
   }
   return r;
 }

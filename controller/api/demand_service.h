@@ -25,6 +25,7 @@ struct EndpointDemand {
   int64_t held_bytes = 0;
   double oldest_wait_seconds = 0;
   bool no_replica = false;
+  int64_t wakes_refused_total = 0;  // since the activator started
 };
 
 struct ActivatorReport {

@@ -39,6 +39,9 @@ struct DemandSample {
   std::optional<double> arrivals;  // requests arrived since the previous sample
   std::optional<double> output_tokens_per_s;  // generated tokens/s, measured
   std::optional<EngineLatency> latency;       // engines' latency histograms
+  // Wakes of its engines in a sleep pool refused since the previous sample
+  // (the activators'): the controller's, not the policy's.
+  double wakes_refused = 0;
   // Some demand is out of sight (an activator's stream lost, or activators
   // not yet reconnected after the controller started): what is here is a
   // lower bound. The decider then scales up for it but never down.

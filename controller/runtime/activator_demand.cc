@@ -29,7 +29,11 @@ std::vector<std::string> ActivatorDemand::Apply(const ActivatorReport& r) {
     const bool was_holding = before != s.endpoints.end() &&
                              before->second.held > 0 &&
                              before->second.no_replica;
-    if (now.held > 0 && now.no_replica && (!r.full || !was_holding)) {
+    const bool refused =
+        now.wakes_refused_total >
+        (before != s.endpoints.end() ? before->second.wakes_refused_total : 0);
+    if ((now.held > 0 && now.no_replica && (!r.full || !was_holding)) ||
+        refused) {
       poke.push_back(key);
       ++pokes_[key];
       poked_at_.emplace(key, clock_.Now());
@@ -40,7 +44,8 @@ std::vector<std::string> ActivatorDemand::Apply(const ActivatorReport& r) {
     // activator; keep its total (arrivals are counted from it).
     for (auto& [key, e] : s.endpoints) {
       if (!r.endpoints.contains(key)) {
-        e = EndpointDemand{.arrivals_total = e.arrivals_total};
+        e = EndpointDemand{.arrivals_total = e.arrivals_total,
+                           .wakes_refused_total = e.wakes_refused_total};
       }
     }
   }
@@ -113,6 +118,10 @@ ActivatorRead ActivatorDemand::Read(const std::string& endpoint) {
     out.arrivals +=
         static_cast<double>(std::max<int64_t>(0, e.arrivals_total - taken));
     taken = e.arrivals_total;
+    int64_t& refusals = s.refusals_taken[endpoint];
+    out.wakes_refused += static_cast<double>(
+        std::max<int64_t>(0, e.wakes_refused_total - refusals));
+    refusals = e.wakes_refused_total;
   }
   return out;
 }

@@ -7,9 +7,12 @@
 //   - arrivals since the endpoint's previous read (reports carry totals
 //     since each activator started, so a lost report loses nothing, and a
 //     restarted activator -- a new incarnation -- starts from zero);
-//   - pokes: an endpoint holding requests with no ready replica is
-//     reconciled at once (Apply returns it) and its epoch moves, so the
-//     reconciler decides on the held demand without waiting for a tick.
+//   - wakes of its pool engines refused since the previous read (totals,
+//     as arrivals);
+//   - pokes: an endpoint holding requests with no ready replica, or one
+//     whose engine's wake was refused, is reconciled at once (Apply
+//     returns it) and its epoch moves, so the reconciler decides on the
+//     held demand without waiting for a tick.
 //
 // An activator whose stream broke (not after a draining report) is "lost"
 // until it reconnects or `forget_after` passes: while any is lost, and for
@@ -39,6 +42,8 @@ struct ActivatorRead {
   double held = 0;
   double in_flight = 0;
   double arrivals = 0;  // since the previous read of this endpoint
+  // Wakes of its pool engines refused since the previous read.
+  double wakes_refused = 0;
   double oldest_wait_seconds = 0;
   int reporting = 0;  // activators connected
   std::string lost;   // why the activators' demand cannot be trusted now
@@ -71,6 +76,7 @@ class ActivatorDemand {
     absl::Time lost_at;
     std::map<std::string, EndpointDemand> endpoints;
     std::map<std::string, int64_t> taken;  // arrivals_total already read
+    std::map<std::string, int64_t> refusals_taken;  // wakes_refused_total
   };
   std::string LostLocked(absl::Time now);
 

@@ -57,6 +57,7 @@ policy::DemandSample MergedDemand::Read(
   if (s.queued || a.held > 0 || unseen > 0) {
     s.queued = waiting + unseen + a.held;
   }
+  s.wakes_refused = a.wakes_refused;
   if (s.arrivals || a.arrivals > 0) {
     s.arrivals = std::max(s.arrivals.value_or(0), a.arrivals);
   }

@@ -371,6 +371,7 @@ void Reconciler::ObservePool(Endpoint& e, Observed& o, absl::Time now) {
   if (o.pool_awake.empty() && o.pool_asleep.empty()) {
     e.wake_pending_since = absl::InfiniteFuture();
     e.wake_stalled = false;
+    e.wake_refused = false;
     unused("EnginesNotAnswering",
            absl::StrCat("no engine at port ", pool.port, " of the ",
                         addresses.size(), " Ready pod(s) of ", pool.deployment,
@@ -381,6 +382,14 @@ void Reconciler::ObservePool(Endpoint& e, Observed& o, absl::Time now) {
   const bool at_zero = std::all_of(o.replicas.begin(), o.replicas.end(),
                                    [](int32_t r) { return r == 0; });
   if (WakeStalled(e, o, at_zero, now)) {
+    if (e.wake_refused) {
+      unused("WakeRefused",
+             absl::StrFormat("the activator's wake of its engine in %s was "
+                             "refused by the pod, not for want of GPU room "
+                             "(the activator asks again meanwhile)",
+                             pool.deployment));
+      return;
+    }
     unused("WakeStalled",
            absl::StrFormat(
                "its engine in %s has been asleep for %s with requests "
@@ -441,8 +450,10 @@ void Reconciler::ObservePool(Endpoint& e, Observed& o, absl::Time now) {
 // alive -- a wake that ends sooner starts nothing (a burst over a small
 // pool is served by it), one that never does costs at most a second lead.
 // Its own replicas then serve from zero, as without a pool, until one is
-// Ready (or the requests are gone). Seen through the engines' probes
-// (every second) and the demand of the last tick.
+// Ready (or the requests are gone). A wake the pod refuses for another
+// reason than room (the activators report it) gets one at once: making
+// room cannot mend it. Seen through the engines' probes (every second) and
+// the demand of the last tick.
 bool Reconciler::WakeStalled(Endpoint& e, const Observed& o, bool at_zero,
                              absl::Time now) {
   const policy::DemandSample& s = e.last_sample;
@@ -452,13 +463,26 @@ bool Reconciler::WakeStalled(Endpoint& e, const Observed& o, bool at_zero,
     if (o.own_ready == 0 && (!at_zero || requests)) {
       return true;
     }
-    e.wake_stalled = false;  // its own replica serves, or nothing waits
+    // Its own replica serves, or nothing waits.
+    e.wake_stalled = false;
+    e.wake_refused = false;
   }
   if (!at_zero || !requests || !o.pool_awake.empty()) {
     e.wake_pending_since = absl::InfiniteFuture();
     return false;
   }
   e.wake_pending_since = std::min(e.wake_pending_since, now);
+  if (s.wakes_refused > 0) {
+    // A refusal making room cannot mend (the engine broken, restarting):
+    // waiting out the lead would only add it to the cold start.
+    e.wake_stalled = true;
+    e.wake_refused = true;
+    process::LogJson(
+        "warning", "pool engine wake refused",
+        {{"endpoint", absl::StrCat(e.subject.ns, "/", e.subject.name)},
+         {"refusals", s.wakes_refused}});
+    return true;
+  }
   const absl::Duration after =
       std::max(e.decision ? e.decision->cold_start_lead : absl::ZeroDuration(),
                2 * e.pool_sleep->wake + e.parsed->spec.slo.ttft);

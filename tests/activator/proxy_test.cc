@@ -729,23 +729,59 @@ TEST_F(SleepingEngineTest, RequestsAtASleepingEngineShareOneWake) {
   EXPECT_FALSE(Asleep(pod));
 }
 
-// A wake the pod refuses -- another engine awake holds the GPU -- is
-// answered 503 with Retry-After and what the pod said; nothing is lost
-// silently, and the engine awake is left alone.
+// A wake the pod refuses -- another engine awake holds the GPU, and the
+// activator knows of no neighbour to put to sleep -- is asked again until
+// the activation timeout, then answered 503 with Retry-After and what the
+// pod said; nothing is lost silently, and the engine awake is left alone.
 TEST_F(SleepingEngineTest, AWakeRefusedIs503WithWhatThePodSaid) {
   const std::optional<EnginePair> engines = EnginesSharingAGpu();
   ASSERT_TRUE(engines.has_value());
   const std::string& pod = engines->asleep;
-  StartWaking(pod);
+  StartWaking(pod, 4, absl::Seconds(2));
+  const absl::Time t0 = absl::Now();
   const httplib::Result r = Hello();
   ASSERT_TRUE(r);
+  EXPECT_GE(absl::Now() - t0, absl::Seconds(2)) << "asked again until then";
   EXPECT_EQ(r->status, 503);
   EXPECT_FALSE(r->get_header_value("Retry-After").empty());
   EXPECT_THAT(r->body, HasSubstr("is asleep and did not wake: POST /wake_up "
                                  "answered 507: GPU memory taken"));
+  EXPECT_THAT(r->body, HasSubstr("tries by the activation timeout"));
+  // Each refusal counted in the demand (the controller falls back on it),
+  // and the controller told at once.
+  const int64_t refused =
+      router_->DemandOf(kEp, absl::Now()).wakes_refused_total;
+  EXPECT_GE(refused, 2);
+  EXPECT_GE(pokes_, refused);
   EXPECT_EQ(Wakes("failed"), 1);
   EXPECT_EQ(metrics_.rejections.Add({{"reason", "wake_failed"}}).Value(), 1);
   EXPECT_TRUE(Asleep(pod));
+  EXPECT_FALSE(Asleep(engines->awake));
+}
+
+// A wake refused is asked again: once the GPU has room (its neighbour
+// went to sleep of its own), the wake goes through and the request is
+// served, not answered 503.
+TEST_F(SleepingEngineTest, AWakeRefusedIsAskedAgainAndServed) {
+  const std::optional<EnginePair> engines = EnginesSharingAGpu();
+  ASSERT_TRUE(engines.has_value());
+  const std::string& pod = engines->asleep;
+  StartWaking(pod);
+  std::thread later([&engines] {
+    absl::SleepFor(absl::Milliseconds(500));
+    httplib::Client c("http://" + engines->awake);
+    c.Post("/sleep?level=1", "", "text/plain");
+  });
+  const absl::Time t0 = absl::Now();
+  const httplib::Result r = Hello();
+  later.join();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+  EXPECT_GE(absl::Now() - t0, absl::Milliseconds(500));
+  EXPECT_LT(absl::Now() - t0, absl::Seconds(5)) << "not the activation timeout";
+  EXPECT_EQ(Wakes("woken"), 1);
+  EXPECT_FALSE(Asleep(pod));
+  EXPECT_TRUE(Asleep(engines->awake));
 }
 
 // Engines on one pool pod share its GPU: a wake refused for want of GPU
@@ -799,6 +835,8 @@ TEST_F(SleepingEngineTest, AWakeWaitsForANeighbourToBeIdle) {
   EXPECT_EQ(r->status, 503);
   EXPECT_THAT(r->body, HasSubstr("no other engine of the pod was idle to put "
                                  "to sleep by the activation timeout"));
+  EXPECT_EQ(router_->DemandOf(kEp, absl::Now()).wakes_refused_total, 0)
+      << "waiting for room is not a refusal";
   EXPECT_TRUE(Asleep(pod));
   // Idle 0.5 s into the wait: served after it.
   std::thread later([&idle] {
@@ -816,36 +854,42 @@ TEST_F(SleepingEngineTest, AWakeWaitsForANeighbourToBeIdle) {
   StopFront();  // before `room` and what its callback reads go
 }
 
-// A wake waiting for room on a GPU its neighbour keeps busy gives way when
-// the endpoint's targets no longer name the engine (the controller started
-// a replica of the endpoint's own, which is Ready): the request is held
-// again and served there, not answered 503 at the activation timeout; the
-// engine is left asleep.
+// A wake waiting for room on a GPU its neighbour keeps busy, or refused
+// (no neighbour known to put to sleep), gives way when the endpoint's
+// targets no longer name the engine (the controller started a replica of
+// the endpoint's own, which is Ready): the request is held again and
+// served there, not answered 503 at the activation timeout; the engine is
+// left asleep.
 TEST_F(SleepingEngineTest, AWakeWaitingForRoomGivesWayToTheEndpointsOwnPod) {
-  const std::optional<EnginePair> engines = EnginesSharingAGpu();
-  ASSERT_TRUE(engines.has_value());
-  const std::string& pod = engines->asleep;
-  tools::ModelServer* own = Engine("llama", nullptr, false);
-  ASSERT_NE(own, nullptr);
-  const std::string own_pod = Serve(*own);
   // The neighbour is never idle.
   Waker room({}, [](const std::string&) { return std::vector<std::string>{}; });
-  StartWaking(pod, 4, absl::Seconds(10), &room);
-  std::thread later([this, &own_pod] {
-    absl::SleepFor(absl::Milliseconds(500));
-    router_->SetTargets(kEp, {own_pod}, 4);
-  });
-  const absl::Time t0 = absl::Now();
-  const httplib::Result r = Hello();
-  later.join();
-  ASSERT_TRUE(r);
-  EXPECT_EQ(r->status, 200) << r->body;
-  EXPECT_GE(absl::Now() - t0, absl::Milliseconds(500));
-  EXPECT_LT(absl::Now() - t0, absl::Seconds(5)) << "not the activation timeout";
-  EXPECT_TRUE(Asleep(pod));
-  EXPECT_FALSE(Asleep(engines->awake));
-  EXPECT_TRUE(router_->TakeRemoved().empty()) << "nothing taken out";
-  StopFront();  // before `room` goes
+  Waker no_neighbours;
+  for (Waker* waker : {&room, &no_neighbours}) {
+    SCOPED_TRACE(waker == &room ? "waiting for room" : "refused");
+    const std::optional<EnginePair> engines = EnginesSharingAGpu();
+    ASSERT_TRUE(engines.has_value());
+    const std::string& pod = engines->asleep;
+    tools::ModelServer* own = Engine("llama", nullptr, false);
+    ASSERT_NE(own, nullptr);
+    const std::string own_pod = Serve(*own);
+    StartWaking(pod, 4, absl::Seconds(10), waker);
+    std::thread later([this, &own_pod] {
+      absl::SleepFor(absl::Milliseconds(500));
+      router_->SetTargets(kEp, {own_pod}, 4);
+    });
+    const absl::Time t0 = absl::Now();
+    const httplib::Result r = Hello();
+    later.join();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200) << r->body;
+    EXPECT_GE(absl::Now() - t0, absl::Milliseconds(500));
+    EXPECT_LT(absl::Now() - t0, absl::Seconds(5))
+        << "not the activation timeout";
+    EXPECT_TRUE(Asleep(pod));
+    EXPECT_FALSE(Asleep(engines->awake));
+    EXPECT_TRUE(router_->TakeRemoved().empty()) << "nothing taken out";
+    StopFront();  // before `waker` goes, and before the next front
+  }
 }
 
 // A request that meets an engine falling asleep (its weights still going

@@ -101,6 +101,43 @@ TEST_F(ActivatorDemandTest, ArrivalsAreCountedOnceFromTotals) {
   EXPECT_EQ(table_.Read(kEp).held, 0);
 }
 
+// A wake of a pool engine refused at an activator pokes the endpoint at
+// once (its engine is held, not at zero: no other poke), and reads once:
+// counted from the activators' totals, as arrivals are.
+TEST_F(ActivatorDemandTest, RefusedWakesPokeAndAreCountedOnceFromTotals) {
+  clock_.Advance(absl::Seconds(11));
+  EXPECT_THAT(
+      table_.Apply(Report("a", 1, true, {.arrivals_total = 1, .in_flight = 1})),
+      IsEmpty());
+  EXPECT_THAT(
+      table_.Apply(Report(
+          "a", 1, false,
+          {.arrivals_total = 1, .in_flight = 1, .wakes_refused_total = 1})),
+      ElementsAre(kEp));
+  table_.Apply(Report("b", 3, true, {.wakes_refused_total = 2}));
+  EXPECT_EQ(table_.Read(kEp).wakes_refused, 3);
+  // The same totals again: no poke, nothing new; one more: both.
+  EXPECT_THAT(
+      table_.Apply(Report(
+          "a", 1, true,
+          {.arrivals_total = 1, .in_flight = 1, .wakes_refused_total = 1})),
+      IsEmpty());
+  EXPECT_EQ(table_.Read(kEp).wakes_refused, 0);
+  EXPECT_THAT(table_.Apply(Report("b", 3, false, {.wakes_refused_total = 3})),
+              ElementsAre(kEp));
+  EXPECT_EQ(table_.Read(kEp).wakes_refused, 1);
+  // Left out of a full report (no demand there now): the total stays, and
+  // nothing is counted again when it comes back.
+  table_.Apply(ActivatorReport{.activator = "b",
+                               .incarnation = 3,
+                               .full = true,
+                               .draining = false,
+                               .endpoints = {}});
+  EXPECT_EQ(table_.Read(kEp).wakes_refused, 0);
+  table_.Apply(Report("b", 3, true, {.wakes_refused_total = 3}));
+  EXPECT_EQ(table_.Read(kEp).wakes_refused, 0);
+}
+
 TEST_F(ActivatorDemandTest,
        ALostStreamIsNamedAndNotCountedUntilItReconnectsOrIsForgotten) {
   clock_.Advance(absl::Seconds(11));
@@ -280,6 +317,7 @@ TEST(DemandServiceTest, StreamsReportsOverGrpc) {
     e->set_name("llama");
     e->set_held(2);
     e->set_no_replica(true);
+    e->set_wakes_refused_total(3);
     ASSERT_TRUE(stream->Write(r));
     v1::DemandAck ack;
     ASSERT_TRUE(stream->Read(&ack));
@@ -308,6 +346,8 @@ TEST(DemandServiceTest, StreamsReportsOverGrpc) {
   server->Shutdown();
   ASSERT_EQ(receiver.applied.size(), 2U);
   EXPECT_EQ(receiver.applied[0].endpoints.at("ml/llama").held, 2);
+  EXPECT_EQ(receiver.applied[0].endpoints.at("ml/llama").wakes_refused_total,
+            3);
   EXPECT_THAT(receiver.ended, ElementsAre("act-0:clean"));
 }
 

@@ -875,5 +875,54 @@ TEST_F(ReconcilerTest, AWakeThatStallsStartsTheEndpointsOwnReplica) {
   EXPECT_EQ(Serving(), "replicas");
 }
 
+// A wake the pod refuses for another reason than GPU room (the activators
+// report it) starts the endpoint's own replica at once, not a lead later:
+// making room cannot mend it. Back to the pool once that replica is Ready.
+TEST_F(ReconcilerTest, AWakeRefusedStartsTheEndpointsOwnReplicaAtOnce) {
+  SleepingEngines fake;
+  PoolEngines engines(fake);
+  const std::function<void()> tick = SleepPoolEndpoint(engines);
+  ASSERT_EQ(out_.Condition("SleepPool"), "True EnginesFound");
+  const absl::Duration lead = last_->cold_start_lead;
+  ASSERT_GT(lead, 3 * kTick);
+  // A request held on the engine asleep: no refusal yet, nothing starts.
+  demand_.Set([](absl::Time, int) {
+    policy::DemandSample s = InFlight(1);
+    s.arrivals = 1;
+    return s;
+  });
+  tick();
+  tick();
+  EXPECT_EQ(Replicas("chat-a100"), 0);
+  EXPECT_EQ(out_.Condition("SleepPool"), "True EnginesFound");
+  // The pod refuses the wake: one sample says so, and the next reconcile
+  // (the activator's report pokes one at once) starts the replica.
+  bool told = false;
+  demand_.Set([&told](absl::Time, int) {
+    policy::DemandSample s = InFlight(1);
+    s.wakes_refused = told ? 0 : 2;
+    told = true;
+    return s;
+  });
+  tick();
+  tick();
+  EXPECT_EQ(Replicas("chat-a100"), 1) << last_->message;
+  EXPECT_EQ(out_.Condition("SleepPool"), "False WakeRefused");
+  EXPECT_THAT(out_.ConditionMessage("SleepPool"),
+              HasSubstr("was refused by the pod, not for want of GPU room"));
+  EXPECT_THAT(out_.ConditionMessage("SleepPool"),
+              HasSubstr("its own replicas serve from zero"));
+  // Still starting: its own replica stays, though no refusal came since.
+  tick();
+  EXPECT_EQ(Replicas("chat-a100"), 1);
+  EXPECT_EQ(out_.Condition("SleepPool"), "False WakeRefused");
+  RunFor(kColdStart + 2 * kTick);
+  engines.RunOnce();
+  tick();
+  ASSERT_GE(Ready("chat-a100"), 1);
+  EXPECT_EQ(out_.Condition("SleepPool"), "True EnginesFound");
+  EXPECT_EQ(Serving(), "replicas");
+}
+
 }  // namespace
 }  // namespace pilotlight::runtime
