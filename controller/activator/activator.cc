@@ -62,13 +62,15 @@ class Activator::Impl {
         targets_(o.targets, router_, *autoscalers_, *pods_, index_),
         waker_({},
                [this](const std::string& address) {
-                 std::vector<std::string> idle;
+                 Waker::Neighbours out;
                  for (std::string& n : targets_.Neighbours(address)) {
                    if (router_.InFlightAt(n) == 0) {
-                     idle.push_back(std::move(n));
+                     out.idle.push_back(std::move(n));
+                   } else {
+                     ++out.busy;
                    }
                  }
-                 return idle;
+                 return out;
                }),
         proxy_(
             o.proxy, router_,

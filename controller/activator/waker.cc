@@ -36,12 +36,9 @@ constexpr absl::Duration kForget = absl::Minutes(30);
 
 }  // namespace
 
-std::string Waker::MakeRoom(const std::string& address,
+std::string Waker::MakeRoom(const std::vector<std::string>& idle,
                             absl::Time deadline) const {
-  if (idle_ == nullptr) {
-    return "";
-  }
-  for (const std::string& n : idle_(address)) {
+  for (const std::string& n : idle) {
     const absl::StatusOr<std::pair<std::string, int>> pod =
         SplitHostPort(n, "pod");
     if (!pod.ok() || absl::Now() >= deadline) {
@@ -89,6 +86,7 @@ Waker::Outcome Waker::Run(const std::string& address, absl::Time deadline,
   http::SetClientTimeouts(c, deadline - absl::Now());
   httplib::Result woke = c.Post("/wake_up", "", "text/plain");
   int tries = 1;
+  bool for_room = false;  // the last refusal was for want of room
   absl::Duration backoff = options_.first_retry;
   // Refused: for want of room when the GPU is taken (the stand-in's 507;
   // vLLM's wake fails with CUDA out of memory, a 500) -- an idle engine
@@ -98,9 +96,16 @@ Waker::Outcome Waker::Run(const std::string& address, absl::Time deadline,
   // Either until the deadline, or until the engine is wanted no more (a
   // replica of the endpoint's own serves it) or its pod stops answering.
   while (woke && woke->status != 200 && absl::Now() < deadline) {
-    const bool for_room =
-        idle_ != nullptr && (woke->status == 507 || woke->status == 500);
-    std::string room = for_room ? MakeRoom(address, deadline) : "";
+    for_room =
+        neighbours_ != nullptr && (woke->status == 507 || woke->status == 500);
+    std::string room;
+    if (for_room) {
+      const Neighbours n = neighbours_(address);
+      room = MakeRoom(n.idle, deadline);
+      // None awake to put to sleep and none busy: no neighbour holds the
+      // GPU, so room is not why (an engine that fails to load, say).
+      for_room = !room.empty() || n.busy > 0;
+    }
     if (!room.empty()) {
       out.put_to_sleep = std::move(room);
       http::SetClientTimeouts(c, deadline - absl::Now());
@@ -159,8 +164,7 @@ Waker::Outcome Waker::Run(const std::string& address, absl::Time deadline,
       woke ? absl::StrCat("POST /wake_up answered ", woke->status, ": ",
                           Said(*woke))
            : absl::StrCat("POST /wake_up: ", httplib::to_string(woke.error()));
-  if (woke && (woke->status == 507 || woke->status == 500) &&
-      idle_ != nullptr) {
+  if (woke && for_room) {
     absl::StrAppend(&out.error,
                     " (no other engine of the pod was idle to put to sleep "
                     "by the activation timeout)");

@@ -20,12 +20,13 @@
 //
 // Engines on one pool pod share its GPU: a wake refused for want of GPU
 // memory (the stand-in's 507, vLLM's 500) puts to sleep one of the pod's other
-// engines that is awake and has nothing in flight (IdleNeighbours, in the order
-// given), then asks again; while none is idle it waits for one, until the
-// deadline -- or until the engine is no longer wanted (`still_wanted`: the
-// controller started a replica of the endpoint's own, which serves it
-// instead), when the request may go there. A wake refused for another
-// reason gives way the same.
+// engines that is awake and has nothing in flight (Neighbours::idle, in the
+// order given), then asks again; while none is idle but some have requests in
+// flight (Neighbours::busy) it waits for one, until the deadline -- or until
+// the engine is no longer wanted (`still_wanted`: the controller started a
+// replica of the endpoint's own, which serves it instead), when the request may
+// go there. A wake refused for another reason -- or with no neighbour busy nor
+// any to put to sleep, so that room is not why -- gives way the same.
 //
 // Thread-safety: WakeIfAsleep may be called from any thread.
 #pragma once
@@ -69,13 +70,17 @@ class Waker {
     // for room: the request may go to the endpoint's other targets.
     bool elsewhere = false;
   };
-  // The engines ("ip:port") that share the GPU of the engine at `address`
-  // and have no request in flight.
-  using IdleNeighbours =
-      std::function<std::vector<std::string>(const std::string& address)>;
+  // The engines ("ip:port") that share the GPU of the engine at `address`:
+  // those with no request in flight, and how many have some (awake, so
+  // holding GPU memory).
+  struct Neighbours {
+    std::vector<std::string> idle;
+    int busy = 0;
+  };
+  using NeighboursOf = std::function<Neighbours(const std::string& address)>;
 
-  explicit Waker(WakerOptions options = {}, IdleNeighbours idle = nullptr)
-      : options_(options), idle_(std::move(idle)) {}
+  explicit Waker(WakerOptions options = {}, NeighboursOf neighbours = nullptr)
+      : options_(options), neighbours_(std::move(neighbours)) {}
 
   // What a wake asks of its caller, and tells it, while it waits.
   struct Callbacks {
@@ -107,11 +112,12 @@ class Waker {
   // One pod's wake, on the caller's thread.
   Outcome Run(const std::string& address, absl::Time deadline,
               const Callbacks& callbacks) const;
-  // Puts an idle awake neighbour of `address` to sleep: which, or "".
-  std::string MakeRoom(const std::string& address, absl::Time deadline) const;
+  // Puts one of the idle neighbours awake to sleep: which, or "".
+  std::string MakeRoom(const std::vector<std::string>& idle,
+                       absl::Time deadline) const;
 
   const WakerOptions options_;
-  const IdleNeighbours idle_;
+  const NeighboursOf neighbours_;
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<Wake>> running_;
   // When each pod's last successful wake ended.

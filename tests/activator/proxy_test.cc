@@ -797,7 +797,7 @@ TEST_F(SleepingEngineTest, AWakeMakesRoomByPuttingAnIdleNeighbourToSleep) {
   Waker room({}, [&](const std::string& address) {
     const std::lock_guard<std::mutex> lock(mu);
     asked.push_back(address);
-    return std::vector<std::string>{neighbour};
+    return Waker::Neighbours{.idle = {neighbour}, .busy = 0};
   });
   StartWaking(pod, 4, absl::Seconds(10), &room);
   const httplib::Result r = Hello();
@@ -825,8 +825,8 @@ TEST_F(SleepingEngineTest, AWakeWaitsForANeighbourToBeIdle) {
   const std::string& pod = engines->asleep;
   std::atomic<bool> idle{false};
   Waker room({}, [&](const std::string&) {
-    return idle ? std::vector<std::string>{neighbour}
-                : std::vector<std::string>{};
+    return idle ? Waker::Neighbours{.idle = {neighbour}, .busy = 0}
+                : Waker::Neighbours{.idle = {}, .busy = 1};
   });
   StartWaking(pod, 4, absl::Seconds(2), &room);
   // Never idle within the activation timeout: 503, and why.
@@ -862,7 +862,9 @@ TEST_F(SleepingEngineTest, AWakeWaitsForANeighbourToBeIdle) {
 // left asleep.
 TEST_F(SleepingEngineTest, AWakeWaitingForRoomGivesWayToTheEndpointsOwnPod) {
   // The neighbour is never idle.
-  Waker room({}, [](const std::string&) { return std::vector<std::string>{}; });
+  Waker room({}, [](const std::string&) {
+    return Waker::Neighbours{.idle = {}, .busy = 1};
+  });
   Waker no_neighbours;
   for (Waker* waker : {&room, &no_neighbours}) {
     SCOPED_TRACE(waker == &room ? "waiting for room" : "refused");
@@ -912,6 +914,48 @@ TEST_F(SleepingEngineTest, ARequestMeetingAnEngineFallingAsleepIsServed) {
   EXPECT_EQ(r->status, 200) << r->body;
   EXPECT_EQ(Wakes("woken"), 1);
   EXPECT_FALSE(Asleep(pod));
+}
+
+// A wake that fails with vLLM's 500 while no neighbour is busy and none is
+// awake to put to sleep is not for want of room: it is a refusal, asked
+// again and counted in the demand (the controller falls back on it), not
+// a silent wait for room until the activation timeout.
+TEST_F(SleepingEngineTest, A500WithNoNeighbourAwakeIsARefusalNotAWaitForRoom) {
+  httplib::Server broken;  // asleep, and its wake fails
+  broken.Post("/v1/completions",
+              [](const httplib::Request&, httplib::Response& res) {
+                res.status = 503;
+              });
+  broken.Get("/is_sleeping",
+             [](const httplib::Request&, httplib::Response& res) {
+               res.set_content(R"({"is_sleeping": true})", "application/json");
+             });
+  broken.Post("/wake_up", [](const httplib::Request&, httplib::Response& res) {
+    res.status = 500;
+    res.set_content(R"({"error": {"message": "weights failed to load"}})",
+                    "application/json");
+  });
+  broken.set_keep_alive_max_count(1);  // stop() waits for no kept connection
+  const int port = broken.bind_to_any_port("127.0.0.1");
+  std::thread t([&broken] { broken.listen_after_bind(); });
+  tools::ModelServer* other = Engine("other");  // asleep
+  ASSERT_NE(other, nullptr);
+  const std::string neighbour = Serve(*other);
+  Waker room({}, [&neighbour](const std::string&) {
+    return Waker::Neighbours{.idle = {neighbour}, .busy = 0};
+  });
+  StartWaking(absl::StrCat("127.0.0.1:", port), 4, absl::Seconds(2), &room);
+  const httplib::Result r = Hello();
+  StopFront();  // before `room` goes
+  broken.stop();
+  t.join();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 503);
+  EXPECT_THAT(r->body, HasSubstr("POST /wake_up answered 500: weights failed "
+                                 "to load"));
+  EXPECT_THAT(r->body, HasSubstr("tries by the activation timeout"));
+  EXPECT_GE(router_->DemandOf(kEp, absl::Now()).wakes_refused_total, 2);
+  EXPECT_TRUE(Asleep(neighbour));
 }
 
 // A pod's own 503 (an engine without sleep mode: /is_sleeping is 404)
