@@ -514,6 +514,69 @@ TEST_F(ActivatorClusterTest, AWakeStalledBehindABusyNeighbourIsServedByItsOwn) {
   EXPECT_GT(busy.latency, held.latency) << "chat's request outlasted code's";
 }
 
+// code's engine in the pool is broken: every wake fails (500, as vLLM
+// answers one whose weights do not load), with no neighbour busy, so room
+// is not why. The activator keeps asking and reports the refusals; the
+// controller starts code's own replica at once (SleepPool False
+// WakeRefused) instead of a cold start's lead later, and the held request
+// is answered with its body by that replica well within the lead.
+TEST_F(ActivatorClusterTest,
+       AWakeThatFailsIsServedByItsOwnWithoutWaitingALead) {
+  ChatAndCodeOnAPool("code");
+  const std::unique_ptr<Process> controller = StartController();
+  const int grpc_port = controller->LogInt("controller started", "grpc_port");
+  const std::unique_ptr<Process> activator = StartActivator(Local(grpc_port));
+  const int port = activator->LogInt("activator started", "port");
+  ASSERT_TRUE(WaitFor(absl::Seconds(60), [&] {
+    return Condition(Autoscaler("chat"), "SleepPool") == "True" &&
+           Condition(Autoscaler("code"), "SleepPool") == "True";
+  })) << Autoscaler("code").dump();
+  const json code = Autoscaler("code");
+  const double lead_s =
+      code.contains("status") && code["status"].contains("coldStart")
+          ? code["status"]["coldStart"].value("leadSeconds", 0.0)
+          : 0.0;
+  ASSERT_GT(lead_s, 0) << code.dump();
+  const std::string ip = PoolPodIp();
+  ASSERT_FALSE(ip.empty());
+  ASSERT_TRUE(EngineAsleep(ip, kCodePort));
+  // What code's SleepPool condition says while its request is held.
+  std::atomic<bool> answered{false};
+  std::string refused;
+  std::thread watch([&] {
+    while (!answered) {
+      std::string reason;
+      std::string message;
+      Condition(Autoscaler("code"), "SleepPool", &reason, &message);
+      if (reason == "WakeRefused") {
+        refused = message;
+        return;
+      }
+      absl::SleepFor(absl::Milliseconds(250));
+    }
+  });
+  const Outcome held = Complete(port, CompletionsPath("code"), 3, false);
+  answered = true;
+  watch.join();
+  std::cout << "[pool] a wake that fails: answered in "
+            << absl::FormatDuration(held.latency)
+            << " by code's own replica (lead " << lead_s
+            << " s; WakeRefused: " << refused << ")\n";
+  EXPECT_EQ(held.status, 200) << held.detail;
+  EXPECT_TRUE(held.body_ok) << held.detail;
+  EXPECT_LT(held.latency, absl::Seconds(lead_s)) << "not a lead's wait";
+  EXPECT_THAT(refused,
+              ::testing::HasSubstr("its own replicas serve from zero"));
+  EXPECT_THAT(controller->Log(),
+              ::testing::HasSubstr("pool engine wake refused"));
+  EXPECT_EQ(Replicas("code-l4"), 1);
+  EXPECT_TRUE(EngineAsleep(ip, kCodePort));
+  const int admin = activator->LogInt("activator started", "admin_port");
+  EXPECT_EQ(Process::Metric(admin, "pilotlight_activator_wakes_total",
+                            "result=\"gave_way\""),
+            1);
+}
+
 // A pool Deployment annotated pilotlight.dev/max-pool-pods, on the real
 // API server: idle, it keeps one pod; an engine of its endpoint woken (as
 // the activator does for a request) makes that pod busy, and the

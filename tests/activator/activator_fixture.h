@@ -138,14 +138,18 @@ class ActivatorClusterTest : public testcluster::EndpointFixture {
   // Endpoints "chat" and "code" (variants chat-l4 and code-l4, at zero)
   // whose engines are the two of Deployment pool-a100 (ports 8000 and
   // 8001): one a100 pod with sleep mode, room awake for one of them (chat's
-  // starts awake, code's asleep).
+  // starts awake, code's asleep). `wake_fails`: the engines (by model) whose
+  // every wake fails (the stand-in's --wake-fails).
   static constexpr int kChatPort = 8000;
   static constexpr int kCodePort = 8001;
-  void ChatAndCodeOnAPool() {
+  void ChatAndCodeOnAPool(const std::string& wake_fails = "") {
+    std::vector<std::string> args = {"--enable-sleep-mode", "--models",
+                                     "chat,code"};
+    if (!wake_fails.empty()) {
+      args.insert(args.end(), {"--wake-fails", wake_fails});
+    }
     ASSERT_TRUE(
-        CreateDeployment("pool-a100", 1, "a100-80gb", "on-demand",
-                         {"--enable-sleep-mode", "--models", "chat,code"})
-            .ok());
+        CreateDeployment("pool-a100", 1, "a100-80gb", "on-demand", args).ok());
     for (const auto& [name, port] :
          {std::pair<std::string, int>{"chat", kChatPort},
           {"code", kCodePort}}) {

@@ -604,9 +604,11 @@ class SleepingEngineTest : public ProxyTest {
   // the fixture's until the test has ended (its server stopped first).
   tools::ModelServer* Engine(const std::string& name,
                              std::shared_ptr<tools::SharedGpu> gpu = nullptr,
-                             bool asleep = true, double scale = kScale) {
+                             bool asleep = true, double scale = kScale,
+                             bool wake_fails = false) {
     tools::ModelServerOptions o;
     o.time_scale = scale;
+    o.wake_fails = wake_fails;
     o.enable_sleep_mode = true;
     o.served_model_name = name;
     o.gpu = std::move(gpu);
@@ -921,41 +923,28 @@ TEST_F(SleepingEngineTest, ARequestMeetingAnEngineFallingAsleepIsServed) {
 // again and counted in the demand (the controller falls back on it), not
 // a silent wait for room until the activation timeout.
 TEST_F(SleepingEngineTest, A500WithNoNeighbourAwakeIsARefusalNotAWaitForRoom) {
-  httplib::Server broken;  // asleep, and its wake fails
-  broken.Post("/v1/completions",
-              [](const httplib::Request&, httplib::Response& res) {
-                res.status = 503;
-              });
-  broken.Get("/is_sleeping",
-             [](const httplib::Request&, httplib::Response& res) {
-               res.set_content(R"({"is_sleeping": true})", "application/json");
-             });
-  broken.Post("/wake_up", [](const httplib::Request&, httplib::Response& res) {
-    res.status = 500;
-    res.set_content(R"({"error": {"message": "weights failed to load"}})",
-                    "application/json");
-  });
-  broken.set_keep_alive_max_count(1);  // stop() waits for no kept connection
-  const int port = broken.bind_to_any_port("127.0.0.1");
-  std::thread t([&broken] { broken.listen_after_bind(); });
-  tools::ModelServer* other = Engine("other");  // asleep
+  // Both asleep on one GPU; llama's wake fails (500) however much room.
+  auto gpu = std::make_shared<tools::SharedGpu>(80, 200);
+  tools::ModelServer* other = Engine("other", gpu);
+  tools::ModelServer* broken = Engine("llama", gpu, true, kScale, true);
   ASSERT_NE(other, nullptr);
+  ASSERT_NE(broken, nullptr);
   const std::string neighbour = Serve(*other);
+  const std::string pod = Serve(*broken);
   Waker room({}, [&neighbour](const std::string&) {
     return Waker::Neighbours{.idle = {neighbour}, .busy = 0};
   });
-  StartWaking(absl::StrCat("127.0.0.1:", port), 4, absl::Seconds(2), &room);
+  StartWaking(pod, 4, absl::Seconds(2), &room);
   const httplib::Result r = Hello();
-  StopFront();  // before `room` goes
-  broken.stop();
-  t.join();
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 503);
-  EXPECT_THAT(r->body, HasSubstr("POST /wake_up answered 500: weights failed "
-                                 "to load"));
+  EXPECT_THAT(r->body, HasSubstr("POST /wake_up answered 500: the engine "
+                                 "failed to wake"));
   EXPECT_THAT(r->body, HasSubstr("tries by the activation timeout"));
   EXPECT_GE(router_->DemandOf(kEp, absl::Now()).wakes_refused_total, 2);
+  EXPECT_TRUE(Asleep(pod));
   EXPECT_TRUE(Asleep(neighbour));
+  StopFront();  // before `room` goes
 }
 
 // A pod's own 503 (an engine without sleep mode: /is_sleeping is 404)

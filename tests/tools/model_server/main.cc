@@ -11,6 +11,8 @@
 #include <thread>
 #include <vector>
 
+#include "absl/algorithm/container.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "controller/cmd/flags.h"
 #include "controller/model/catalog.h"
@@ -26,12 +28,23 @@ absl::StatusOr<std::vector<pilotlight::tools::ModelServerOptions>> Engines(
     const pilotlight::cmd::ParsedFlags& flags) {
   const std::optional<std::string> models = flags.String("models");
   if (!models) {
+    if (flags.String("wake-fails")) {
+      return absl::InvalidArgumentError("--wake-fails needs --models");
+    }
     return std::vector<pilotlight::tools::ModelServerOptions>{o};
   }
   const std::vector<std::string> names =
       absl::StrSplit(*models, ',', absl::SkipEmpty());
   if (names.empty()) {
     return absl::InvalidArgumentError("--models: no name");
+  }
+  const std::vector<std::string> broken = absl::StrSplit(
+      flags.String("wake-fails").value_or(""), ',', absl::SkipEmpty());
+  for (const std::string& b : broken) {
+    if (!absl::c_linear_search(names, b)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--wake-fails: ", b, " is not one of --models"));
+    }
   }
   if (!o.enable_sleep_mode && names.size() > 1) {
     return absl::InvalidArgumentError(
@@ -74,6 +87,7 @@ absl::StatusOr<std::vector<pilotlight::tools::ModelServerOptions>> Engines(
     e.gpu_memory_utilization = utilization;
     awake += utilization;
     e.start_asleep = awake > 1 + 1e-9;
+    e.wake_fails = absl::c_linear_search(broken, names[i]);
     out.push_back(std::move(e));
   }
   return out;
@@ -111,6 +125,9 @@ int main(int argc, char** argv) {
        "(0: free ones), sharing one GPU of --gpu; needs --enable-sleep-mode"},
       {"gpu-memory-utilization", false, "F",
        "with --models: each engine's share of the GPU awake (default 0.9)"},
+      {"wake-fails", false, "A,B,...",
+       "with --models: these models' engines answer every wake 500 and stay "
+       "asleep (a broken engine)"},
       {"host-memory-gib", false, "GIB",
        "with --models: the node's memory for engines asleep (default: the "
        "class's host memory per GPU, less the sleep model's reserved share)"},

@@ -661,6 +661,10 @@ void ModelServer::SleepRoutes() {
       answer(res, 409, "a sleep is under way");
       return;
     }
+    if (sleep_ == Engine::kAsleep && options_.wake_fails) {
+      answer(res, 500, "the engine failed to wake: its weights did not load");
+      return;
+    }
     if (sleep_ == Engine::kAsleep) {
       // Another engine awake on the GPU leaves no room: refused, asleep.
       if (!MoveOnSharedGpu(awake_gpu_gib_, weights_gib_)) {

@@ -36,7 +36,9 @@
 // what is free, and the engine stays as it was (a real engine would fail
 // its allocation); so does Create for an engine that does not fit awake,
 // unless it starts asleep (what a pool leaves an engine it started and put
-// to sleep).
+// to sleep). An engine made with `wake_fails` answers every wake 500, as
+// vLLM answers one that fails (its weights no longer load, say), and stays
+// asleep: a broken engine, for the activator's and controller's fallbacks.
 //
 // Serving model: at most `slots` requests run at once (the sizing model's
 // concurrency at the TPOT SLO); the rest wait in FIFO order. A running
@@ -123,6 +125,7 @@ struct ModelServerOptions {
   std::shared_ptr<SharedGpu> gpu;
   double gpu_memory_utilization = 0.9;
   bool start_asleep = false;
+  bool wake_fails = false;  // every POST /wake_up answers 500, asleep
   // The traffic this server is sized for: its TPOT at a batch carries the
   // prefill of that typical prompt spread over the typical output (a
   // vLLM-like engine runs other requests' prefills between decode steps),
