@@ -37,34 +37,21 @@ void RaiseByTrend(const DemandLearner& demand, double recent,
 // far, at Poisson's one-sigma lower bound (n - sqrt n) / t, so a few
 // requests at zero ask for no more than before. A floor on the forecast,
 // not a demand sample: the held queue's ramp still feeds the trend.
-//
-// The same holds while every ready replica is saturated (all its slots
-// busy, requests queued): the in-flight figure is capped at the slots and
-// the queue weighs S / L, so a step in the arrival rate (0.5 to 40
-// requests/s) was met a few replicas a tick. The rate is then over the
-// time since they saturated, but never less than the panic window: a
-// batch of a hundred requests within two seconds is a burst the queue
-// drains, not a rate that lasts a lead.
 void RaiseByOfferedLoad(const DemandLearner& demand, const ForecastContext& ctx,
                         const DeciderConfig& config, DemandForecast& f) {
   const std::optional<absl::Time> last = demand.last_sample_at();
-  const bool at_zero = ctx.ready == 0;
-  const absl::Time since =
-      at_zero ? demand.at_zero_since() : demand.saturated_since();
-  if (!last || *last <= since) {
+  if (ctx.ready != 0 || !last || *last <= demand.at_zero_since()) {
     return;
   }
-  const double n =
-      at_zero ? demand.at_zero_arrivals() : demand.saturated_arrivals();
+  const double n = demand.at_zero_arrivals();
   const double seconds = absl::ToDoubleSeconds(
-      std::max(*last - since,
-               at_zero ? config.offered_load_min_window : config.panic_window));
+      std::max(*last - demand.at_zero_since(), config.offered_load_min_window));
   const double offered = (n - std::sqrt(n)) / seconds * ctx.loaded_service_s;
   if (offered > f.forecast) {
     f.forecast = offered;
     f.note =
-        absl::StrFormat("offered load %s %.1f (%.0f requests in %.0f s)",
-                        at_zero ? "at zero" : "saturated", offered, n, seconds);
+        absl::StrFormat("offered load at zero %.1f (%.0f requests in %.0f s)",
+                        offered, n, seconds);
   }
 }
 

@@ -35,7 +35,6 @@ bool DemandLearner::Observe(const DemandSample& d, const SampleContext& ctx) {
                d.in_flight.value_or(0) + d.queued.value_or(0) > ctx.ready_slots;
   const std::optional<double> c = Concurrency(d, dt, ctx);
   TrackAtZero(d, dt, ctx.ready);
-  TrackSaturated(d, dt);
   if (!c) {
     return false;
   }
@@ -112,20 +111,6 @@ void DemandLearner::TrackAtZero(const DemandSample& d, absl::Duration dt,
       at_zero_arrivals_ = 0;
     }
     at_zero_arrivals_ += std::max(0.0, *d.arrivals);
-  }
-}
-
-// Arrivals while every ready replica is saturated, from the sample that
-// found them so: the offered load when the in-flight figure is capped.
-void DemandLearner::TrackSaturated(const DemandSample& d, absl::Duration dt) {
-  if (!saturated_) {
-    saturated_since_ = absl::InfiniteFuture();
-  } else if (d.arrivals && dt > absl::ZeroDuration()) {
-    if (saturated_since_ == absl::InfiniteFuture()) {
-      saturated_since_ = d.at - dt;
-      saturated_arrivals_ = 0;
-    }
-    saturated_arrivals_ += std::max(0.0, *d.arrivals);
   }
 }
 

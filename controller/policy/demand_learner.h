@@ -83,10 +83,6 @@ class DemandLearner {
   // (InfiniteFuture: some is), and how many arrived since.
   absl::Time at_zero_since() const { return at_zero_since_; }
   double at_zero_arrivals() const { return at_zero_arrivals_; }
-  // Since when every ready replica has been saturated (InfiniteFuture: not
-  // now, or no arrival figure yet), and how many requests arrived since.
-  absl::Time saturated_since() const { return saturated_since_; }
-  double saturated_arrivals() const { return saturated_arrivals_; }
 
   size_t HeapBytes() const;
 
@@ -96,7 +92,6 @@ class DemandLearner {
   std::optional<double> Concurrency(const DemandSample& d, absl::Duration dt,
                                     const SampleContext& ctx) const;
   void TrackAtZero(const DemandSample& d, absl::Duration dt, int ready);
-  void TrackSaturated(const DemandSample& d, absl::Duration dt);
   void TrackIdle(const DemandSample& d, bool active, double conc,
                  absl::Duration lead);
   void CountRequests(const DemandSample& d, absl::Duration dt, double requests,
@@ -132,8 +127,6 @@ class DemandLearner {
 
   absl::Time at_zero_since_ = absl::InfiniteFuture();
   double at_zero_arrivals_ = 0;
-  absl::Time saturated_since_ = absl::InfiniteFuture();
-  double saturated_arrivals_ = 0;
 };
 
 // Decays a counter with the given half-life over `dt`.

@@ -119,54 +119,6 @@ TEST(DeciderTest, AtZeroASteadyStreamAsksForItsOfferedLoad) {
   }
 }
 
-// A step in the arrival rate onto one ready replica: its slots fill, the
-// in-flight figure is capped at them and the queue weighs S / L, so the
-// decider used to climb a few replicas a tick (ServeGen m-mid: 0.5 to 40
-// requests/s, 1 to 13 replicas over 100 s). Saturated, the offered load
-// sizes the replicas as it does at zero; a queue that forms without more
-// arrivals than the replica serves asks for no more.
-TEST(DeciderTest, SaturatedAStepAsksForItsOfferedLoad) {
-  const EndpointSpec spec = Llama8b({Variant("chat-a100", "a100-80gb")});
-  const model::Catalog catalog = DefaultCatalog();
-  const absl::StatusOr<VariantModel> m =
-      DeriveVariant(spec, 0, catalog, model::EngineTuning{});
-  ASSERT_TRUE(m.ok()) << m.status();
-  const double slots = m->capacity;
-  const double loaded_s =
-      m->ttft_s + spec.workload.output_tokens *
-                      m->replica.TpotSeconds(m->capacity, spec.workload);
-  // What one replica serves at its capacity, per tick.
-  const double served = slots / loaded_s * absl::ToDoubleSeconds(kTick);
-  struct Case {
-    std::string name;
-    double per_tick;   // arrivals a tick after the step
-    int min_replicas;  // asked for within 12 s of the step
-    int max_replicas;
-  };
-  const std::vector<Case> cases = {
-      {"a step to 8 replicas' load", 8 * served, 6, 8},
-      {"just over one replica's", 1.2 * served, 1, 2},
-  };
-  for (const Case& c : cases) {
-    SCOPED_TRACE(c.name);
-    World w = OneA100();
-    w.SetRunning(0, 1);
-    w.Step(T0(), {World::Sample(T0(), slots / 2, served / 2)});
-    double queued = 0;
-    int asked = 0;
-    for (absl::Time t = T0() + kTick; t <= T0() + absl::Seconds(12);
-         t += kTick) {
-      queued += c.per_tick - served;
-      DemandSample d = World::Sample(t, slots, c.per_tick);
-      d.queued = std::max(1.0, queued);
-      w.Step(t, {d});
-      asked = std::max(asked, w.TotalDesired());
-    }
-    EXPECT_GE(asked, c.min_replicas) << w.last().message;
-    EXPECT_LE(asked, c.max_replicas) << w.last().message;
-  }
-}
-
 // The activator pokes on every request held at zero, so the decider is
 // asked every few tens of milliseconds: a rate over 50 ms is noise, not a
 // stream. Two and three requests 50 ms apart forecast a few requests in

@@ -158,28 +158,6 @@ TEST(DemandLearnerTest, OfferedLoadAtZero) {
   EXPECT_EQ(l.at_zero_since(), absl::InfiniteFuture());
 }
 
-// Saturated (every slot busy, requests queued): arrivals are summed from
-// the sample that found it so, and start again after a sample that did
-// not.
-TEST(DemandLearnerTest, OfferedLoadWhileSaturated) {
-  DemandLearner l{DeciderConfig{}};
-  l.Observe(Sample(0, 4.0, 0.0, 2.0), kOneReady);
-  EXPECT_EQ(l.saturated_since(), absl::InfiniteFuture());
-  // 8 slots busy, 5 queued: saturated.
-  l.Observe(Sample(2, 8.0, 5.0, 20.0), kOneReady);
-  EXPECT_TRUE(l.saturated());
-  EXPECT_EQ(l.saturated_since(), T(0));
-  EXPECT_DOUBLE_EQ(l.saturated_arrivals(), 20);
-  l.Observe(Sample(4, 8.0, 9.0, 30.0), kOneReady);
-  EXPECT_DOUBLE_EQ(l.saturated_arrivals(), 50);
-  // Busy but nothing queued: not saturated.
-  l.Observe(Sample(6, 8.0, 0.0, 4.0), kOneReady);
-  EXPECT_EQ(l.saturated_since(), absl::InfiniteFuture());
-  l.Observe(Sample(8, 8.0, 1.0, 6.0), kOneReady);
-  EXPECT_EQ(l.saturated_since(), T(6));
-  EXPECT_DOUBLE_EQ(l.saturated_arrivals(), 6);
-}
-
 // Requests that arrive with no replica ready count against the budget.
 TEST(DemandLearnerTest, ColdStartRequestsAreThoseThatMetNoReadyReplica) {
   DemandLearner l{DeciderConfig{}};

@@ -16,7 +16,6 @@ namespace {
 
 using ::testing::HasSubstr;
 using testing::Llama8b;
-using ::testing::Not;
 using testing::T0;
 using testing::Variant;
 
@@ -328,60 +327,6 @@ TEST(DemandForecasterTest, OfferedLoadAtZero) {
   // 100 requests in 10 s: (100 - 10) / 10 x 3 s = 27 concurrent.
   EXPECT_DOUBLE_EQ(fc.forecast, 27);
   EXPECT_THAT(fc.note, HasSubstr("offered load at zero 27.0"));
-}
-
-// Saturated, the offered load raises the forecast the same: the arrivals
-// since every slot filled, over at least the panic window -- a short burst
-// is not a rate.
-TEST(DemandForecasterTest, OfferedLoadWhileSaturated) {
-  const DeciderConfig config;
-  ASSERT_EQ(config.panic_window, absl::Seconds(6));
-  const SampleContext sc{
-      .ready = 1, .ready_slots = 10, .service_s = 2, .lead = absl::Seconds(30)};
-  const ForecastContext ctx{.ready = 1,
-                            .capacity = 10,
-                            .lead = absl::Seconds(30),
-                            .loaded_service_s = 3};
-  struct Case {
-    std::string name;
-    int samples;          // 2 s apart, after an unsaturated one
-    double per_sample;    // arrivals in each
-    double queued;        // held in each, the 10 slots busy
-    double want_offered;  // 0: none
-  };
-  const std::vector<Case> cases = {
-      // 100 requests in 10 s: (100 - 10) / 10 x 3 s = 27 concurrent.
-      {"a stream", 5, 20, 30, 27},
-      // 100 in 2 s, over the 6 s window: (100 - 10) / 6 x 3 = 45.
-      {"a burst", 1, 100, 90, 45},
-      {"busy, nothing queued", 5, 20, 0, 0},
-  };
-  for (const Case& c : cases) {
-    SCOPED_TRACE(c.name);
-    DemandLearner demand{config};
-    DemandForecaster f;
-    DemandSample d;
-    d.at = T0();
-    d.in_flight = 5.0;
-    d.queued = 0.0;
-    d.arrivals = 0.0;
-    demand.Observe(d, sc);
-    for (int i = 1; i <= c.samples; ++i) {
-      d.at = T0() + absl::Seconds(2 * i);
-      d.in_flight = 10.0;
-      d.queued = c.queued;
-      d.arrivals = c.per_sample;
-      demand.Observe(d, sc);
-    }
-    const DemandForecast fc = f.Forecast(demand, ctx, d.at, config);
-    if (c.want_offered > 0) {
-      EXPECT_DOUBLE_EQ(fc.forecast, c.want_offered);
-      EXPECT_THAT(fc.note, HasSubstr("offered load saturated"));
-    } else {
-      EXPECT_LT(fc.forecast, 27);
-      EXPECT_THAT(fc.note, Not(HasSubstr("offered load")));
-    }
-  }
 }
 
 }  // namespace
