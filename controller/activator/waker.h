@@ -67,7 +67,8 @@ class Waker {
     // go to another.
     bool unreachable = false;
     // kFailed because the engine was no longer wanted while the wake waited
-    // for room: the request may go to the endpoint's other targets.
+    // for room or was refused: the request may go to the endpoint's other
+    // targets.
     bool elsewhere = false;
   };
   // The engines ("ip:port") that share the GPU of the engine at `address`:
