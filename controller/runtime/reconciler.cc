@@ -384,10 +384,13 @@ void Reconciler::ObservePool(Endpoint& e, Observed& o, absl::Time now) {
   if (WakeStalled(e, o, at_zero, now)) {
     if (e.wake_refused) {
       unused("WakeRefused",
-             absl::StrFormat("the activator's wake of its engine in %s was "
-                             "refused by the pod, not for want of GPU room "
-                             "(the activator asks again meanwhile)",
-                             pool.deployment));
+             absl::StrFormat(
+                 "the activator's wake of its engine in %s was refused by "
+                 "the pod, not for want of GPU room, for %s (the activator "
+                 "asks again meanwhile)",
+                 pool.deployment,
+                 absl::FormatDuration(absl::Trunc(now - e.wake_pending_since,
+                                                  absl::Seconds(1)))));
       return;
     }
     unused("WakeStalled",
@@ -451,9 +454,10 @@ void Reconciler::ObservePool(Endpoint& e, Observed& o, absl::Time now) {
 // pool is served by it), one that never does costs at most a second lead.
 // Its own replicas then serve from zero, as without a pool, until one is
 // Ready (or the requests are gone). A wake the pod refuses for another
-// reason than room (the activators report it) gets one at once: making
-// room cannot mend it. Seen through the engines' probes (every second) and
-// the demand of the last tick.
+// reason than room (the activators report it) gets one after two wakes
+// and the TTFT SLO instead of the lead: making room cannot mend it. Seen
+// through the engines' probes (every second) and the demand of the last
+// tick.
 bool Reconciler::WakeStalled(Endpoint& e, const Observed& o, bool at_zero,
                              absl::Time now) {
   const policy::DemandSample& s = e.last_sample;
@@ -469,29 +473,29 @@ bool Reconciler::WakeStalled(Endpoint& e, const Observed& o, bool at_zero,
   }
   if (!at_zero || !requests || !o.pool_awake.empty()) {
     e.wake_pending_since = absl::InfiniteFuture();
+    e.wake_refused = false;
     return false;
   }
   e.wake_pending_since = std::min(e.wake_pending_since, now);
-  if (s.wakes_refused > 0) {
-    // A refusal making room cannot mend (the engine broken, restarting):
-    // waiting out the lead would only add it to the cold start.
-    e.wake_stalled = true;
-    e.wake_refused = true;
-    process::LogJson(
-        "warning", "pool engine wake refused",
-        {{"endpoint", absl::StrCat(e.subject.ns, "/", e.subject.name)},
-         {"refusals", s.wakes_refused}});
-    return true;
-  }
+  // A refusal making room cannot mend (an engine broken or restarting)
+  // ends the wait sooner: after what a wake through a neighbour's sleep
+  // takes, not a lead -- a neighbour still falling asleep is refused room
+  // for that long.
+  e.wake_refused = e.wake_refused || s.wakes_refused > 0;
+  const absl::Duration two_wakes =
+      2 * e.pool_sleep->wake + e.parsed->spec.slo.ttft;
   const absl::Duration after =
-      std::max(e.decision ? e.decision->cold_start_lead : absl::ZeroDuration(),
-               2 * e.pool_sleep->wake + e.parsed->spec.slo.ttft);
+      e.wake_refused ? two_wakes
+                     : std::max(e.decision ? e.decision->cold_start_lead
+                                           : absl::ZeroDuration(),
+                                two_wakes);
   if (now - e.wake_pending_since < after) {
     return false;
   }
   e.wake_stalled = true;
   process::LogJson(
-      "warning", "pool engine wake stalled",
+      "warning",
+      e.wake_refused ? "pool engine wake refused" : "pool engine wake stalled",
       {{"endpoint", absl::StrCat(e.subject.ns, "/", e.subject.name)},
        {"waited_s", absl::ToDoubleSeconds(now - e.wake_pending_since)},
        {"wake_s", absl::ToDoubleSeconds(e.pool_sleep->wake)}});

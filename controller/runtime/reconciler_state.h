@@ -65,8 +65,8 @@ struct Reconciler::Endpoint {
   // At zero with requests and its engines all asleep: since when (a wake
   // under way), InfiniteFuture when not. Past a lead of it
   // (Reconciler::WakeStalled), its own replicas serve from zero until one
-  // is Ready (`wake_stalled`) -- at once when the activator reports the
-  // wake refused (`wake_refused`).
+  // is Ready (`wake_stalled`) -- past two wakes and the TTFT SLO instead
+  // when the activators report the wake refused (`wake_refused`).
   absl::Time wake_pending_since = absl::InfiniteFuture();
   bool wake_stalled = false;
   bool wake_refused = false;

@@ -876,43 +876,70 @@ TEST_F(ReconcilerTest, AWakeThatStallsStartsTheEndpointsOwnReplica) {
 }
 
 // A wake the pod refuses for another reason than GPU room (the activators
-// report it) starts the endpoint's own replica at once, not a lead later:
-// making room cannot mend it. Back to the pool once that replica is Ready.
-TEST_F(ReconcilerTest, AWakeRefusedStartsTheEndpointsOwnReplicaAtOnce) {
+// report it) starts the endpoint's own replica after two wakes and the
+// TTFT SLO -- what a wake through a neighbour's sleep takes -- not a lead
+// later: making room cannot mend it. One the next try wakes (a neighbour
+// that was still falling asleep) starts nothing. Back to the pool once
+// that replica is Ready.
+TEST_F(ReconcilerTest, AWakeRefusedStartsTheEndpointsOwnReplicaWithinTwoWakes) {
   SleepingEngines fake;
   PoolEngines engines(fake);
   const std::function<void()> tick = SleepPoolEndpoint(engines);
   ASSERT_EQ(out_.Condition("SleepPool"), "True EnginesFound");
+  const double wake_s = out_.status()["sleepPool"]["wakeSeconds"];
+  const absl::Duration two_wakes = 2 * absl::Seconds(wake_s) + absl::Seconds(2);
   const absl::Duration lead = last_->cold_start_lead;
-  ASSERT_GT(lead, 3 * kTick);
-  // A request held on the engine asleep: no refusal yet, nothing starts.
-  demand_.Set([](absl::Time, int) {
+  ASSERT_GT(lead, two_wakes + 4 * kTick);
+  const std::vector<std::string> pool = cluster_.index.PodsOf("ml/pool");
+  ASSERT_EQ(pool.size(), 1U);
+  const std::string engine = PoolEngine(pool[0]);
+  // A request held on the engine asleep; its first wake refused.
+  int samples = 0;
+  demand_.Set([&samples](absl::Time, int) {
     policy::DemandSample s = InFlight(1);
-    s.arrivals = 1;
+    s.arrivals = samples == 0 ? 1 : 0;
+    s.wakes_refused = samples++ == 0 ? 1 : 0;
     return s;
   });
+  // The next try wakes it: nothing of its own starts.
   tick();
   tick();
+  fake.awake.insert(engine);
+  engines.RunOnce();
+  for (int i = 0; i < 5; ++i) {
+    tick();
+  }
   EXPECT_EQ(Replicas("chat-a100"), 0);
   EXPECT_EQ(out_.Condition("SleepPool"), "True EnginesFound");
-  // The pod refuses the wake: one sample says so, and the next reconcile
-  // (the activator's report pokes one at once) starts the replica.
-  bool told = false;
-  demand_.Set([&told](absl::Time, int) {
+  // Idle, the engine sleeps again; then a request whose every wake is
+  // refused.
+  demand_.Set([](absl::Time, int) { return InFlight(0); });
+  const absl::Time idle_from = clock_.Now();
+  while (!fake.awake.empty() && clock_.Now() < idle_from + absl::Minutes(5)) {
+    tick();
+  }
+  ASSERT_TRUE(fake.awake.empty());
+  demand_.Set([](absl::Time, int) {
     policy::DemandSample s = InFlight(1);
-    s.wakes_refused = told ? 0 : 2;
-    told = true;
+    s.wakes_refused = 1;
     return s;
   });
-  tick();
-  tick();
-  EXPECT_EQ(Replicas("chat-a100"), 1) << last_->message;
+  const absl::Time asked = clock_.Now();
+  while (Replicas("chat-a100") == 0 &&
+         clock_.Now() < asked + absl::Minutes(5)) {
+    tick();
+  }
+  ASSERT_EQ(Replicas("chat-a100"), 1) << last_->message;
+  EXPECT_GE(clock_.Now() - asked, two_wakes);
+  // The pool step reads the last tick's demand: a tick's lag, and the
+  // ticks' own granularity.
+  EXPECT_LE(clock_.Now() - asked, two_wakes + 3 * kTick) << "not a lead";
   EXPECT_EQ(out_.Condition("SleepPool"), "False WakeRefused");
   EXPECT_THAT(out_.ConditionMessage("SleepPool"),
               HasSubstr("was refused by the pod, not for want of GPU room"));
   EXPECT_THAT(out_.ConditionMessage("SleepPool"),
               HasSubstr("its own replicas serve from zero"));
-  // Still starting: its own replica stays, though no refusal came since.
+  // Still starting: its own replica stays.
   tick();
   EXPECT_EQ(Replicas("chat-a100"), 1);
   EXPECT_EQ(out_.Condition("SleepPool"), "False WakeRefused");
