@@ -382,11 +382,7 @@ TEST_F(ActivatorClusterTest, EndpointsShareAPoolPodOneEngineAwakeAtATime) {
   const std::unique_ptr<Process> activator = StartActivator(Local(grpc_port));
   const int port = activator->LogInt("activator started", "port");
   const int admin = activator->LogInt("activator started", "admin_port");
-  // The controller has found both engines (and the activator its targets).
-  ASSERT_TRUE(WaitFor(absl::Seconds(60), [&] {
-    return Condition(Autoscaler("chat"), "SleepPool") == "True" &&
-           Condition(Autoscaler("code"), "SleepPool") == "True";
-  })) << Autoscaler("chat").dump();
+  ASSERT_TRUE(ChatAndCodeFound()) << Autoscaler("chat").dump();
   const std::string ip = PoolPodIp();
   ASSERT_FALSE(ip.empty());
   const auto asleep = [&ip](int engine) { return EngineAsleep(ip, engine); };
@@ -458,10 +454,7 @@ TEST_F(ActivatorClusterTest, AWakeStalledBehindABusyNeighbourIsServedByItsOwn) {
   const int grpc_port = controller->LogInt("controller started", "grpc_port");
   const std::unique_ptr<Process> activator = StartActivator(Local(grpc_port));
   const int port = activator->LogInt("activator started", "port");
-  ASSERT_TRUE(WaitFor(absl::Seconds(60), [&] {
-    return Condition(Autoscaler("chat"), "SleepPool") == "True" &&
-           Condition(Autoscaler("code"), "SleepPool") == "True";
-  })) << Autoscaler("code").dump();
+  ASSERT_TRUE(ChatAndCodeFound()) << Autoscaler("code").dump();
   const std::string ip = PoolPodIp();
   ASSERT_FALSE(ip.empty());
   const auto asleep = [&ip](int engine) { return EngineAsleep(ip, engine); };
@@ -478,23 +471,10 @@ TEST_F(ActivatorClusterTest, AWakeStalledBehindABusyNeighbourIsServedByItsOwn) {
       [&] { busy = Complete(port, path("chat"), 6000, /*stream=*/true); });
   absl::SleepFor(absl::Seconds(1));
   // What code's SleepPool condition says while its request is held.
-  std::atomic<bool> answered{false};
-  std::string stalled;
-  std::thread watch([&] {
-    while (!answered) {
-      std::string reason;
-      std::string message;
-      Condition(Autoscaler("code"), "SleepPool", &reason, &message);
-      if (reason == "WakeStalled") {
-        stalled = message;
-        return;
-      }
-      absl::SleepFor(absl::Milliseconds(250));
-    }
+  Outcome held;
+  const std::string stalled = SleepPoolSeenDuring("code", "WakeStalled", [&] {
+    held = Complete(port, path("code"), 3, false);
   });
-  const Outcome held = Complete(port, path("code"), 3, false);
-  answered = true;
-  watch.join();
   const bool neighbour_busy = asleep(8001) && !asleep(8000);
   std::cout << "[pool] a wake stalled behind a busy neighbour: answered in "
             << absl::FormatDuration(held.latency)
@@ -527,37 +507,17 @@ TEST_F(ActivatorClusterTest,
   const int grpc_port = controller->LogInt("controller started", "grpc_port");
   const std::unique_ptr<Process> activator = StartActivator(Local(grpc_port));
   const int port = activator->LogInt("activator started", "port");
-  ASSERT_TRUE(WaitFor(absl::Seconds(60), [&] {
-    return Condition(Autoscaler("chat"), "SleepPool") == "True" &&
-           Condition(Autoscaler("code"), "SleepPool") == "True";
-  })) << Autoscaler("code").dump();
-  const json code = Autoscaler("code");
-  const double lead_s =
-      code.contains("status") && code["status"].contains("coldStart")
-          ? code["status"]["coldStart"].value("leadSeconds", 0.0)
-          : 0.0;
-  ASSERT_GT(lead_s, 0) << code.dump();
+  ASSERT_TRUE(ChatAndCodeFound()) << Autoscaler("code").dump();
+  const double lead_s = LeadSeconds("code");
+  ASSERT_GT(lead_s, 0) << Autoscaler("code").dump();
   const std::string ip = PoolPodIp();
   ASSERT_FALSE(ip.empty());
   ASSERT_TRUE(EngineAsleep(ip, kCodePort));
   // What code's SleepPool condition says while its request is held.
-  std::atomic<bool> answered{false};
-  std::string refused;
-  std::thread watch([&] {
-    while (!answered) {
-      std::string reason;
-      std::string message;
-      Condition(Autoscaler("code"), "SleepPool", &reason, &message);
-      if (reason == "WakeRefused") {
-        refused = message;
-        return;
-      }
-      absl::SleepFor(absl::Milliseconds(250));
-    }
+  Outcome held;
+  const std::string refused = SleepPoolSeenDuring("code", "WakeRefused", [&] {
+    held = Complete(port, CompletionsPath("code"), 3, false);
   });
-  const Outcome held = Complete(port, CompletionsPath("code"), 3, false);
-  answered = true;
-  watch.join();
   std::cout << "[pool] a wake that fails: answered in "
             << absl::FormatDuration(held.latency)
             << " by code's own replica (lead " << lead_s
@@ -743,12 +703,8 @@ TEST_F(ActivatorClusterTest, TwentyEndpointsOnTwoPoolPodsServeABurst) {
       admin, "pilotlight_activator_wakes_total", "result=\"gave_way\"");
   EXPECT_GE(wakes, kEndpoints - 2) << "all but the two awake at the start";
   // The endpoints' lead (the cold-start model's for llama-3.1-8b on l4).
-  const json e00 = Autoscaler("e00");
-  const double lead_s =
-      e00.contains("status") && e00["status"].contains("coldStart")
-          ? e00["status"]["coldStart"].value("leadSeconds", 0.0)
-          : 0.0;
-  ASSERT_GT(lead_s, 0) << e00.dump();
+  const double lead_s = LeadSeconds("e00");
+  ASSERT_GT(lead_s, 0) << Autoscaler("e00").dump();
   const absl::Duration lead = absl::Seconds(lead_s);
   int own = 0;
   for (int i = 0; i < kEndpoints; ++i) {

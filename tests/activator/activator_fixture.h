@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <deque>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -161,6 +162,22 @@ class ActivatorClusterTest : public testcluster::EndpointFixture {
       ASSERT_TRUE(CreateAutoscaler(name, spec).ok());
     }
   }
+  // Whether the controller found both engines of ChatAndCodeOnAPool (and
+  // the activator its targets) within a minute.
+  bool ChatAndCodeFound() {
+    return WaitFor(absl::Seconds(60), [&] {
+      return Condition(Autoscaler("chat"), "SleepPool") == "True" &&
+             Condition(Autoscaler("code"), "SleepPool") == "True";
+    });
+  }
+  // `endpoint`'s cold-start lead (status.coldStart.leadSeconds; 0 before
+  // the controller wrote one).
+  double LeadSeconds(const std::string& endpoint) {
+    const json a = Autoscaler(endpoint);
+    return a.contains("status") && a["status"].contains("coldStart")
+               ? a["status"]["coldStart"].value("leadSeconds", 0.0)
+               : 0.0;
+  }
   // The pool-a100 pod's address ("" before it has one).
   std::string PoolPodIp() {
     std::string ip;
@@ -176,6 +193,31 @@ class ActivatorClusterTest : public testcluster::EndpointFixture {
     httplib::Client c(ip, port);
     const httplib::Result r = c.Get("/is_sleeping");
     return r && absl::StrContains(r->body, "\"is_sleeping\":true");
+  }
+  // Runs `request` while watching `endpoint`'s SleepPool condition (every
+  // 250 ms, from a thread of its own): the message of the first `reason`
+  // seen before `request` returned ("" if none).
+  std::string SleepPoolSeenDuring(const std::string& endpoint,
+                                  const std::string& reason,
+                                  const std::function<void()>& request) {
+    std::atomic<bool> answered{false};
+    std::string seen;
+    std::thread watch([&] {
+      while (!answered) {
+        std::string r;
+        std::string message;
+        Condition(Autoscaler(endpoint), "SleepPool", &r, &message);
+        if (r == reason) {
+          seen = message;
+          return;
+        }
+        absl::SleepFor(absl::Milliseconds(250));
+      }
+    });
+    request();
+    answered = true;
+    watch.join();
+    return seen;
   }
   std::string CompletionsPath(const std::string& name) const {
     return absl::StrCat("/", ns_, "/", name, "/v1/completions");

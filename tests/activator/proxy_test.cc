@@ -673,6 +673,22 @@ class SleepingEngineTest : public ProxyTest {
                          R"({"prompt": "hello", "max_tokens": 3})",
                          "application/json");
   }
+  // Hello(), with `meanwhile` done 0.5 s after it was sent: served (200)
+  // after that, before the activation timeout.
+  void ServedOnceDone(const std::function<void()>& meanwhile) {
+    std::thread later([&meanwhile] {
+      absl::SleepFor(absl::Milliseconds(500));
+      meanwhile();
+    });
+    const absl::Time t0 = absl::Now();
+    const httplib::Result r = Hello();
+    later.join();
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200) << r->body;
+    EXPECT_GE(absl::Now() - t0, absl::Milliseconds(500));
+    EXPECT_LT(absl::Now() - t0, absl::Seconds(5))
+        << "not the activation timeout";
+  }
   double Wakes(const char* result) {
     return metrics_.wakes.Add({{"endpoint", kEp}, {"result", result}}).Value();
   }
@@ -769,18 +785,10 @@ TEST_F(SleepingEngineTest, AWakeRefusedIsAskedAgainAndServed) {
   ASSERT_TRUE(engines.has_value());
   const std::string& pod = engines->asleep;
   StartWaking(pod);
-  std::thread later([&engines] {
-    absl::SleepFor(absl::Milliseconds(500));
+  ServedOnceDone([&engines] {
     httplib::Client c("http://" + engines->awake);
     c.Post("/sleep?level=1", "", "text/plain");
   });
-  const absl::Time t0 = absl::Now();
-  const httplib::Result r = Hello();
-  later.join();
-  ASSERT_TRUE(r);
-  EXPECT_EQ(r->status, 200) << r->body;
-  EXPECT_GE(absl::Now() - t0, absl::Milliseconds(500));
-  EXPECT_LT(absl::Now() - t0, absl::Seconds(5)) << "not the activation timeout";
   EXPECT_EQ(Wakes("woken"), 1);
   EXPECT_FALSE(Asleep(pod));
   EXPECT_TRUE(Asleep(engines->awake));
@@ -877,18 +885,8 @@ TEST_F(SleepingEngineTest, AWakeWaitingForRoomGivesWayToTheEndpointsOwnPod) {
     ASSERT_NE(own, nullptr);
     const std::string own_pod = Serve(*own);
     StartWaking(pod, 4, absl::Seconds(10), waker);
-    std::thread later([this, &own_pod] {
-      absl::SleepFor(absl::Milliseconds(500));
-      router_->SetTargets(kEp, {own_pod}, 4);
-    });
-    const absl::Time t0 = absl::Now();
-    const httplib::Result r = Hello();
-    later.join();
-    ASSERT_TRUE(r);
-    EXPECT_EQ(r->status, 200) << r->body;
-    EXPECT_GE(absl::Now() - t0, absl::Milliseconds(500));
-    EXPECT_LT(absl::Now() - t0, absl::Seconds(5))
-        << "not the activation timeout";
+    ServedOnceDone(
+        [this, &own_pod] { router_->SetTargets(kEp, {own_pod}, 4); });
     EXPECT_TRUE(Asleep(pod));
     EXPECT_FALSE(Asleep(engines->awake));
     EXPECT_TRUE(router_->TakeRemoved().empty()) << "nothing taken out";

@@ -804,151 +804,125 @@ TEST_F(ReconcilerTest, APoolEngineIsTheFirstReplicaFromZero) {
   EXPECT_EQ(Gauge("pilotlight_sleep_pool_engines", "state", "asleep"), 0.0);
 }
 
-// A request at zero whose engine stays asleep -- the activator's wake
-// waits for GPU room on pool pods held by busy neighbours, or fails: after
-// a cold start's lead its own replica starts, the SleepPool condition says
-// why, and once that replica is Ready the pool is the endpoint's tier
-// between requests again. A wake in time starts none.
-TEST_F(ReconcilerTest, AWakeThatStallsStartsTheEndpointsOwnReplica) {
-  SleepingEngines fake;
-  PoolEngines engines(fake);
-  const std::function<void()> tick = SleepPoolEndpoint(engines);
-  ASSERT_EQ(out_.Condition("SleepPool"), "True EnginesFound");
-  const double wake_s = out_.status()["sleepPool"]["wakeSeconds"];
-  ASSERT_GT(wake_s, 0);
-  const absl::Duration lead = last_->cold_start_lead;
-  ASSERT_GT(lead, 2 * absl::Seconds(wake_s) + absl::Seconds(2));
-  const std::vector<std::string> pool = cluster_.index.PodsOf("ml/pool");
-  ASSERT_EQ(pool.size(), 1U);
-  const std::string engine = PoolEngine(pool[0]);
-  demand_.Set([](absl::Time, int) {
-    policy::DemandSample s = InFlight(0);
-    s.queued = 1;
-    s.arrivals = 1;
-    return s;
-  });
-  // The engine wakes in time: no replica of its own.
-  tick();
-  fake.awake.insert(engine);
-  engines.RunOnce();
-  for (int i = 0; i < 5; ++i) {
+// A request at zero whose engine stays asleep starts the endpoint's own
+// replica, the SleepPool condition says why, and once that replica is Ready
+// the pool is the endpoint's tier between requests again; a wake in time
+// starts none.
+class WakeFallbackTest : public ReconcilerTest {
+ protected:
+  struct Case {
+    // The demand while the wake goes through (the `sample`th read), and
+    // while it never does.
+    std::function<policy::DemandSample(int sample)> waking;
+    policy::DemandSample failing;
+    bool refused;  // the wait is two wakes and the TTFT SLO, not a lead
+    std::string condition;
+    std::string message;
+  };
+  void Run(const Case& c) {
+    SleepingEngines fake;
+    PoolEngines engines(fake);
+    const std::function<void()> tick = SleepPoolEndpoint(engines);
+    ASSERT_EQ(out_.Condition("SleepPool"), "True EnginesFound");
+    const double wake_s = out_.status()["sleepPool"]["wakeSeconds"];
+    ASSERT_GT(wake_s, 0);
+    const absl::Duration two_wakes =
+        2 * absl::Seconds(wake_s) + absl::Seconds(2);
+    const absl::Duration lead = last_->cold_start_lead;
+    ASSERT_GT(lead, two_wakes + 4 * kTick);
+    const std::vector<std::string> pool = cluster_.index.PodsOf("ml/pool");
+    ASSERT_EQ(pool.size(), 1U);
+    const std::string engine = PoolEngine(pool[0]);
+    // The engine wakes in time: no replica of its own.
+    int samples = 0;
+    demand_.Set(
+        [&c, &samples](absl::Time, int) { return c.waking(samples++); });
     tick();
-  }
-  EXPECT_EQ(Replicas("chat-a100"), 0);
-  EXPECT_EQ(out_.Condition("SleepPool"), "True EnginesFound");
-  // Idle, the engine sleeps again; then a request whose wake never ends.
-  demand_.Set([](absl::Time, int) { return InFlight(0); });
-  const absl::Time idle_from = clock_.Now();
-  while (!fake.awake.empty() && clock_.Now() < idle_from + absl::Minutes(5)) {
     tick();
-  }
-  ASSERT_TRUE(fake.awake.empty());
-  demand_.Set([](absl::Time, int) {
-    policy::DemandSample s = InFlight(0);
-    s.queued = 3;
-    s.arrivals = 1;
-    return s;
-  });
-  const absl::Time asked = clock_.Now();
-  while (Replicas("chat-a100") == 0 &&
-         clock_.Now() < asked + absl::Minutes(5)) {
+    fake.awake.insert(engine);
+    engines.RunOnce();
+    for (int i = 0; i < 5; ++i) {
+      tick();
+    }
+    EXPECT_EQ(Replicas("chat-a100"), 0);
+    EXPECT_EQ(out_.Condition("SleepPool"), "True EnginesFound");
+    // Idle, the engine sleeps again; then a request whose wake never ends.
+    demand_.Set([](absl::Time, int) { return InFlight(0); });
+    const absl::Time idle_from = clock_.Now();
+    while (!fake.awake.empty() && clock_.Now() < idle_from + absl::Minutes(5)) {
+      tick();
+    }
+    ASSERT_TRUE(fake.awake.empty());
+    demand_.Set([&c](absl::Time, int) { return c.failing; });
+    const absl::Time asked = clock_.Now();
+    while (Replicas("chat-a100") == 0 &&
+           clock_.Now() < asked + absl::Minutes(5)) {
+      tick();
+    }
+    ASSERT_EQ(Replicas("chat-a100"), 1) << last_->message;
+    // The pool step reads the last tick's demand: a tick's lag, and the
+    // ticks' own granularity.
+    const absl::Duration wait = c.refused ? two_wakes : lead;
+    EXPECT_GE(clock_.Now() - asked, wait);
+    EXPECT_LE(clock_.Now() - asked, wait + 3 * kTick);
+    EXPECT_EQ(out_.Condition("SleepPool"), c.condition);
+    EXPECT_THAT(out_.ConditionMessage("SleepPool"), HasSubstr(c.message));
+    EXPECT_THAT(out_.ConditionMessage("SleepPool"),
+                HasSubstr("its own replicas serve from zero"));
+    // Starting, not Ready: still its own replica, whatever the pool says.
     tick();
+    EXPECT_EQ(Replicas("chat-a100"), 1);
+    EXPECT_EQ(out_.Condition("SleepPool"), c.condition);
+    RunFor(kColdStart + 2 * kTick);
+    engines.RunOnce();
+    tick();
+    ASSERT_GE(Ready("chat-a100"), 1);
+    EXPECT_EQ(Replicas("chat-a100"), 1);
+    EXPECT_EQ(out_.Condition("SleepPool"), "True EnginesFound");
+    EXPECT_EQ(Serving(), "replicas");
   }
-  ASSERT_EQ(Replicas("chat-a100"), 1) << last_->message;
-  EXPECT_GE(clock_.Now() - asked, lead);
-  EXPECT_LE(clock_.Now() - asked, lead + 3 * kTick);
-  EXPECT_EQ(out_.Condition("SleepPool"), "False WakeStalled");
-  EXPECT_THAT(out_.ConditionMessage("SleepPool"),
-              HasSubstr("its engine in pool has been asleep for"));
-  EXPECT_THAT(out_.ConditionMessage("SleepPool"),
-              HasSubstr("its own replicas serve from zero"));
-  // Starting, not Ready: still its own replica, whatever the pool says.
-  tick();
-  EXPECT_EQ(Replicas("chat-a100"), 1);
-  EXPECT_EQ(out_.Condition("SleepPool"), "False WakeStalled");
-  RunFor(kColdStart + 2 * kTick);
-  engines.RunOnce();
-  tick();
-  ASSERT_GE(Ready("chat-a100"), 1);
-  EXPECT_EQ(Replicas("chat-a100"), 1);
-  EXPECT_EQ(out_.Condition("SleepPool"), "True EnginesFound");
-  EXPECT_EQ(Serving(), "replicas");
+};
+
+// The activator's wake waits for GPU room on pool pods held by busy
+// neighbours, or never answers: the own replica starts after a cold
+// start's lead (the ski rental of the keep-alive).
+TEST_F(WakeFallbackTest, AWakeThatStallsStartsTheEndpointsOwnReplica) {
+  policy::DemandSample held = InFlight(0);
+  held.queued = 3;
+  held.arrivals = 1;
+  Run({.waking =
+           [](int) {
+             policy::DemandSample s = InFlight(0);
+             s.queued = 1;
+             s.arrivals = 1;
+             return s;
+           },
+       .failing = held,
+       .refused = false,
+       .condition = "False WakeStalled",
+       .message = "its engine in pool has been asleep for"});
 }
 
-// A wake the pod refuses for another reason than GPU room (the activators
-// report it) starts the endpoint's own replica after two wakes and the
-// TTFT SLO -- what a wake through a neighbour's sleep takes -- not a lead
-// later: making room cannot mend it. One the next try wakes (a neighbour
-// that was still falling asleep) starts nothing. Back to the pool once
-// that replica is Ready.
-TEST_F(ReconcilerTest, AWakeRefusedStartsTheEndpointsOwnReplicaWithinTwoWakes) {
-  SleepingEngines fake;
-  PoolEngines engines(fake);
-  const std::function<void()> tick = SleepPoolEndpoint(engines);
-  ASSERT_EQ(out_.Condition("SleepPool"), "True EnginesFound");
-  const double wake_s = out_.status()["sleepPool"]["wakeSeconds"];
-  const absl::Duration two_wakes = 2 * absl::Seconds(wake_s) + absl::Seconds(2);
-  const absl::Duration lead = last_->cold_start_lead;
-  ASSERT_GT(lead, two_wakes + 4 * kTick);
-  const std::vector<std::string> pool = cluster_.index.PodsOf("ml/pool");
-  ASSERT_EQ(pool.size(), 1U);
-  const std::string engine = PoolEngine(pool[0]);
-  // A request held on the engine asleep; its first wake refused.
-  int samples = 0;
-  demand_.Set([&samples](absl::Time, int) {
-    policy::DemandSample s = InFlight(1);
-    s.arrivals = samples == 0 ? 1 : 0;
-    s.wakes_refused = samples++ == 0 ? 1 : 0;
-    return s;
-  });
-  // The next try wakes it: nothing of its own starts.
-  tick();
-  tick();
-  fake.awake.insert(engine);
-  engines.RunOnce();
-  for (int i = 0; i < 5; ++i) {
-    tick();
-  }
-  EXPECT_EQ(Replicas("chat-a100"), 0);
-  EXPECT_EQ(out_.Condition("SleepPool"), "True EnginesFound");
-  // Idle, the engine sleeps again; then a request whose every wake is
-  // refused.
-  demand_.Set([](absl::Time, int) { return InFlight(0); });
-  const absl::Time idle_from = clock_.Now();
-  while (!fake.awake.empty() && clock_.Now() < idle_from + absl::Minutes(5)) {
-    tick();
-  }
-  ASSERT_TRUE(fake.awake.empty());
-  demand_.Set([](absl::Time, int) {
-    policy::DemandSample s = InFlight(1);
-    s.wakes_refused = 1;
-    return s;
-  });
-  const absl::Time asked = clock_.Now();
-  while (Replicas("chat-a100") == 0 &&
-         clock_.Now() < asked + absl::Minutes(5)) {
-    tick();
-  }
-  ASSERT_EQ(Replicas("chat-a100"), 1) << last_->message;
-  EXPECT_GE(clock_.Now() - asked, two_wakes);
-  // The pool step reads the last tick's demand: a tick's lag, and the
-  // ticks' own granularity.
-  EXPECT_LE(clock_.Now() - asked, two_wakes + 3 * kTick) << "not a lead";
-  EXPECT_EQ(out_.Condition("SleepPool"), "False WakeRefused");
-  EXPECT_THAT(out_.ConditionMessage("SleepPool"),
-              HasSubstr("was refused by the pod, not for want of GPU room"));
-  EXPECT_THAT(out_.ConditionMessage("SleepPool"),
-              HasSubstr("its own replicas serve from zero"));
-  // Still starting: its own replica stays.
-  tick();
-  EXPECT_EQ(Replicas("chat-a100"), 1);
-  EXPECT_EQ(out_.Condition("SleepPool"), "False WakeRefused");
-  RunFor(kColdStart + 2 * kTick);
-  engines.RunOnce();
-  tick();
-  ASSERT_GE(Ready("chat-a100"), 1);
-  EXPECT_EQ(out_.Condition("SleepPool"), "True EnginesFound");
-  EXPECT_EQ(Serving(), "replicas");
+// The pod refuses the wake for another reason than room (the activators
+// report it): after two wakes and the TTFT SLO -- what a wake through a
+// neighbour's sleep takes -- not a lead, since making room cannot mend it;
+// one refusal the next try mends (a neighbour that was still falling
+// asleep) starts nothing.
+TEST_F(WakeFallbackTest,
+       AWakeRefusedStartsTheEndpointsOwnReplicaWithinTwoWakes) {
+  policy::DemandSample refused = InFlight(1);
+  refused.wakes_refused = 1;
+  Run({.waking =
+           [](int sample) {
+             policy::DemandSample s = InFlight(1);
+             s.arrivals = sample == 0 ? 1 : 0;
+             s.wakes_refused = sample == 0 ? 1 : 0;  // the first try's
+             return s;
+           },
+       .failing = refused,
+       .refused = true,
+       .condition = "False WakeRefused",
+       .message = "was refused by the pod, not for want of GPU room"});
 }
 
 }  // namespace
