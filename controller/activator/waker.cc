@@ -60,7 +60,8 @@ std::string Waker::MakeRoom(const std::vector<std::string>& idle,
 }
 
 Waker::Outcome Waker::Run(const std::string& address, absl::Time deadline,
-                          const Callbacks& callbacks) const {
+                          const Callbacks& callbacks,
+                          const std::function<bool()>& abandoned) const {
   Outcome out;
   const absl::StatusOr<std::pair<std::string, int>> pod =
       SplitHostPort(address, "pod");
@@ -112,6 +113,11 @@ Waker::Outcome Waker::Run(const std::string& address, absl::Time deadline,
       woke = c.Post("/wake_up", "", "text/plain");
       ++tries;
       continue;
+    }
+    if (abandoned()) {
+      out.result = Result::kFailed;
+      out.error = "every request waiting for the wake is gone";
+      return out;
     }
     if (!for_room && callbacks.refused != nullptr) {
       callbacks.refused();
@@ -196,7 +202,13 @@ Waker::Outcome Waker::WakeIfAsleep(const std::string& address, absl::Time sent,
     wake = running;
   }
   if (mine) {
-    Outcome out = Run(address, deadline, callbacks);
+    Outcome out = Run(address, deadline, callbacks, [gone, &wake] {
+      if (gone == nullptr || !*gone) {
+        return false;
+      }
+      const std::lock_guard<std::mutex> w(wake->mu);
+      return wake->waiters == 0;
+    });
     const std::lock_guard<std::mutex> lock(mu_);
     if (out.sent) {
       ++wakes_;
@@ -221,9 +233,11 @@ Waker::Outcome Waker::WakeIfAsleep(const std::string& address, absl::Time sent,
   // Another request's wake of the same pod: its outcome (looking at the
   // client every 50 ms).
   std::unique_lock<std::mutex> w(wake->mu);
+  ++wake->waiters;
   while (!wake->done && absl::Now() < deadline && (gone == nullptr || !*gone)) {
     wake->cv.wait_for(w, std::chrono::milliseconds(50));
   }
+  --wake->waiters;
   if (wake->done) {
     Outcome shared = wake->outcome;
     shared.sent = false;  // counted by the request that sent it

@@ -95,7 +95,8 @@ class Waker {
 
   // `address` ("ip:port") answered 503 to a request sent at `sent`: awake
   // it again if its engine sleeps, by `deadline`. Gives up (kFailed) when
-  // `gone` turns true (the client hung up), or as `callbacks` say.
+  // `gone` turns true (the client hung up) -- the wake itself once every
+  // request waiting for it is gone -- or as `callbacks` say.
   Outcome WakeIfAsleep(const std::string& address, absl::Time sent,
                        absl::Time deadline, const std::atomic<bool>* gone,
                        const Callbacks& callbacks = {});
@@ -109,10 +110,13 @@ class Waker {
     std::condition_variable cv;
     bool done = false;
     Outcome outcome;
+    int waiters = 0;  // requests waiting on it besides the one running it
   };
-  // One pod's wake, on the caller's thread.
+  // One pod's wake, on the caller's thread; given up, while it waits for
+  // room or asks again, once `abandoned` says nobody waits for it.
   Outcome Run(const std::string& address, absl::Time deadline,
-              const Callbacks& callbacks) const;
+              const Callbacks& callbacks,
+              const std::function<bool()>& abandoned) const;
   // Puts one of the idle neighbours awake to sleep: which, or "".
   std::string MakeRoom(const std::vector<std::string>& idle,
                        absl::Time deadline) const;

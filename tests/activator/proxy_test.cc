@@ -794,6 +794,33 @@ TEST_F(SleepingEngineTest, AWakeRefusedIsAskedAgainAndServed) {
   EXPECT_TRUE(Asleep(engines->awake));
 }
 
+// A client that gives up on a request whose wake keeps being refused ends
+// the wake: nothing is asked of the pod for a request no one waits for
+// (the retries would go on until the activation timeout).
+TEST_F(SleepingEngineTest, AWakeNobodyWaitsForAnyMoreIsGivenUp) {
+  const std::optional<EnginePair> engines = EnginesSharingAGpu();
+  ASSERT_TRUE(engines.has_value());
+  const std::string& pod = engines->asleep;
+  http::ClientWatch& watch = StartedWatch();
+  Start({}, absl::Seconds(30), &watch, &waker_);
+  router_->SetTargets(kEp, {pod}, 4);
+  httplib::Client c = Client();
+  c.set_read_timeout(1, 0);  // gives up after a second
+  const httplib::Result r =
+      c.Post("/ml/llama/v1/completions",
+             R"({"prompt": "hello", "max_tokens": 3})", "application/json");
+  EXPECT_FALSE(r) << "answered " << r->status;
+  ASSERT_TRUE(Eventually([&] { return Abandoned("sent") == 1; }));
+  const int64_t refused =
+      router_->DemandOf(kEp, absl::Now()).wakes_refused_total;
+  EXPECT_GE(refused, 1);
+  // Asked again at 3.75 s and 7.75 s were anyone still waiting.
+  absl::SleepFor(absl::Seconds(5));
+  EXPECT_EQ(router_->DemandOf(kEp, absl::Now()).wakes_refused_total, refused);
+  EXPECT_EQ(Wakes("failed"), 1);
+  EXPECT_TRUE(Asleep(pod));
+}
+
 // Engines on one pool pod share its GPU: a wake refused for want of GPU
 // memory puts an idle neighbour to sleep, then wakes, and the request is
 // served; the controller hears of the wake at once.
