@@ -72,6 +72,9 @@ prometheus::Counter& ConnectionCounter(Metrics& metrics,
 // Wakes of a pod's engine one request waits for, at most (a second: it
 // was put to sleep again between its wake and the request sent again).
 constexpr int kMaxWakes = 2;
+// Wakes a request gives up for another target without it counting as one
+// of its tries (a pool's engines refusing one after another).
+constexpr int kMaxGiveWays = 4;
 
 const char* WakeResult(const Waker::Outcome& o) {
   return o.result == Waker::Result::kWoken ? "woken"
@@ -269,7 +272,10 @@ void Proxy::Handle(const httplib::Request& req, httplib::Response& res,
   std::string last_error;
   bool cold = false;
   absl::Duration held_for;
-  for (int attempt = 0; attempt < options_.max_attempts; ++attempt) {
+  // Wakes that gave way to another target are no pod's failure: they do
+  // not count as tries, up to kMaxGiveWays.
+  int gave_way = 0;
+  for (int attempt = 0; attempt < options_.max_attempts + gave_way; ++attempt) {
     absl::StatusOr<Lease> lease =
         router_.Acquire(endpoint, static_cast<int64_t>(req.body.size()),
                         deadline, &waiting->gone,
@@ -310,9 +316,12 @@ void Proxy::Handle(const httplib::Request& req, httplib::Response& res,
       const absl::Time asked = absl::Now();
       const Waker::Outcome woke = waker_->WakeIfAsleep(
           pod, f->started(), deadline, &waiting->gone,
-          {.still_wanted = [this, &endpoint,
-                            &pod] { return router_.HasTarget(endpoint, pod); },
-           .refused = [this, &endpoint] { router_.WakeRefused(endpoint); }});
+          {.still_wanted =
+               [this, &endpoint, &pod] {
+                 return router_.KeepsWaitingOn(endpoint, pod);
+               },
+           .refused = [this, &endpoint,
+                       &pod] { router_.WakeRefused(endpoint, pod); }});
       if (woke.result == Waker::Result::kNotAsleep) {
         break;  // the engine's own 503
       }
@@ -355,8 +364,10 @@ void Proxy::Handle(const httplib::Request& req, httplib::Response& res,
     }
     if (elsewhere) {
       // A replica of the endpoint's own took over from its engine in the
-      // pool while the wake waited for room: held again for it.
-      last_error = absl::StrCat(pod, ": its engine was not woken in time");
+      // pool while the wake waited for room, or the wake was refused and
+      // another target of the endpoint's is not: held again for those.
+      last_error = absl::StrCat(pod, ": its engine was not woken");
+      gave_way = std::min(gave_way + 1, kMaxGiveWays);
       continue;
     }
     if (pod_gone.empty()) {

@@ -7,6 +7,14 @@
 #include "absl/time/clock.h"
 
 namespace pilotlight::activator {
+namespace {
+
+// How long a target a wake was refused on goes after the endpoint's others:
+// a broken engine is asked again by each request only once the others are
+// full, or once this passes (the engine may have been restarted).
+constexpr absl::Duration kRefusing = absl::Seconds(30);
+
+}  // namespace
 
 Lease::Lease(Lease&& other) noexcept
     : router_(std::exchange(other.router_, nullptr)),
@@ -77,11 +85,19 @@ std::vector<std::pair<std::string, std::string>> Router::TakeRemoved() {
   return std::exchange(removed_, {});
 }
 
-std::pair<const std::string, Router::Target>* Router::Pick(Endpoint& e) {
+std::pair<const std::string, Router::Target>* Router::Pick(Endpoint& e,
+                                                           absl::Time now) {
   std::pair<const std::string, Target>* best = nullptr;
+  const auto refusing = [now](const Target& t) {
+    return now < t.refusing_until;
+  };
   for (auto& t : e.targets) {
-    if (t.second.in_flight < e.cap &&
-        (best == nullptr || t.second.in_flight < best->second.in_flight)) {
+    if (t.second.in_flight >= e.cap) {
+      continue;
+    }
+    if (best == nullptr || refusing(best->second) > refusing(t.second) ||
+        (refusing(best->second) == refusing(t.second) &&
+         t.second.in_flight < best->second.in_flight)) {
       best = &t;
     }
   }
@@ -158,7 +174,7 @@ absl::StatusOr<Lease> Router::Acquire(const std::string& endpoint,
                  t.second.since > start);
   };
   if (e.waiting.empty()) {
-    if (auto* t = Pick(e)) {
+    if (auto* t = Pick(e, absl::Now())) {
       return take(*t);
     }
   }
@@ -200,7 +216,7 @@ absl::StatusOr<Lease> Router::Acquire(const std::string& endpoint,
     // In arrival order: the i-th waiter goes once i slots are free.
     const auto pos = std::distance(e.waiting.begin(), e.waiting.find(ticket));
     if (pos < FreeSlots(e)) {
-      if (auto* t = Pick(e)) {
+      if (auto* t = Pick(e, absl::Now())) {
         leave();
         return take(*t);
       }
@@ -324,7 +340,8 @@ void Router::PokeNow(const std::string& endpoint) const {
   }
 }
 
-void Router::WakeRefused(const std::string& endpoint) {
+void Router::WakeRefused(const std::string& endpoint,
+                         const std::string& address) {
   {
     const std::lock_guard<std::mutex> lock(mu_);
     auto it = endpoints_.find(endpoint);
@@ -332,8 +349,35 @@ void Router::WakeRefused(const std::string& endpoint) {
       return;
     }
     ++it->second->wakes_refused_total;
+    if (auto t = it->second->targets.find(address);
+        t != it->second->targets.end()) {
+      t->second.refusing_until = absl::Now() + kRefusing;
+    }
   }
   PokeNow(endpoint);
+}
+
+bool Router::KeepsWaitingOn(const std::string& endpoint,
+                            const std::string& address) const {
+  const std::lock_guard<std::mutex> lock(mu_);
+  auto it = endpoints_.find(endpoint);
+  if (it == endpoints_.end()) {
+    return false;
+  }
+  const Endpoint& e = *it->second;
+  const auto t = e.targets.find(address);
+  if (t == e.targets.end()) {
+    return false;
+  }
+  const absl::Time now = absl::Now();
+  if (now >= t->second.refusing_until) {
+    return true;
+  }
+  // Another target with a free slot would be picked instead.
+  return std::none_of(e.targets.begin(), e.targets.end(), [&](const auto& o) {
+    return o.first != address && now >= o.second.refusing_until &&
+           o.second.in_flight < e.cap;
+  });
 }
 
 int Router::held_total() const {

@@ -135,9 +135,16 @@ class Router {
   // Tells the controller about `endpoint` at once, as a request held at
   // zero does (an engine of its woken instead).
   void PokeNow(const std::string& endpoint) const;
-  // A wake of an engine of `endpoint`'s was refused (Waker::Callbacks):
-  // counted in its demand, and the controller told at once.
-  void WakeRefused(const std::string& endpoint);
+  // A wake of `endpoint`'s engine at `address` was refused
+  // (Waker::Callbacks): counted in its demand, the controller told at once,
+  // and the target picked after the endpoint's others for a while.
+  void WakeRefused(const std::string& endpoint, const std::string& address);
+  // Whether a request of `endpoint` waiting on a wake at `address` should
+  // go on waiting there: it is still a target, and not one a wake was
+  // refused on lately while another target, not refused lately, has a free
+  // slot.
+  bool KeepsWaitingOn(const std::string& endpoint,
+                      const std::string& address) const;
 
   std::vector<EndpointDemand> Demand(absl::Time now) const;
   EndpointDemand DemandOf(const std::string& endpoint, absl::Time now) const;
@@ -156,6 +163,9 @@ class Router {
   struct Target {
     int in_flight = 0;
     absl::Time since;  // a target from
+    // A wake of its engine was refused lately: until then the endpoint's
+    // other targets go first.
+    absl::Time refusing_until = absl::InfinitePast();
   };
   struct Endpoint {
     std::map<std::string, Target> targets;
@@ -169,7 +179,9 @@ class Router {
   };
   void Release(const std::string& endpoint, const std::string& address);
   // The least-loaded target with a free slot, or nullptr.
-  static std::pair<const std::string, Target>* Pick(Endpoint& e);
+  // Those a wake was refused on lately only when no other has a slot.
+  static std::pair<const std::string, Target>* Pick(Endpoint& e,
+                                                    absl::Time now);
   static int FreeSlots(const Endpoint& e);
   // Waits (up to the unknown-endpoint wait, and `deadline`) for `endpoint`
   // to be listed: OK once it is, else why not.

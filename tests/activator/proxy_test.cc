@@ -794,6 +794,34 @@ TEST_F(SleepingEngineTest, AWakeRefusedIsAskedAgainAndServed) {
   EXPECT_TRUE(Asleep(engines->awake));
 }
 
+// A pool of two pods, each with the endpoint's engine asleep: the one the
+// request went to refuses every wake (a broken engine). Once the other is
+// a target the request goes there and is served by its engine, woken; the
+// broken one goes after it for the requests that follow.
+TEST_F(SleepingEngineTest, AWakeRefusedGoesToTheEndpointsEngineOnAnotherPod) {
+  tools::ModelServer* broken = Engine("llama", nullptr, true, kScale, true);
+  tools::ModelServer* healthy = Engine("llama");
+  ASSERT_NE(broken, nullptr);
+  ASSERT_NE(healthy, nullptr);
+  const std::string pod = Serve(*broken);
+  const std::string other = Serve(*healthy);
+  StartWaking(pod);
+  ServedOnceDone([this, &pod, &other] {
+    router_->SetTargets(kEp, {pod, other}, 4);
+  });
+  EXPECT_TRUE(Asleep(pod));
+  EXPECT_FALSE(Asleep(other));
+  EXPECT_GE(router_->DemandOf(kEp, absl::Now()).wakes_refused_total, 1);
+  EXPECT_EQ(Wakes("gave_way"), 1);
+  EXPECT_EQ(Wakes("woken"), 1);
+  // The next request goes to the engine awake, not the broken one.
+  const httplib::Result r = Hello();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(Wakes("woken") + Wakes("failed") + Wakes("gave_way"), 2);
+  EXPECT_TRUE(router_->TakeRemoved().empty()) << "nothing taken out";
+}
+
 // A client that gives up on a request whose wake keeps being refused ends
 // the wake: nothing is asked of the pod for a request no one waits for
 // (the retries would go on until the activation timeout).

@@ -4,6 +4,8 @@
 #include "controller/activator/router.h"
 
 #include <atomic>
+#include <deque>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -108,6 +110,43 @@ TEST(RouterTest, LeastInFlightWithinTheCap) {
   EXPECT_EQ(r.DemandOf(kEp, absl::Now()).in_flight, 4);
   leases.clear();
   EXPECT_EQ(r.DemandOf(kEp, absl::Now()).in_flight, 0);
+}
+
+// A target whose engine refused a wake goes after the endpoint's others
+// (its requests wait there only while no other can take them), counts in
+// the demand, and pokes the controller.
+TEST(RouterTest, ATargetThatRefusedAWakeGoesLast) {
+  int pokes = 0;
+  Router r({}, [&pokes](const std::string&) { ++pokes; });
+  r.SetEndpoints({kEp});
+  r.SetTargets(kEp, {"a:1", "b:1"}, 2);
+  EXPECT_TRUE(r.KeepsWaitingOn(kEp, "a:1"));
+  r.WakeRefused(kEp, "a:1");
+  EXPECT_EQ(pokes, 1);
+  EXPECT_EQ(r.DemandOf(kEp, absl::Now()).wakes_refused_total, 1);
+  EXPECT_FALSE(r.KeepsWaitingOn(kEp, "a:1")) << "b:1 can take it";
+  EXPECT_TRUE(r.KeepsWaitingOn(kEp, "b:1"));
+  EXPECT_FALSE(r.KeepsWaitingOn(kEp, "c:1")) << "not a target";
+  // b:1 first, up to its cap; then a:1 rather than a wait.
+  std::deque<Lease> leases;  // the first given back first
+  std::vector<std::string> got;
+  for (int i = 0; i < 3; ++i) {
+    absl::StatusOr<Lease> l = r.Acquire(kEp, 0, Soon());
+    ASSERT_TRUE(l.ok()) << l.status();
+    got.push_back(l->address());
+    leases.emplace_back(*std::move(l));
+  }
+  EXPECT_THAT(got, ::testing::ElementsAre("b:1", "b:1", "a:1"));
+  // b:1 full: a request on a:1 waits there (it would be picked again).
+  EXPECT_TRUE(r.KeepsWaitingOn(kEp, "a:1"));
+  leases.pop_front();  // a b:1 slot
+  EXPECT_FALSE(r.KeepsWaitingOn(kEp, "a:1"));
+  // Kept through a refresh of the targets; the only target left, its
+  // requests wait on it.
+  r.SetTargets(kEp, {"a:1"}, 2);
+  EXPECT_TRUE(r.KeepsWaitingOn(kEp, "a:1"));
+  r.SetTargets(kEp, {"a:1", "b:1"}, 2);
+  EXPECT_FALSE(r.KeepsWaitingOn(kEp, "a:1"));
 }
 
 TEST(RouterTest, HoldsAtZeroPokesOnceAndReleasesInOrder) {
