@@ -125,7 +125,7 @@ Waker::Outcome Waker::Run(const std::string& address, absl::Time deadline,
     if (callbacks.still_wanted != nullptr && !callbacks.still_wanted()) {
       out.result = Result::kFailed;
       out.error = absl::StrCat(
-          "its endpoint sends to a replica of its own now (the wake ",
+          "its endpoint has another target for the request now (the wake ",
           for_room ? "waited for room" : "was refused", ")");
       out.elsewhere = true;
       return out;

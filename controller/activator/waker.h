@@ -24,9 +24,10 @@
 // order given), then asks again; while none is idle but some have requests in
 // flight (Neighbours::busy) it waits for one, until the deadline -- or until
 // the engine is no longer wanted (`still_wanted`: the controller started a
-// replica of the endpoint's own, which serves it instead), when the request may
-// go there. A wake refused for another reason -- or with no neighbour busy nor
-// any to put to sleep, so that room is not why -- gives way the same.
+// replica of the endpoint's own, which serves it instead, or the endpoint's
+// engine on another pool pod can take it), when the request may go there. A
+// wake refused for another reason -- or with no neighbour busy nor any to put
+// to sleep, so that room is not why -- gives way the same.
 //
 // Thread-safety: WakeIfAsleep may be called from any thread.
 #pragma once
