@@ -41,7 +41,8 @@ struct Metrics {
                   .Help("Wakes of pods' engines asleep (POST /wake_up, one "
                         "for all the requests that met it asleep), by "
                         "endpoint and result (woken, failed, gave_way: "
-                        "given up for the endpoint's own pod)")
+                        "given up for another target of the endpoint's, its "
+                        "own pod or another pool pod)")
                   .Register(r)),
         room_sleeps(prometheus::BuildCounter()
                         .Name("pilotlight_activator_room_sleeps_total")

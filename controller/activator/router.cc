@@ -73,13 +73,6 @@ void Router::Remove(const std::string& endpoint, const std::string& address) {
   }
 }
 
-bool Router::HasTarget(const std::string& endpoint,
-                       const std::string& address) const {
-  const std::lock_guard<std::mutex> lock(mu_);
-  auto it = endpoints_.find(endpoint);
-  return it != endpoints_.end() && it->second->targets.contains(address);
-}
-
 std::vector<std::pair<std::string, std::string>> Router::TakeRemoved() {
   const std::lock_guard<std::mutex> lock(mu_);
   return std::exchange(removed_, {});

@@ -109,8 +109,6 @@ class Router {
                   const std::vector<std::string>& addresses, int cap);
   // A target that refused a connection: out until SetTargets lists it again.
   void Remove(const std::string& endpoint, const std::string& address);
-  // Whether `address` is one of `endpoint`'s targets now.
-  bool HasTarget(const std::string& endpoint, const std::string& address) const;
   // The (endpoint, address) pairs Remove took out since the last call.
   std::vector<std::pair<std::string, std::string>> TakeRemoved();
 

@@ -84,9 +84,13 @@ Waker::Outcome Waker::Run(const std::string& address, absl::Time deadline,
     return out;  // no sleep mode (404), no answer, or awake
   }
   out.sent = true;
-  http::SetClientTimeouts(c, deadline - absl::Now());
-  httplib::Result woke = c.Post("/wake_up", "", "text/plain");
-  int tries = 1;
+  int tries = 0;
+  const auto wake_up = [&] {
+    http::SetClientTimeouts(c, deadline - absl::Now());
+    ++tries;
+    return c.Post("/wake_up", "", "text/plain");
+  };
+  httplib::Result woke = wake_up();
   bool for_room = false;  // the last refusal was for want of room
   absl::Duration backoff = options_.first_retry;
   // Refused: for want of room when the GPU is taken (the stand-in's 507;
@@ -95,7 +99,8 @@ Waker::Outcome Waker::Run(const std::string& address, absl::Time deadline,
   // run) it waits for one; for another reason (an engine restarting, a
   // wake that failed half-way), asked again after a pause that doubles.
   // Either until the deadline, or until the engine is wanted no more (a
-  // replica of the endpoint's own serves it) or its pod stops answering.
+  // replica of the endpoint's own, or its engine on another pool pod, takes
+  // the request), its pod stops answering or nobody waits any more.
   while (woke && woke->status != 200 && absl::Now() < deadline) {
     for_room =
         neighbours_ != nullptr && (woke->status == 507 || woke->status == 500);
@@ -109,9 +114,7 @@ Waker::Outcome Waker::Run(const std::string& address, absl::Time deadline,
     }
     if (!room.empty()) {
       out.put_to_sleep = std::move(room);
-      http::SetClientTimeouts(c, deadline - absl::Now());
-      woke = c.Post("/wake_up", "", "text/plain");
-      ++tries;
+      woke = wake_up();
       continue;
     }
     if (abandoned()) {
@@ -155,9 +158,7 @@ Waker::Outcome Waker::Run(const std::string& address, absl::Time deadline,
       return out;
     }
     if (!for_room) {
-      http::SetClientTimeouts(c, deadline - absl::Now());
-      woke = c.Post("/wake_up", "", "text/plain");
-      ++tries;
+      woke = wake_up();
     }
   }
   if (woke && woke->status == 200) {

@@ -382,15 +382,15 @@ void Reconciler::ObservePool(Endpoint& e, Observed& o, absl::Time now) {
   const bool at_zero = std::all_of(o.replicas.begin(), o.replicas.end(),
                                    [](int32_t r) { return r == 0; });
   if (WakeStalled(e, o, at_zero, now)) {
+    const std::string waited = absl::FormatDuration(
+        absl::Trunc(now - e.wake_pending_since, absl::Seconds(1)));
     if (e.wake_refused) {
       unused("WakeRefused",
              absl::StrFormat(
                  "the activator's wake of its engine in %s was refused by "
                  "the pod, not for want of GPU room, for %s (the activator "
                  "asks again meanwhile)",
-                 pool.deployment,
-                 absl::FormatDuration(absl::Trunc(now - e.wake_pending_since,
-                                                  absl::Seconds(1)))));
+                 pool.deployment, waited));
       return;
     }
     unused("WakeStalled",
@@ -398,9 +398,7 @@ void Reconciler::ObservePool(Endpoint& e, Observed& o, absl::Time now) {
                "its engine in %s has been asleep for %s with requests "
                "waiting (a wake takes %s: the activator waits for GPU room "
                "on the pool's pods, or the wake fails)",
-               pool.deployment,
-               absl::FormatDuration(
-                   absl::Trunc(now - e.wake_pending_since, absl::Seconds(1))),
+               pool.deployment, waited,
                absl::FormatDuration(
                    absl::Trunc(e.pool_sleep->wake, absl::Milliseconds(10)))));
     return;

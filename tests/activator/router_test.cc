@@ -89,18 +89,29 @@ TEST(RouterTest, AnEndpointNeverListedIsNotFoundAfterTheWait) {
   closing.join();
 }
 
+// `n` leases on kEp's targets, kept in `leases`: their addresses in order.
+std::vector<std::string> AcquireEach(Router& r, int n,
+                                     std::deque<Lease>& leases) {
+  std::vector<std::string> got;
+  for (int i = 0; i < n; ++i) {
+    absl::StatusOr<Lease> l = r.Acquire(kEp, 0, Soon());
+    EXPECT_TRUE(l.ok()) << l.status();
+    if (!l.ok()) {
+      break;
+    }
+    got.push_back(l->address());
+    leases.emplace_back(*std::move(l));
+  }
+  return got;
+}
+
 TEST(RouterTest, LeastInFlightWithinTheCap) {
   Router r({});
   r.SetEndpoints({kEp});
   r.SetTargets(kEp, {"a:1", "b:1"}, 2);
-  std::vector<Lease> leases;
-  std::vector<std::string> got;
-  for (int i = 0; i < 4; ++i) {
-    absl::StatusOr<Lease> l = r.Acquire(kEp, 0, Soon());
-    ASSERT_TRUE(l.ok()) << l.status();
-    got.push_back(l->address());
-    leases.push_back(*std::move(l));
-  }
+  std::deque<Lease> leases;
+  const std::vector<std::string> got = AcquireEach(r, 4, leases);
+  ASSERT_EQ(leases.size(), 4U);
   EXPECT_FALSE(leases[0].cold());  // the pods were there first
   // Alternates, then both are at their cap of 2: the next one waits.
   EXPECT_THAT(got, ::testing::UnorderedElementsAre("a:1", "a:1", "b:1", "b:1"));
@@ -129,13 +140,8 @@ TEST(RouterTest, ATargetThatRefusedAWakeGoesLast) {
   EXPECT_FALSE(r.KeepsWaitingOn(kEp, "c:1")) << "not a target";
   // b:1 first, up to its cap; then a:1 rather than a wait.
   std::deque<Lease> leases;  // the first given back first
-  std::vector<std::string> got;
-  for (int i = 0; i < 3; ++i) {
-    absl::StatusOr<Lease> l = r.Acquire(kEp, 0, Soon());
-    ASSERT_TRUE(l.ok()) << l.status();
-    got.push_back(l->address());
-    leases.emplace_back(*std::move(l));
-  }
+  const std::vector<std::string> got = AcquireEach(r, 3, leases);
+  ASSERT_EQ(leases.size(), 3U);
   EXPECT_THAT(got, ::testing::ElementsAre("b:1", "b:1", "a:1"));
   // b:1 full: a request on a:1 waits there (it would be picked again).
   EXPECT_TRUE(r.KeepsWaitingOn(kEp, "a:1"));
