@@ -17,12 +17,24 @@ ActivatorDemand::ActivatorDemand(const kube::Clock& clock,
 std::vector<std::string> ActivatorDemand::Apply(const ActivatorReport& r) {
   const std::lock_guard<std::mutex> lock(mu_);
   Source& s = sources_[r.activator];
+  // Totals that an activator running before this controller began counted
+  // are its history, not demand since the last read: its first report here
+  // (full, every endpoint it has seen) is where its counts start.
+  bool history = false;
   if (s.incarnation != r.incarnation) {
     // A restarted activator counts from zero again.
     s = Source{};
     s.incarnation = r.incarnation;
+    history = absl::FromUnixMicros(r.incarnation) < started_;
   }
   s.connected = true;
+  if (history) {
+    for (const auto& [key, now] : r.endpoints) {
+      s.taken[key] = now.arrivals_total;
+      s.refusals_taken[key] = now.wakes_refused_total;
+      s.endpoints[key].wakes_refused_total = now.wakes_refused_total;
+    }
+  }
   std::vector<std::string> poke;
   for (const auto& [key, now] : r.endpoints) {
     auto before = s.endpoints.find(key);

@@ -6,7 +6,9 @@
 //     (summed over activators);
 //   - arrivals since the endpoint's previous read (reports carry totals
 //     since each activator started, so a lost report loses nothing, and a
-//     restarted activator -- a new incarnation -- starts from zero);
+//     restarted activator -- a new incarnation -- starts from zero; an
+//     activator that started before this controller is counted from its
+//     first report here: what it counted before is not a burst of demand);
 //   - wakes of its pool engines refused since the previous read (totals,
 //     as arrivals);
 //   - pokes: an endpoint holding requests with no ready replica, or one

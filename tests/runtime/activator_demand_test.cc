@@ -26,10 +26,17 @@ using ::testing::IsEmpty;
 
 constexpr char kEp[] = "ml/llama";
 
+// The controller's start: the fixture's clock when the table is made.
+const absl::Time kStart = kube::FakeClock().Now();
+
+// Activator incarnation `n`: started n microseconds after the controller
+// (n < 0: before it).
+int64_t Inc(int64_t n) { return absl::ToUnixMicros(kStart) + n; }
+
 ActivatorReport Report(const std::string& activator, int64_t incarnation,
                        bool full, EndpointDemand e) {
   ActivatorReport r{.activator = activator,
-                    .incarnation = incarnation,
+                    .incarnation = Inc(incarnation),
                     .full = full,
                     .draining = false,
                     .endpoints = {}};
@@ -93,12 +100,43 @@ TEST_F(ActivatorDemandTest, ArrivalsAreCountedOnceFromTotals) {
   EXPECT_EQ(table_.Read(kEp).arrivals, 3);
   // An endpoint left out of a full report has no demand there any more.
   ActivatorReport empty{.activator = "b",
-                        .incarnation = 7,
+                        .incarnation = Inc(7),
                         .full = true,
                         .draining = false,
                         .endpoints = {}};
   table_.Apply(empty);
   EXPECT_EQ(table_.Read(kEp).held, 0);
+}
+
+// A controller that starts (or takes over as leader) while the activators
+// run: their totals since they started are history. Read as arrivals since
+// the last read, a day of them would be one tick's burst of demand; read
+// as refusals, a start of the endpoint's own replica for a wake refused
+// long ago.
+TEST_F(ActivatorDemandTest, AnActivatorOlderThanTheControllerCountsFromHere) {
+  clock_.Advance(absl::Seconds(11));
+  const EndpointDemand first{.arrivals_total = 250000,
+                             .held = 2,
+                             .no_replica = true,
+                             .wakes_refused_total = 4};
+  // What it holds now is demand now: the poke stands.
+  EXPECT_THAT(table_.Apply(Report("a", -1, false, first)), ElementsAre(kEp));
+  ActivatorRead r = table_.Read(kEp);
+  EXPECT_EQ(r.arrivals, 0);
+  EXPECT_EQ(r.wakes_refused, 0);
+  EXPECT_EQ(r.held, 2);
+  // What comes after its first report counts.
+  EXPECT_THAT(table_.Apply(Report("a", -1, true,
+                                  {.arrivals_total = 250003,
+                                   .in_flight = 3,
+                                   .wakes_refused_total = 5})),
+              ElementsAre(kEp));
+  r = table_.Read(kEp);
+  EXPECT_EQ(r.arrivals, 3);
+  EXPECT_EQ(r.wakes_refused, 1);
+  // Restarted after the controller: everything it reports is new.
+  table_.Apply(Report("a", 5, true, {.arrivals_total = 7}));
+  EXPECT_EQ(table_.Read(kEp).arrivals, 7);
 }
 
 // A wake of a pool engine refused at an activator pokes the endpoint at
@@ -129,7 +167,7 @@ TEST_F(ActivatorDemandTest, RefusedWakesPokeAndAreCountedOnceFromTotals) {
   // Left out of a full report (no demand there now): the total stays, and
   // nothing is counted again when it comes back.
   table_.Apply(ActivatorReport{.activator = "b",
-                               .incarnation = 3,
+                               .incarnation = Inc(3),
                                .full = true,
                                .draining = false,
                                .endpoints = {}});
@@ -142,24 +180,24 @@ TEST_F(ActivatorDemandTest,
        ALostStreamIsNamedAndNotCountedUntilItReconnectsOrIsForgotten) {
   clock_.Advance(absl::Seconds(11));
   table_.Apply(Report("a", 1, true, {.arrivals_total = 1, .in_flight = 1}));
-  table_.Disconnected("a", 1, /*clean=*/false);
+  table_.Disconnected("a", Inc(1), /*clean=*/false);
   const ActivatorRead lost = table_.Read(kEp);
   EXPECT_THAT(lost.lost, HasSubstr("activator a: stream lost"));
   EXPECT_EQ(lost.in_flight, 0);  // its last report is stale
   table_.Apply(Report("a", 1, true, {.arrivals_total = 1}));
   EXPECT_THAT(table_.Read(kEp).lost, IsEmpty());
   // Lost again and never back: forgotten after forget_after.
-  table_.Disconnected("a", 1, /*clean=*/false);
+  table_.Disconnected("a", Inc(1), /*clean=*/false);
   clock_.Advance(absl::Minutes(3));
   EXPECT_THAT(table_.Read(kEp).lost, IsEmpty());
   EXPECT_EQ(table_.Connected(), 0);
   // A goodbye (after draining) is not a loss.
   table_.Apply(Report("c", 1, true, {}));
-  table_.Disconnected("c", 1, /*clean=*/true);
+  table_.Disconnected("c", Inc(1), /*clean=*/true);
   EXPECT_THAT(table_.Read(kEp).lost, IsEmpty());
   // An old stream's end does not mark a newer incarnation lost.
   table_.Apply(Report("d", 2, true, {}));
-  table_.Disconnected("d", 1, /*clean=*/false);
+  table_.Disconnected("d", Inc(1), /*clean=*/false);
   EXPECT_THAT(table_.Read(kEp).lost, IsEmpty());
 }
 
@@ -257,7 +295,7 @@ TEST_F(ActivatorDemandTest, MergeCountsEachRequestOnce) {
   // the policy will not scale down on it.
   prom.Set([&](absl::Time, int) { return Prom(0, 0, 0); });
   table_.Apply(Report("b", 1, true, {.arrivals_total = 2, .held = 2}));
-  table_.Disconnected("a", 1, false);
+  table_.Disconnected("a", Inc(1), false);
   std::string missing;
   const policy::DemandSample s = merged.Read(ep, {}, clock_.Now(), missing);
   EXPECT_THAT(missing, HasSubstr("stream lost"));
