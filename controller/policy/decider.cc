@@ -187,6 +187,7 @@ Decider::LoadPlan Decider::SizeLoadAndWarmPool(const Snapshot& s,
   p.cap = tiers_.Capacity(tier) * config_.target_utilization;
   p.load = p.cap > 0 ? CeilDiv(f.forecast, p.cap) : 0;
   p.reason = f.reason;
+  p.rising = f.recent > f.stable;
   if (p.load > CeilDiv(f.base, p.cap) && !f.note.empty()) {
     p.reason = ScaleReason::kScaleAhead;
   }
@@ -346,6 +347,7 @@ ScaleTarget Decider::StabiliseAndBound(const Snapshot& s, const LoadPlan& load,
                          .billing = tiers_.Billing(tier),
                          .partial = demand_.partial(),
                          .saturated = demand_.saturated(),
+                         .rising = load.rising,
                          .panic = forecaster_.panic()};
   return governor_.Govern(in, *s.spec, config_);
 }

@@ -107,6 +107,7 @@ class Decider {
     double cap = 0;       // per replica at the target utilisation
     int load = 0;
     int warm = 0;
+    bool rising = false;  // the panic window's demand above the stable's
     ScaleReason reason = ScaleReason::kSteady;  // the forecast's, or ahead
     double rise_risk_without_warm = 0;          // P(rise over a lead > spare)
     double rise_risk_with_warm = 0;

@@ -28,6 +28,8 @@ absl::string_view ScaleReasonName(ScaleReason r) {
       return "PartialDemand";
     case ScaleReason::kSaturated:
       return "Saturated";
+    case ScaleReason::kRising:
+      return "Rising";
     case ScaleReason::kKeepAlive:
       return "KeepAlive";
     case ScaleReason::kPreWarm:

@@ -28,6 +28,8 @@ enum class ScaleReason {
                       // down
   kSaturated,         // every ready replica at its cap with requests held:
                       // never down
+  kRising,            // the panic window's demand above the stable window's
+                      // average: never down
   kKeepAlive,         // idle, keeping the last replica(s) for the keep-alive
   kPreWarm,           // idle, replica started ahead of the predicted request
   kScaledToZero,      // idle past the keep-alive

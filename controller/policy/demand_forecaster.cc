@@ -67,6 +67,7 @@ DemandForecast DemandForecaster::Forecast(const DemandLearner& demand,
   const double recent = demand.concurrency()
                             .Average(now, config.panic_window)
                             .value_or(demand.last_concurrency());
+  f.recent = recent;
   UpdatePanic(recent, ctx, now, config);
   f.base = panic_ ? std::max(f.stable, recent) : f.stable;
   f.forecast = f.base;

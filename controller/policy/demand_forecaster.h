@@ -24,6 +24,7 @@ struct ForecastContext {
 struct DemandForecast {
   double stable = 0;    // stable-window concurrency
   double base = 0;      // stable, or the panic window's while panicking
+  double recent = 0;    // the panic window's concurrency
   double forecast = 0;  // one cold-start lead ahead
   ScaleReason reason = ScaleReason::kSteady;  // kPanic while panicking
   std::string note;  // what raised the forecast above `base`, if anything

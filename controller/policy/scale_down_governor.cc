@@ -75,6 +75,12 @@ void ScaleDownGovernor::Limit(const GovernorInput& in, const EndpointSpec& spec,
     t.target = current;
     t.reason = ScaleReason::kSaturated;
   }
+  // Rising: the demand now is above the stable window's average, which
+  // lags it -- no ground for a scale-down while demand climbs.
+  if (in.rising && t.target < current) {
+    t.target = current;
+    t.reason = ScaleReason::kRising;
+  }
   if (t.target < current) {
     const int limited = static_cast<int>(
         std::floor(current / std::max(1.0, config.max_scale_down_rate)));

@@ -3,7 +3,8 @@
 // hold) -- the learned hold keeps replicas above the first while the
 // endpoint's own re-needs of them say they come back soon -- and falls by
 // at most max_scale_down_rate per call, never while panicking, nor while
-// demand is partly out of sight or every slot is busy. With coarse billing
+// demand is partly out of sight, every slot is busy or demand is above its
+// stable average. With coarse billing
 // no replica is released inside a period it has paid for. The spec's
 // bounds always hold.
 #pragma once
@@ -38,6 +39,7 @@ struct GovernorInput {
   absl::Duration billing;  // the serving tier's billing period
   bool partial = false;    // demand partly out of sight
   bool saturated = false;  // every ready slot busy, requests held
+  bool rising = false;     // the panic window's demand above the stable's
   bool panic = false;
 };
 

@@ -1,6 +1,6 @@
 // Table tests of rule 6 with explicit times: the stabilisation window, the
-// rate limit, what stops a scale-down (panic, partial or saturated demand),
-// the spec's bounds, the learned hold and paid billing periods.
+// rate limit, what stops a scale-down (panic, partial, saturated or rising
+// demand), the spec's bounds, the learned hold and paid billing periods.
 #include "controller/policy/scale_down_governor.h"
 
 #include <string>
@@ -80,18 +80,21 @@ TEST(ScaleDownGovernorTest, OneDecisionAfterEight) {
 }
 
 // Past the window the target falls, by at most half a call; not while
-// panicking, and not below what every busy slot says while saturated.
+// panicking, while saturated, or while the demand now is above the stable
+// window's average (rising).
 TEST(ScaleDownGovernorTest, PastTheWindowTheRateLimitAndWhatStopsIt) {
   struct Case {
     std::string name;
-    bool panic, saturated;
+    bool panic, saturated, rising;
     int target;
     ScaleReason reason;
   };
   for (const Case& c :
-       {Case{"rate limited", false, false, 4, ScaleReason::kScaleDownLimited},
-        Case{"panic", true, false, 8, ScaleReason::kPanic},
-        Case{"saturated", false, true, 8, ScaleReason::kSaturated}}) {
+       {Case{"rate limited", false, false, false, 4,
+             ScaleReason::kScaleDownLimited},
+        Case{"panic", true, false, false, 8, ScaleReason::kPanic},
+        Case{"saturated", false, true, false, 8, ScaleReason::kSaturated},
+        Case{"rising", false, false, true, 8, ScaleReason::kRising}}) {
     SCOPED_TRACE(c.name);
     ScaleDownGovernor g;
     const DeciderConfig config;
@@ -99,6 +102,7 @@ TEST(ScaleDownGovernorTest, PastTheWindowTheRateLimitAndWhatStopsIt) {
     GovernorInput in = Busy(100, 1);
     in.panic = c.panic;
     in.saturated = c.saturated;
+    in.rising = c.rising;
     const ScaleTarget t = g.Govern(in, Spec(), config);
     EXPECT_EQ(t.target, c.target);
     EXPECT_EQ(t.reason, c.reason);
