@@ -4,9 +4,8 @@
 // endpoint's own re-needs of them say they come back soon -- and falls by
 // at most max_scale_down_rate per call, never while panicking, nor while
 // demand is partly out of sight, every slot is busy or demand is above its
-// stable average. With coarse billing
-// no replica is released inside a period it has paid for. The spec's
-// bounds always hold.
+// stable average. With coarse billing no replica is released inside a
+// period it has paid for. The spec's bounds always hold.
 #pragma once
 
 #include <cstddef>

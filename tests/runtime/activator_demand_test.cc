@@ -26,12 +26,11 @@ using ::testing::IsEmpty;
 
 constexpr char kEp[] = "ml/llama";
 
-// The controller's start: the fixture's clock when the table is made.
-const absl::Time kStart = kube::FakeClock().Now();
-
 // Activator incarnation `n`: started n microseconds after the controller
-// (n < 0: before it).
-int64_t Inc(int64_t n) { return absl::ToUnixMicros(kStart) + n; }
+// (the fixture's clock when the table is made; n < 0: before it).
+int64_t Inc(int64_t n) {
+  return absl::ToUnixMicros(kube::FakeClock().Now()) + n;
+}
 
 ActivatorReport Report(const std::string& activator, int64_t incarnation,
                        bool full, EndpointDemand e) {
