@@ -462,6 +462,14 @@ void Decider::Explain(const Snapshot& s, const Stages& st, absl::Time now,
               "needed again within it)"
             : "");
   }
+  if (t.reason == ScaleReason::kRising) {
+    d.message = absl::StrCat(
+        d.message,
+        absl::StrFormat("; no scale-down while demand climbs: %.1f in flight "
+                        "over the last %s, above the %.1f average",
+                        f.recent, MessageSeconds(config_.panic_window),
+                        f.stable));
+  }
   if (!st.tier.note.empty()) {
     d.message = absl::StrCat(d.message, "; tier switch ", st.tier.note);
   }

@@ -746,6 +746,10 @@ TEST(DeciderTest, SaturatedNeverScalesDown) {
     if (c.held) {
       EXPECT_EQ(w.TotalDesired(), 4) << got.message;
       EXPECT_EQ(got.reason, *c.held) << got.message;
+      if (*c.held == ScaleReason::kRising) {
+        EXPECT_THAT(got.message,
+                    HasSubstr("no scale-down while demand climbs"));
+      }
     } else {
       EXPECT_LT(w.TotalDesired(), 4) << got.message;
     }
