@@ -81,15 +81,13 @@ std::vector<std::pair<std::string, std::string>> Router::TakeRemoved() {
 std::pair<const std::string, Router::Target>* Router::Pick(Endpoint& e,
                                                            absl::Time now) {
   std::pair<const std::string, Target>* best = nullptr;
-  const auto refusing = [now](const Target& t) {
-    return now < t.refusing_until;
-  };
   for (auto& t : e.targets) {
     if (t.second.in_flight >= e.cap) {
       continue;
     }
-    if (best == nullptr || refusing(best->second) > refusing(t.second) ||
-        (refusing(best->second) == refusing(t.second) &&
+    const bool refusing = t.second.refusing(now);
+    if (best == nullptr || best->second.refusing(now) > refusing ||
+        (best->second.refusing(now) == refusing &&
          t.second.in_flight < best->second.in_flight)) {
       best = &t;
     }
@@ -363,12 +361,12 @@ bool Router::KeepsWaitingOn(const std::string& endpoint,
     return false;
   }
   const absl::Time now = absl::Now();
-  if (now >= t->second.refusing_until) {
+  if (!t->second.refusing(now)) {
     return true;
   }
   // Another target with a free slot would be picked instead.
   return std::none_of(e.targets.begin(), e.targets.end(), [&](const auto& o) {
-    return o.first != address && now >= o.second.refusing_until &&
+    return o.first != address && !o.second.refusing(now) &&
            o.second.in_flight < e.cap;
   });
 }

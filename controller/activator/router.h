@@ -164,6 +164,7 @@ class Router {
     // A wake of its engine was refused lately: until then the endpoint's
     // other targets go first.
     absl::Time refusing_until = absl::InfinitePast();
+    bool refusing(absl::Time now) const { return now < refusing_until; }
   };
   struct Endpoint {
     std::map<std::string, Target> targets;
